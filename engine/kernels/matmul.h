@@ -1,0 +1,33 @@
+// Matrix products over quantized weights: the only entry points the forward pass uses.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gguf/types.h"
+
+namespace engine {
+
+class ThreadPool;
+
+// A weight matrix W (rows, cols), row-major, each row `row_bytes` bytes of `type` blocks.
+// A view: `data` points into the mapped model file (or a repacked copy owned by the model).
+struct Matrix {
+  gguf::TensorType type;
+  int64_t rows;
+  int64_t cols;
+  size_t row_bytes;
+  const void* data;
+};
+
+// out (n, rows) = X (n, cols) @ W^T, X and out row-major f32.
+// Each weight row is read once per call however large n is (prefill and batched decode).
+void matmul(const Matrix& w, const float* x, int64_t n, float* out, ThreadPool& pool);
+
+// Row r of W as f32: W[r, :] -> dst (cols,). Used for embedding lookups.
+void dequantize_row(const Matrix& w, int64_t r, float* dst);
+
+// True when matmul/dequantize_row support `type`.
+bool supports(gguf::TensorType type);
+
+}  // namespace engine

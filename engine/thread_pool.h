@@ -1,0 +1,33 @@
+// A persistent pool of compute threads for the forward pass.
+#pragma once
+
+#include <functional>
+
+namespace engine {
+
+// Runs one job at a time on a fixed set of threads; the calling thread is worker 0.
+//
+// run(fn) calls fn(ith, nth) once on every worker (ith in [0, nth)) and returns when all calls
+// have returned, like one ggml graph node. Workers wait between jobs by spinning briefly, then
+// sleeping, so back-to-back jobs of one forward pass don't pay a futex wake-up each.
+// Thread-safety: run() must be called from one thread at a time (the scheduler's loop thread).
+// Ownership: owns its threads; the destructor joins them.
+class ThreadPool {
+ public:
+  explicit ThreadPool(int n_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const;
+  void run(const std::function<void(int ith, int nth)>& fn);
+
+ private:
+  struct State;
+  State* state_;
+};
+
+// Number of physical cores (the default thread count), at least 1.
+int physical_cores();
+
+}  // namespace engine

@@ -1,0 +1,137 @@
+// File: memory mapping and metadata lookups. Parsing lives in parser.cpp.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "gguf/file.h"
+
+namespace gguf {
+
+namespace {
+
+struct Mapping {
+  void* addr = nullptr;
+  size_t size = 0;
+  ~Mapping() {
+    if (addr != nullptr) munmap(addr, size);
+  }
+};
+
+[[noreturn]] void io_error(const std::string& path, const std::string& what) {
+  throw Error(path, Error::kNoOffset, what + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
+File File::open(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) io_error(path, "cannot open");
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    ::close(fd);
+    io_error(path, "cannot stat");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(path, Error::kNoOffset, "not a regular file");
+  }
+  auto mapping = std::make_shared<Mapping>();
+  mapping->size = static_cast<size_t>(st.st_size);
+  if (mapping->size > 0) {
+    void* addr = mmap(nullptr, mapping->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (addr == MAP_FAILED) {
+      ::close(fd);
+      io_error(path, "cannot map");
+    }
+    mapping->addr = addr;
+  }
+  ::close(fd);
+  std::span<const uint8_t> bytes(static_cast<const uint8_t*>(mapping->addr), mapping->size);
+  File f = parse(bytes, path);
+  f.storage_ = std::move(mapping);
+  return f;
+}
+
+const Value* File::find(std::string_view key) const {
+  const auto it = key_index_.find(key);
+  return it == key_index_.end() ? nullptr : &metadata_[it->second].value;
+}
+
+const Value& File::get(std::string_view key) const {
+  const Value* v = find(key);
+  if (v == nullptr) {
+    throw Error(name_, Error::kNoOffset, "metadata key '" + std::string(key) + "' is missing");
+  }
+  return *v;
+}
+
+// Runs `read` on the value of `key`, prefixing any type error with the key.
+template <class T, class F>
+T File::typed(std::string_view key, F&& read) const {
+  const Value& v = get(key);
+  try {
+    return read(v);
+  } catch (const Error& e) {
+    throw Error(name_, Error::kNoOffset, "metadata key '" + std::string(key) + "': " + e.message());
+  }
+}
+
+uint64_t File::get_u64(std::string_view key) const {
+  return typed<uint64_t>(key, [](const Value& v) { return v.as_u64(); });
+}
+int64_t File::get_i64(std::string_view key) const {
+  return typed<int64_t>(key, [](const Value& v) { return v.as_i64(); });
+}
+double File::get_f64(std::string_view key) const {
+  return typed<double>(key, [](const Value& v) { return v.as_f64(); });
+}
+bool File::get_bool(std::string_view key) const {
+  return typed<bool>(key, [](const Value& v) { return v.as_bool(); });
+}
+std::string_view File::get_string(std::string_view key) const {
+  return typed<std::string_view>(key, [](const Value& v) { return v.as_string(); });
+}
+const Value& File::get_array(std::string_view key) const {
+  return *typed<const Value*>(key, [](const Value& v) {
+    v.size();  // throws unless an array
+    return &v;
+  });
+}
+
+std::optional<uint64_t> File::find_u64(std::string_view key) const {
+  return find(key) ? std::optional(get_u64(key)) : std::nullopt;
+}
+std::optional<int64_t> File::find_i64(std::string_view key) const {
+  return find(key) ? std::optional(get_i64(key)) : std::nullopt;
+}
+std::optional<double> File::find_f64(std::string_view key) const {
+  return find(key) ? std::optional(get_f64(key)) : std::nullopt;
+}
+std::optional<bool> File::find_bool(std::string_view key) const {
+  return find(key) ? std::optional(get_bool(key)) : std::nullopt;
+}
+std::optional<std::string_view> File::find_string(std::string_view key) const {
+  return find(key) ? std::optional(get_string(key)) : std::nullopt;
+}
+const Value* File::find_array(std::string_view key) const {
+  return find(key) ? &get_array(key) : nullptr;
+}
+
+const TensorInfo* File::find_tensor(std::string_view name) const {
+  const auto it = tensor_index_.find(name);
+  return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
+}
+
+const TensorInfo& File::get_tensor(std::string_view name) const {
+  const TensorInfo* t = find_tensor(name);
+  if (t == nullptr) {
+    throw Error(name_, Error::kNoOffset, "tensor '" + std::string(name) + "' is missing");
+  }
+  return *t;
+}
+
+}  // namespace gguf

@@ -1,0 +1,118 @@
+#include "gguf/types.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+
+namespace gguf {
+
+namespace {
+
+struct ValueTypeRow {
+  std::string_view name;
+  uint32_t size;
+};
+constexpr std::array<ValueTypeRow, kValueTypeCount> kValueTypes = {{
+    {"UINT8", 1}, {"INT8", 1}, {"UINT16", 2}, {"INT16", 2}, {"UINT32", 4}, {"INT32", 4},
+    {"FLOAT32", 4}, {"BOOL", 1}, {"STRING", 0}, {"ARRAY", 0}, {"UINT64", 8}, {"INT64", 8},
+    {"FLOAT64", 8},
+}};
+
+using T = TensorType;
+// Block layouts from ggml-common.h; bytes per block = sum of the block struct's fields.
+constexpr TypeInfo kTypes[] = {
+    {T::F32, "F32", 1, 4, false},
+    {T::F16, "F16", 1, 2, false},
+    {T::Q4_0, "Q4_0", 32, 2 + 16, true},
+    {T::Q4_1, "Q4_1", 32, 2 + 2 + 16, true},
+    {T::Q5_0, "Q5_0", 32, 2 + 4 + 16, true},
+    {T::Q5_1, "Q5_1", 32, 2 + 2 + 4 + 16, true},
+    {T::Q8_0, "Q8_0", 32, 2 + 32, true},
+    {T::Q8_1, "Q8_1", 32, 2 + 2 + 32, true},
+    {T::Q2_K, "Q2_K", 256, 16 + 64 + 2 + 2, true},
+    {T::Q3_K, "Q3_K", 256, 32 + 64 + 12 + 2, true},
+    {T::Q4_K, "Q4_K", 256, 2 + 2 + 12 + 128, true},
+    {T::Q5_K, "Q5_K", 256, 2 + 2 + 12 + 32 + 128, true},
+    {T::Q6_K, "Q6_K", 256, 128 + 64 + 16 + 2, true},
+    {T::Q8_K, "Q8_K", 256, 4 + 256 + 32, true},
+    {T::IQ2_XXS, "IQ2_XXS", 256, 2 + 64, true},
+    {T::IQ2_XS, "IQ2_XS", 256, 2 + 64 + 8, true},
+    {T::IQ3_XXS, "IQ3_XXS", 256, 2 + 96, true},
+    {T::IQ1_S, "IQ1_S", 256, 2 + 32 + 16, true},
+    {T::IQ4_NL, "IQ4_NL", 32, 2 + 16, true},
+    {T::IQ3_S, "IQ3_S", 256, 2 + 64 + 32 + 8 + 4, true},
+    {T::IQ2_S, "IQ2_S", 256, 2 + 64 + 8 + 8, true},
+    {T::IQ4_XS, "IQ4_XS", 256, 2 + 2 + 4 + 128, true},
+    {T::I8, "I8", 1, 1, false},
+    {T::I16, "I16", 1, 2, false},
+    {T::I32, "I32", 1, 4, false},
+    {T::I64, "I64", 1, 8, false},
+    {T::F64, "F64", 1, 8, false},
+    {T::IQ1_M, "IQ1_M", 256, 32 + 16 + 8, true},
+    {T::BF16, "BF16", 1, 2, false},
+    {T::TQ1_0, "TQ1_0", 256, 48 + 4 + 2, true},
+    {T::TQ2_0, "TQ2_0", 256, 64 + 2, true},
+    {T::MXFP4, "MXFP4", 32, 1 + 16, true},
+    {T::NVFP4, "NVFP4", 64, 4 + 32, true},
+    {T::Q1_0, "Q1_0", 128, 2 + 16, true},
+    {T::Q2_0, "Q2_0", 64, 2 + 16, true},
+};
+
+// llama_ftype names; gaps are retired ids.
+constexpr std::string_view kFileTypes[] = {
+    "ALL_F32", "MOSTLY_F16", "MOSTLY_Q4_0", "MOSTLY_Q4_1", "MOSTLY_Q4_1_SOME_F16", "", "",
+    "MOSTLY_Q8_0", "MOSTLY_Q5_0", "MOSTLY_Q5_1", "MOSTLY_Q2_K", "MOSTLY_Q3_K_S", "MOSTLY_Q3_K_M",
+    "MOSTLY_Q3_K_L", "MOSTLY_Q4_K_S", "MOSTLY_Q4_K_M", "MOSTLY_Q5_K_S", "MOSTLY_Q5_K_M",
+    "MOSTLY_Q6_K", "MOSTLY_IQ2_XXS", "MOSTLY_IQ2_XS", "MOSTLY_Q2_K_S", "MOSTLY_IQ3_XS",
+    "MOSTLY_IQ3_XXS", "MOSTLY_IQ1_S", "MOSTLY_IQ4_NL", "MOSTLY_IQ3_S", "MOSTLY_IQ3_M",
+    "MOSTLY_IQ2_S", "MOSTLY_IQ2_M", "MOSTLY_IQ4_XS", "MOSTLY_IQ1_M", "MOSTLY_BF16", "", "", "",
+    "MOSTLY_TQ1_0", "MOSTLY_TQ2_0", "MOSTLY_MXFP4_MOE",
+};
+
+}  // namespace
+
+std::string_view value_type_name(ValueType t) {
+  return kValueTypes.at(static_cast<uint32_t>(t)).name;
+}
+bool is_valid_value_type(uint32_t raw) { return raw < kValueTypeCount; }
+uint32_t value_type_size(ValueType t) { return kValueTypes.at(static_cast<uint32_t>(t)).size; }
+
+bool is_integer(ValueType t) {
+  switch (t) {
+    case ValueType::U8: case ValueType::I8: case ValueType::U16: case ValueType::I16:
+    case ValueType::U32: case ValueType::I32: case ValueType::U64: case ValueType::I64:
+      return true;
+    default:
+      return false;
+  }
+}
+bool is_float(ValueType t) { return t == ValueType::F32 || t == ValueType::F64; }
+
+const TypeInfo* type_info(uint32_t raw_id) {
+  for (const TypeInfo& info : kTypes) {
+    if (static_cast<uint32_t>(info.type) == raw_id) return &info;
+  }
+  return nullptr;
+}
+
+const TypeInfo& type_info(TensorType t) { return *type_info(static_cast<uint32_t>(t)); }
+
+std::span<const TypeInfo> all_types() { return kTypes; }
+
+std::optional<TensorType> type_from_name(std::string_view name) {
+  for (const TypeInfo& info : kTypes) {
+    if (std::ranges::equal(info.name, name, [](char a, char b) {
+          return std::toupper(static_cast<unsigned char>(a)) ==
+                 std::toupper(static_cast<unsigned char>(b));
+        })) {
+      return info.type;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string_view file_type_name(uint32_t ftype) {
+  return ftype < std::size(kFileTypes) ? kFileTypes[ftype] : std::string_view{};
+}
+
+}  // namespace gguf

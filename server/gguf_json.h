@@ -1,0 +1,28 @@
+// GGUF header, metadata and tensor table as JSON: `ggufd inspect --json` and the metadata endpoint.
+#pragma once
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+
+#include "gguf/file.h"
+
+namespace server {
+
+// Arrays longer than this are summarized unless the caller asks for everything.
+inline constexpr size_t kArraySummaryLimit = 32;
+
+// A metadata value as plain JSON. When `full` is false, arrays longer than kArraySummaryLimit
+// become {"type":"array","element_type":T,"length":N,"head":[first kArraySummaryLimit items]}.
+nlohmann::json value_to_json(const gguf::Value& v, bool full);
+
+// "UINT32", "STRING", "ARRAY[STRING]", "ARRAY[ARRAY]".
+std::string value_type_label(const gguf::Value& v);
+
+// {"file","header":{...},"metadata":{key:value},"metadata_types":{key:type},"tensors":[...],
+//  "totals":{...},"name":{...}|null}
+nlohmann::json file_to_json(const gguf::File& file, bool full);
+
+// Serializes with invalid UTF-8 replaced (GGUF strings are untrusted bytes).
+std::string dump(const nlohmann::json& j, int indent = -1);
+
+}  // namespace server

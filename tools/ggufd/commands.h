@@ -1,0 +1,14 @@
+// Subcommands of the ggufd binary. Each registers its options on a CLI11 app and returns the
+// function to run once arguments are parsed. The function's result is the process exit status.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace ggufd {
+
+using Command = std::function<int()>;
+
+Command add_inspect(CLI::App& app);
+
+}  // namespace ggufd

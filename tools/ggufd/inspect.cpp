@@ -1,0 +1,174 @@
+// `ggufd inspect FILE [--json] [--full]`: everything a GGUF file says about itself.
+#include <cstdio>
+#include <string>
+
+#include "gguf/file.h"
+#include "gguf/summary.h"
+#include "server/gguf_json.h"
+#include "tools/ggufd/commands.h"
+
+namespace ggufd {
+
+namespace {
+
+constexpr size_t kShownItems = 8;     // array items shown in text mode unless --full
+constexpr size_t kShownChars = 120;   // string characters shown inline
+
+std::string escaped(std::string_view s, bool full) {
+  std::string out = "\"";
+  size_t n = 0;
+  for (char c : s) {
+    if (!full && n++ == kShownChars) {
+      out += "...";
+      break;
+    }
+    switch (c) {
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(c));
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  if (out.size() < 4 || out.compare(out.size() - 3, 3, "...") != 0) out += '"';
+  return out;
+}
+
+std::string format_value(const gguf::Value& v, bool full);
+
+std::string format_float(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", x);
+  return buf;
+}
+
+std::string format_element(const gguf::Value& v, uint64_t i, bool full) {
+  switch (v.element_type()) {
+    case gguf::ValueType::STRING: return escaped(v.string_at(i), full);
+    case gguf::ValueType::ARRAY: return format_value(v.array_at(i), full);
+    case gguf::ValueType::BOOL: return v.bool_at(i) ? "true" : "false";
+    case gguf::ValueType::F32:
+    case gguf::ValueType::F64: return format_float(v.f64_at(i));
+    case gguf::ValueType::U64: return std::to_string(v.u64_at(i));
+    default: return std::to_string(v.i64_at(i));
+  }
+}
+
+std::string format_value(const gguf::Value& v, bool full) {
+  switch (v.type()) {
+    case gguf::ValueType::STRING: return escaped(v.as_string(), full);
+    case gguf::ValueType::BOOL: return v.as_bool() ? "true" : "false";
+    case gguf::ValueType::F32:
+    case gguf::ValueType::F64: return format_float(v.as_f64());
+    case gguf::ValueType::U64: return std::to_string(v.as_u64());
+    case gguf::ValueType::ARRAY: break;
+    default: return std::to_string(v.as_i64());
+  }
+  const uint64_t n = v.size();
+  const uint64_t shown = full ? n : std::min<uint64_t>(n, kShownItems);
+  std::string out = "[";
+  for (uint64_t i = 0; i < shown; ++i) {
+    if (i != 0) out += ", ";
+    out += format_element(v, i, full);
+  }
+  if (shown < n) out += ", ... " + std::to_string(n - shown) + " more";
+  return out + "]";
+}
+
+std::string shape(const gguf::TensorInfo& t) {
+  std::string s = "[";
+  for (int d = 0; d < t.n_dims; ++d) s += (d ? ", " : "") + std::to_string(t.ne[d]);
+  return s + "]";
+}
+
+void print_text(const gguf::File& f, bool full) {
+  const gguf::Summary s = gguf::summarize(f);
+  std::printf("file:        %s\n", f.name().c_str());
+  std::printf("header:      GGUF v%u, %s-endian, alignment %llu, data at byte %llu, %llu bytes\n",
+              f.version(), f.big_endian() ? "big" : "little",
+              static_cast<unsigned long long>(f.alignment()),
+              static_cast<unsigned long long>(f.data_offset()),
+              static_cast<unsigned long long>(f.file_size()));
+  if (s.name_parts) {
+    const gguf::NameParts& p = *s.name_parts;
+    auto opt = [](const std::optional<std::string>& o) { return o ? o->c_str() : "-"; };
+    std::printf("name:        base %s, size %s, fine-tune %s, version %s, encoding %s, type %s, "
+                "shard %s\n",
+                p.base_name.c_str(), opt(p.size_label), opt(p.fine_tune), p.version.c_str(),
+                opt(p.encoding), opt(p.type), opt(p.shard));
+  }
+  std::printf("\nmetadata (%zu keys):\n", f.metadata().size());
+  const gguf::Value* chat_template = nullptr;
+  for (const gguf::KeyValue& kv : f.metadata()) {
+    const std::string type = server::value_type_label(kv.value);
+    if (kv.key == "tokenizer.chat_template" && kv.value.type() == gguf::ValueType::STRING) {
+      chat_template = &kv.value;
+      std::printf("  %-40.*s %-14s (%zu bytes, shown below)\n", static_cast<int>(kv.key.size()),
+                  kv.key.data(), type.c_str(), kv.value.as_string().size());
+      continue;
+    }
+    const std::string len = kv.value.is_array() ? "(" + std::to_string(kv.value.size()) + ") " : "";
+    std::printf("  %-40.*s %-14s %s%s\n", static_cast<int>(kv.key.size()), kv.key.data(),
+                type.c_str(), len.c_str(), format_value(kv.value, full).c_str());
+  }
+  std::printf("\ntensors (%zu):\n  %-40s %-8s %-24s %14s %14s\n", f.tensors().size(), "name",
+              "type", "shape", "offset", "bytes");
+  for (const gguf::TensorInfo& t : f.tensors()) {
+    std::printf("  %-40.*s %-8s %-24s %14llu %14llu\n", static_cast<int>(t.name.size()),
+                t.name.data(), std::string(gguf::type_info(t.type).name).c_str(),
+                shape(t).c_str(), static_cast<unsigned long long>(t.offset),
+                static_cast<unsigned long long>(t.n_bytes));
+  }
+  std::printf("\ntotals:\n  architecture %s, %llu parameters (%s), %llu bytes of tensor data\n",
+              s.architecture.empty() ? "-" : s.architecture.c_str(),
+              static_cast<unsigned long long>(s.n_params), s.size_label.c_str(),
+              static_cast<unsigned long long>(s.n_tensor_bytes));
+  if (s.file_type) {
+    std::printf("  file type %u (%s)\n", *s.file_type,
+                s.file_type_name.empty() ? "unknown" : s.file_type_name.c_str());
+  }
+  for (const gguf::TypeTotal& t : s.by_type) {
+    std::printf("  %-8s %5llu tensors %14llu elements %14llu bytes\n",
+                std::string(gguf::type_info(t.type).name).c_str(),
+                static_cast<unsigned long long>(t.n_tensors),
+                static_cast<unsigned long long>(t.n_elements),
+                static_cast<unsigned long long>(t.n_bytes));
+  }
+  if (chat_template != nullptr) {
+    std::printf("\nchat template (tokenizer.chat_template):\n%.*s\n",
+                static_cast<int>(chat_template->as_string().size()),
+                chat_template->as_string().data());
+  }
+}
+
+}  // namespace
+
+Command add_inspect(CLI::App& app) {
+  struct Options {
+    std::string path;
+    bool json = false;
+    bool full = false;
+  };
+  auto o = std::make_shared<Options>();
+  app.add_option("file", o->path, "GGUF file")->required();
+  app.add_flag("--json", o->json, "Print one JSON document");
+  app.add_flag("--full", o->full, "Show every array element and full strings");
+  return [o] {
+    const gguf::File f = gguf::File::open(o->path);
+    if (o->json) {
+      std::printf("%s\n", server::dump(server::file_to_json(f, o->full), 2).c_str());
+    } else {
+      print_text(f, o->full);
+    }
+    return 0;
+  };
+}
+
+}  // namespace ggufd

@@ -1,0 +1,37 @@
+// ggufd: serve GGUF models over an OpenAI-compatible HTTP API. This file only dispatches.
+#include <cstdio>
+#include <exception>
+
+#include "tools/ggufd/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"ggufd: serve LLMs stored as GGUF files, on CPUs"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "ggufd 0.1.0");
+  struct Entry {
+    CLI::App* sub;
+    ggufd::Command run;
+  };
+  std::vector<Entry> commands;
+  auto add = [&](const char* name, const char* help, auto adder) {
+    CLI::App* sub = app.add_subcommand(name, help);
+    commands.push_back({sub, adder(*sub)});
+  };
+  add("inspect", "Show a GGUF file's header, metadata, tensors and totals", ggufd::add_inspect);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  for (const Entry& c : commands) {
+    if (c.sub->parsed()) {
+      try {
+        return c.run();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "ggufd %s: %s\n", c.sub->get_name().c_str(), e.what());
+        return 1;
+      }
+    }
+  }
+  return 2;
+}
