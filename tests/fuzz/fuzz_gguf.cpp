@@ -1,0 +1,28 @@
+// libFuzzer target: arbitrary bytes through the GGUF parser and everything that reads its result.
+#include <cstddef>
+#include <cstdint>
+
+#include "gguf/file.h"
+#include "gguf/summary.h"
+#include "gguf/writer.h"
+#include "server/gguf_json.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  try {
+    const gguf::File f = gguf::File::parse({data, size}, "fuzz.gguf");
+    // Every accessor over every value and tensor, then a rewrite: what inspect and the server do.
+    gguf::Writer w(f.version(), f.big_endian());
+    for (const gguf::KeyValue& kv : f.metadata()) {
+      w.set(std::string(kv.key), gguf::OwnedValue::from(kv.value));
+    }
+    for (const gguf::TensorInfo& t : f.tensors()) {
+      volatile uint8_t sink = t.n_bytes ? t.data[t.n_bytes - 1] : 0;
+      (void)sink;
+    }
+    (void)server::dump(server::file_to_json(f, false));
+    (void)gguf::summarize(f);
+    (void)w.to_bytes();
+  } catch (const gguf::Error&) {
+  }
+  return 0;
+}
