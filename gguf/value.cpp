@@ -72,6 +72,14 @@ int64_t to_i64(Int128 v, ValueType t) {
 
 bool to_bool(uint8_t b) { return b != 0; }
 
+void check_index(uint64_t i, uint64_t count) {
+  if (i >= count) {
+    throw Error("", Error::kNoOffset,
+                "array index " + std::to_string(i) + " out of range (size " +
+                    std::to_string(count) + ")");
+  }
+}
+
 }  // namespace
 
 Value Value::scalar(ValueType t, const uint8_t* data, bool swap) {
@@ -147,11 +155,7 @@ const uint8_t* Value::element(uint64_t i) const {
   if (type_ != ValueType::ARRAY) mismatch("ARRAY", type_);
   if (elem_ == ValueType::STRING || elem_ == ValueType::ARRAY)
     mismatch("an array of numbers", elem_);
-  if (i >= count_) {
-    throw Error("", Error::kNoOffset,
-                "array index " + std::to_string(i) + " out of range (size " +
-                    std::to_string(count_) + ")");
-  }
+  check_index(i, count_);
   return data_ + i * value_type_size(elem_);
 }
 
@@ -174,22 +178,14 @@ bool Value::bool_at(uint64_t i) const {
 std::string_view Value::string_at(uint64_t i) const {
   if (type_ != ValueType::ARRAY) mismatch("ARRAY", type_);
   if (elem_ != ValueType::STRING) mismatch("an array of STRING", elem_);
-  if (i >= count_) {
-    throw Error("", Error::kNoOffset,
-                "array index " + std::to_string(i) + " out of range (size " +
-                    std::to_string(count_) + ")");
-  }
+  check_index(i, count_);
   return strings_[i];
 }
 
 const Value& Value::array_at(uint64_t i) const {
   if (type_ != ValueType::ARRAY) mismatch("ARRAY", type_);
   if (elem_ != ValueType::ARRAY) mismatch("an array of ARRAY", elem_);
-  if (i >= count_) {
-    throw Error("", Error::kNoOffset,
-                "array index " + std::to_string(i) + " out of range (size " +
-                    std::to_string(count_) + ")");
-  }
+  check_index(i, count_);
   return items_[i];
 }
 
