@@ -10,5 +10,11 @@ namespace ggufd {
 using Command = std::function<int()>;
 
 Command add_inspect(CLI::App& app);
+Command add_run(CLI::App& app);
+Command add_logits(CLI::App& app);
+Command add_tokenize(CLI::App& app);
+Command add_detokenize(CLI::App& app);
+Command add_synth(CLI::App& app);
+Command add_serve(CLI::App& app);
 
 }  // namespace ggufd

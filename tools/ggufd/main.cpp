@@ -17,7 +17,14 @@ int main(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(name, help);
     commands.push_back({sub, adder(*sub)});
   };
+  add("serve", "Serve the model over an OpenAI-compatible HTTP API", ggufd::add_serve);
   add("inspect", "Show a GGUF file's header, metadata, tensors and totals", ggufd::add_inspect);
+  add("run", "Generate a continuation of a prompt (streamed to stdout)", ggufd::add_run);
+  add("logits", "Top-K logits at every position of a token sequence, as JSON", ggufd::add_logits);
+  add("tokenize", "Text on stdin -> token ids (the model's tokenizer)", ggufd::add_tokenize);
+  add("detokenize", "Token ids on stdin -> text", ggufd::add_detokenize);
+  add("synth", "Write a random-weight model in a real model's shape (benchmarks, demo)",
+      ggufd::add_synth);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

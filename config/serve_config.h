@@ -1,0 +1,87 @@
+// Settings of `ggufd serve`: plain structs filled from flags, GGUFD_* environment variables and a
+// config file (precedence: flags > env > file > defaults), validated with messages that name the
+// setting, the value and what is allowed.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace config {
+
+struct ModelConfig {
+  std::string path;                 // --model; empty: the bundled demo model
+  std::string alias;                // --alias; the id in /v1/models (default: file name)
+  std::string chat_template_file;   // --chat-template-file: overrides the model's template
+};
+
+struct HttpConfig {
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  int64_t body_limit = 8 << 20;     // bytes
+  int64_t header_limit = 16 << 10;  // bytes
+  int read_timeout = 30;            // seconds to receive a request
+  int idle_timeout = 60;            // keep-alive seconds
+  int request_timeout = 600;        // seconds a generation may run
+  int max_connections = 512;
+  std::vector<std::string> api_keys;
+  std::string api_key_file;         // one key per line, merged into api_keys
+  std::vector<std::string> cors_origins;
+  int shutdown_grace = 30;          // seconds in-flight requests get on SIGTERM
+};
+
+struct EngineConfig {
+  int threads = 0;                  // 0: physical cores
+  int ctx_size = 4096;              // context per slot (capped by the model's training context)
+  int parallel = 4;                 // slots
+  int queue_limit = 64;             // waiting requests beyond the slots
+  int prefill_chunk = 512;          // prompt tokens per step
+  std::string kv_type = "f16";      // f16 | f32
+};
+
+struct SamplingDefaults {
+  double temperature = 0.8;
+  double top_p = 0.95;
+  int top_k = 40;
+  double min_p = 0.05;
+  double repeat_penalty = 1.0;
+  int max_tokens = 16;              // /v1/completions default (OpenAI's)
+};
+
+struct LogConfig {
+  std::string level = "info";       // trace | debug | info | warn | error | off
+  std::string format = "text";      // text | json
+  bool metrics = true;              // expose /metrics
+};
+
+struct ServeConfig {
+  ModelConfig model;
+  HttpConfig http;
+  EngineConfig engine;
+  SamplingDefaults sampling;
+  LogConfig log;
+  std::string config_file;          // --config FILE (TOML)
+  bool print_config = false;        // --print-config
+  // Where each setting's value came from: "default", "file", "env" or "flag", keyed by the
+  // setting's flag name without dashes (e.g. "ctx-size"); "config" says where --config came from.
+  std::map<std::string, std::string> sources;
+};
+
+// Registers every setting on `app` (grouped: Model, HTTP, Engine, Sampling defaults, Logging),
+// each with its GGUFD_<NAME> environment variable, and --config / --print-config.
+void add_serve_options(CLI::App& app, ServeConfig& cfg);
+
+// After CLI11 parsed: reads the config file (unknown keys are an error), applies it under env and
+// flags, reads the API key file, fills `sources`, and validates. Throws std::invalid_argument
+// with a one-line message naming setting, value and what is allowed.
+void finalize(CLI::App& app, ServeConfig& cfg);
+
+// The effective configuration, one "name = value  (source)" line per setting, keys redacted.
+std::string describe(const ServeConfig& cfg);
+
+}  // namespace config

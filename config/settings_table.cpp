@@ -1,0 +1,99 @@
+// The rows of the settings table (see settings.h). Ranges are inclusive.
+#include "config/settings.h"
+
+namespace config {
+
+namespace {
+
+std::vector<Setting> model_settings(ModelConfig& m) {
+  const char* g = "Model";
+  return {
+      {"model", "-m,--model", g, "model", "GGUF file to serve (default: the bundled demo model)", &m.path},
+      {"alias", "--alias", g, "model", "model id in /v1/models and responses (default: file name)", &m.alias},
+      {"chat-template-file", "--chat-template-file", g, "model",
+       "Jinja chat template file that overrides the model's own", &m.chat_template_file},
+  };
+}
+
+std::vector<Setting> http_settings(HttpConfig& h) {
+  const char* g = "HTTP";
+  return {
+      {"host", "--host", g, "http", "address to listen on (0.0.0.0: all interfaces)", &h.host},
+      {"port", "--port", g, "http", "TCP port (0: any free port)", &h.port, 0, 65535},
+      {"api-key", "--api-key", g, "http",
+       "accepted Bearer key (repeatable; env: comma-separated); none: no authentication", &h.api_keys},
+      {"api-key-file", "--api-key-file", g, "http", "file with one accepted key per line (# comments)",
+       &h.api_key_file},
+      {"cors-origin", "--cors-origin", g, "http", "allowed browser origin, or * (repeatable)", &h.cors_origins},
+      {"body-limit", "--body-limit", g, "http", "largest request body (suffix K, M, G allowed)", &h.body_limit,
+       1024, 1 << 30},
+      {"header-limit", "--header-limit", g, "http", "largest request head (suffix K, M allowed)",
+       &h.header_limit, 1024, 1 << 20},
+      {"read-timeout", "--read-timeout", g, "http", "seconds to receive a request", &h.read_timeout, 1, 3600},
+      {"idle-timeout", "--idle-timeout", g, "http", "seconds an idle keep-alive connection stays open",
+       &h.idle_timeout, 0, 3600},
+      {"request-timeout", "--request-timeout", g, "http", "seconds a generation may run", &h.request_timeout, 1,
+       86400},
+      {"max-connections", "--max-connections", g, "http", "open connections at most", &h.max_connections, 1,
+       65536},
+      {"shutdown-grace", "--shutdown-grace", g, "http", "seconds in-flight requests get on SIGTERM",
+       &h.shutdown_grace, 0, 3600},
+  };
+}
+
+std::vector<Setting> engine_settings(EngineConfig& e) {
+  const char* g = "Engine";
+  return {
+      {"threads", "-t,--threads", g, "engine", "compute threads (0: one per physical core)", &e.threads, 0, 1024},
+      {"ctx-size", "-c,--ctx-size", g, "engine", "context tokens per slot (capped by the model's)", &e.ctx_size,
+       16, 1048576},
+      {"parallel", "--parallel", g, "engine", "slots: requests generated at the same time", &e.parallel, 1,
+       256},
+      {"queue-limit", "--queue-limit", g, "engine", "requests that may wait for a slot (more: HTTP 503)",
+       &e.queue_limit, 0, 65536},
+      {"prefill-chunk", "--prefill-chunk", g, "engine", "prompt tokens evaluated per step", &e.prefill_chunk, 1,
+       65536},
+      {"kv-type", "--kv-type", g, "engine", "KV cache element type", &e.kv_type, 0, 0, {"f16", "f32"}},
+  };
+}
+
+std::vector<Setting> sampling_settings(SamplingDefaults& s) {
+  const char* g = "Sampling defaults";
+  return {
+      {"temperature", "--temperature", g, "sampling", "used when a request sets none (0: greedy)",
+       &s.temperature, 0, 2},
+      {"top-p", "--top-p", g, "sampling", "nucleus sampling mass (1: off)", &s.top_p, 0, 1},
+      {"top-k", "--top-k", g, "sampling", "sample from the k likeliest tokens (0: off)", &s.top_k, 0, 1 << 20},
+      {"min-p", "--min-p", g, "sampling", "drop tokens below min-p x the top probability (0: off)", &s.min_p, 0,
+       1},
+      {"repeat-penalty", "--repeat-penalty", g, "sampling", "penalty for repeated tokens (1: off)",
+       &s.repeat_penalty, 0.1, 2},
+      {"max-tokens", "--max-tokens", g, "sampling", "/v1/completions length when a request sets none",
+       &s.max_tokens, 1, 1048576},
+  };
+}
+
+std::vector<Setting> log_settings(LogConfig& l) {
+  const char* g = "Logging";
+  return {
+      {"log-level", "--log-level", g, "log", "least severe level logged", &l.level, 0, 0,
+       {"trace", "debug", "info", "warn", "error", "off"}},
+      {"log-format", "--log-format", g, "log", "text: for people; json: one object per line", &l.format, 0, 0,
+       {"text", "json"}},
+      {"metrics", "--metrics,!--no-metrics", g, "log", "expose Prometheus metrics at /metrics (default: on)",
+       &l.metrics},
+  };
+}
+
+}  // namespace
+
+std::vector<Setting> settings_of(ServeConfig& cfg) {
+  std::vector<Setting> all;
+  for (auto part : {model_settings(cfg.model), http_settings(cfg.http), engine_settings(cfg.engine),
+                    sampling_settings(cfg.sampling), log_settings(cfg.log)}) {
+    for (Setting& s : part) all.push_back(std::move(s));
+  }
+  return all;
+}
+
+}  // namespace config

@@ -1,0 +1,83 @@
+// Start-up checks beyond one value's type and range.
+#include "config/validate.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "config/values.h"
+
+namespace config {
+
+namespace {
+
+// `path` names a readable regular file; otherwise throws "<label>: '<path>' ...".
+void check_readable_file(const std::string& label, const std::string& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(status)) throw std::invalid_argument(label + ": '" + path + "' does not exist");
+  if (!std::filesystem::is_regular_file(status)) {
+    throw std::invalid_argument(label + ": '" + path + "' is not a regular file");
+  }
+  if (!std::ifstream(path)) throw std::invalid_argument(label + ": '" + path + "' cannot be read");
+}
+
+// Keys are secrets: the message never shows them.
+void check_key(const std::string& label, const std::string& key) {
+  const bool bad = key.empty() || std::any_of(key.begin(), key.end(), [](char c) {
+                     return std::isspace(static_cast<unsigned char>(c)) || std::iscntrl(static_cast<unsigned char>(c));
+                   });
+  if (bad) throw std::invalid_argument(label + ": a key must be non-empty, without blanks or control characters");
+}
+
+// "*" or scheme://host[:port] with scheme http or https and no path.
+bool is_origin(const std::string& s) {
+  if (s == "*") return true;
+  for (const std::string scheme : {"http://", "https://"}) {
+    if (s.starts_with(scheme)) {
+      const std::string rest = s.substr(scheme.size());
+      return !rest.empty() && rest.find_first_of("/ \t") == std::string::npos;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+void merge_api_key_file(HttpConfig& http, const std::string& label) {
+  if (http.api_key_file.empty()) return;
+  check_readable_file(label, http.api_key_file);
+  std::ifstream in(http.api_key_file);
+  size_t found = 0;
+  for (std::string line; std::getline(in, line);) {
+    const std::string key = trim(line);
+    if (key.empty() || key.front() == '#') continue;
+    check_key(label, key);
+    ++found;
+    if (std::find(http.api_keys.begin(), http.api_keys.end(), key) == http.api_keys.end()) {
+      http.api_keys.push_back(key);
+    }
+  }
+  if (found == 0) throw std::invalid_argument(label + ": '" + http.api_key_file + "' holds no keys");
+}
+
+void validate(const ServeConfig& cfg, const std::map<std::string, std::string>& labels) {
+  if (!cfg.model.path.empty()) check_readable_file(labels.at("model"), cfg.model.path);
+  if (!cfg.model.chat_template_file.empty()) {
+    check_readable_file(labels.at("chat-template-file"), cfg.model.chat_template_file);
+  }
+  if (cfg.http.host.empty()) {
+    throw std::invalid_argument(labels.at("host") + ": '' is not allowed: expected an address such as 127.0.0.1");
+  }
+  for (const std::string& key : cfg.http.api_keys) check_key(labels.at("api-key"), key);
+  for (const std::string& origin : cfg.http.cors_origins) {
+    if (!is_origin(origin)) {
+      throw std::invalid_argument(labels.at("cors-origin") + ": '" + origin +
+                                  "' is not an origin: expected * or http(s)://host[:port]");
+    }
+  }
+}
+
+}  // namespace config

@@ -1,0 +1,97 @@
+// AVX2 activation quantization (bit-identical to ref::quantize_q8a / quantize_q8k) and the
+// AVX2 tile table.
+#include "engine/kernels/avx2.h"
+#include "engine/kernels/avx2_common.h"
+
+namespace engine::kernels::avx2 {
+
+namespace {
+
+inline float hmax(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
+inline __m256 fabs8(__m256 v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+
+// 8 floats * id, rounded to nearest even -> 8 int32
+inline __m256i round8(const float* x, __m256 id) {
+  return _mm256_cvtps_epi32(
+      _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x), id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+// 32 int32 (4 ymm) -> 32 int8 in element order.
+inline __m256i pack32(__m256i a, __m256i b, __m256i c, __m256i d) {
+  const __m256i ab = _mm256_packs_epi32(a, b);  // lanes interleave; fixed by the permute below
+  const __m256i cd = _mm256_packs_epi32(c, d);
+  const __m256i v = _mm256_packs_epi16(ab, cd);
+  return _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// Max |x| over 32 floats.
+inline float amax32(const float* x) {
+  __m256 m = fabs8(_mm256_loadu_ps(x));
+  for (int i = 8; i < 32; i += 8) m = _mm256_max_ps(m, fabs8(_mm256_loadu_ps(x + i)));
+  return hmax(m);
+}
+
+// 32 floats * id -> 32 int8 stored at q; returns their sum.
+inline int quant32(const float* x, __m256 id, int8_t* q) {
+  const __m256i a = round8(x, id), b = round8(x + 8, id), c = round8(x + 16, id), d = round8(x + 24, id);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), pack32(a, b, c, d));
+  __m256i s = _mm256_add_epi32(_mm256_add_epi32(a, b), _mm256_add_epi32(c, d));
+  __m128i t = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+  t = _mm_hadd_epi32(t, t);
+  t = _mm_hadd_epi32(t, t);
+  return _mm_cvtsi128_si32(t);
+}
+
+}  // namespace
+
+// x (cols,) -> cols/32 Q8A blocks
+void quantize_q8a(const float* x, BlockQ8A* y, int64_t cols) {
+  for (int64_t i = 0; i < cols / kQK; ++i, x += kQK) {
+    const float d = amax32(x) / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const int sum = quant32(x, _mm256_set1_ps(id), y[i].qs);
+    y[i].d = d;
+    y[i].s = d * static_cast<float>(sum);
+  }
+}
+
+// x (cols,) -> cols/256 Q8K blocks
+void quantize_q8k(const float* x, BlockQ8K* y, int64_t cols) {
+  for (int64_t i = 0; i < cols / kQKK; ++i, x += kQKK) {
+    float amax = 0.0f;
+    for (int c = 0; c < kQKK; c += 32) {
+      const float m = amax32(x + c);
+      amax = m > amax ? m : amax;
+    }
+    const float d = amax / 127.0f;
+    const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+    for (int c = 0; c < kQKK; c += 32) quant32(x + c, id, y[i].qs + c);
+    // bsums: 16-element group sums, via maddubs with ones (|sum| <= 2032 fits int16).
+    for (int c = 0; c < kQKK; c += 32) {
+      const __m256i q = loadu(y[i].qs + c);
+      const __m256i pairs = _mm256_maddubs_epi16(_mm256_set1_epi8(1), q);  // 16 int16
+      const __m256i quads = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));  // 8 int32
+      // lanes 0..3 -> group 2c/32, lanes 4..7 -> group 2c/32 + 1
+      const __m128i lo = _mm256_castsi256_si128(quads), hi = _mm256_extracti128_si256(quads, 1);
+      __m128i t = _mm_hadd_epi32(lo, hi);  // lo0+lo1, lo2+lo3, hi0+hi1, hi2+hi3
+      t = _mm_hadd_epi32(t, t);             // group a, group b, ...
+      y[i].bsums[c / 16] = static_cast<int16_t>(_mm_cvtsi128_si32(t));
+      y[i].bsums[c / 16 + 1] = static_cast<int16_t>(_mm_extract_epi32(t, 1));
+    }
+    y[i].d = d;
+  }
+}
+
+TileFn tile_for(gguf::TensorType type) {
+  if (TileFn f = tile_q32(type)) return f;
+  if (TileFn f = tile_qk(type)) return f;
+  return tile_float(type);
+}
+
+}  // namespace engine::kernels::avx2

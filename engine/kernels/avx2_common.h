@@ -1,0 +1,89 @@
+// Helpers shared by the avx2_*.cpp kernels. Include ONLY from files compiled with
+// -mavx2 -mfma -mf16c: everything here is in an anonymous namespace so no AVX2 code can leak
+// into the portable files through a merged inline definition.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "engine/kernels/dispatch.h"
+
+namespace engine::kernels::avx2 {
+namespace {
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline float fp16(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+inline __m256i loadu(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline __m128i loadu128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+
+// 16 bytes -> 32 nibbles: low nibbles in the low lane, high nibbles in the high lane.
+inline __m256i nibbles(__m128i v) {
+  const __m128i m = _mm_set1_epi8(0x0f);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m), _mm_and_si128(v, m));
+}
+
+// 16 int16 lanes: `lo` in the low 128 bits, `hi` in the high.
+inline __m256i set2_epi16(int lo, int hi) {
+  return _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(hi)),
+                          _mm_set1_epi16(static_cast<int16_t>(lo)));
+}
+
+// Pairwise products summed to int16: u (unsigned bytes) * s (signed bytes).
+inline __m256i mul_u8s8(__m256i u, __m256i s) { return _mm256_maddubs_epi16(u, s); }
+// Same for two signed operands (|q| <= 128 and |x| <= 127 keep the int16 sums exact).
+inline __m256i mul_s8s8(__m256i q, __m256i x) {
+  return _mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(x, q));
+}
+
+template <bool Signed>
+inline __m256i mul_q8(__m256i q, __m256i x) {
+  if constexpr (Signed) {
+    return mul_s8s8(q, x);
+  } else {
+    return mul_u8s8(q, x);
+  }
+}
+
+// Runs Kernel<RW, RX>::run(a, r, j) over the whole tile: activation rows in groups of RX
+// (4, then a 1..3 tail), weight rows in groups of RW (then single rows).
+template <template <int, int> class Kernel, int RW4, int RW1>
+void run_tile(const TileArgs& a) {
+  auto rows = [&a](auto rw_tag, auto rx_tag, int64_t j) {
+    constexpr int RW = decltype(rw_tag)::value;
+    constexpr int RX = decltype(rx_tag)::value;
+    int64_t r = 0;
+    for (; r + RW <= a.rows; r += RW) Kernel<RW, RX>::run(a, r, j);
+    for (; r < a.rows; ++r) Kernel<1, RX>::run(a, r, j);
+  };
+  using I1 = std::integral_constant<int, 1>;
+  using I2 = std::integral_constant<int, 2>;
+  using I3 = std::integral_constant<int, 3>;
+  using I4 = std::integral_constant<int, 4>;
+  using W4 = std::integral_constant<int, RW4>;
+  using W1 = std::integral_constant<int, RW1>;
+  int64_t j = 0;
+  for (; j + 4 <= a.n; j += 4) rows(W4{}, I4{}, j);
+  switch (a.n - j) {
+    case 3: rows(W4{}, I3{}, j); break;
+    case 2: rows(W4{}, I2{}, j); break;
+    case 1: rows(W1{}, I1{}, j); break;
+    default: break;
+  }
+}
+
+}  // namespace
+}  // namespace engine::kernels::avx2

@@ -1,0 +1,204 @@
+// AVX2 kernels for the 256-element super-block types (Q2_K..Q6_K, IQ4_XS) against Q8K
+// activations. Per super-block: decode scales/mins once, then for each of the 8 chunks of 32
+// unpack the quants to a ymm and, for every activation row, maddubs (pairs -> int16), madd
+// with the int16 sub-block scales (-> int32), accumulate; one fma per super-block applies
+// d_w * d_x, and the mins / zero offsets come from the activation bsums (one madd).
+#include "engine/kernels/avx2.h"
+#include "engine/kernels/avx2_common.h"
+
+namespace engine::kernels::avx2 {
+
+namespace {
+
+// Each unpacker U holds one decoded super-block: U(block) decodes the scales, q(k) returns the
+// 32 quants of chunk k (elements 32k..32k+31), sc(k) their int16 scales (one per 16 elements),
+// `mins` the 16 int16 min/offset multipliers of the bsums, d and dm the f32 factors.
+
+struct UQ2_K {
+  static constexpr int kBytes = 84;
+  static constexpr bool kSigned = false, kMins = true;
+  const uint8_t* qs;
+  uint8_t scales[16];
+  __m256i mins;
+  float d, dm;
+  explicit UQ2_K(const uint8_t* b) : qs(b + 16) {
+    const __m128i s = loadu128(b);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(scales), _mm_and_si128(s, _mm_set1_epi8(0x0f)));
+    mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), _mm_set1_epi8(0x0f)));
+    d = fp16(b + 80);
+    dm = fp16(b + 82);
+  }
+  __m256i q(int k) const {
+    const __m256i v = loadu(qs + 32 * (k / 4));
+    return _mm256_and_si256(_mm256_srli_epi16(v, 2 * (k % 4)), _mm256_set1_epi8(3));
+  }
+  __m256i sc(int k) const { return set2_epi16(scales[2 * k], scales[2 * k + 1]); }
+};
+
+struct UQ3_K {
+  static constexpr int kBytes = 110;
+  static constexpr bool kSigned = false, kMins = true;
+  const uint8_t* qs;
+  __m256i hmask;
+  int8_t scales[16];
+  __m256i mins;
+  float d, dm;
+  explicit UQ3_K(const uint8_t* b) : qs(b + 32), hmask(loadu(b)) {
+    q3k_scales(b + 96, scales);
+    mins = _mm256_slli_epi16(_mm256_cvtepi8_epi16(loadu128(scales)), 2);  // 4 * scale
+    d = dm = fp16(b + 108);
+  }
+  __m256i q(int k) const {
+    const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(loadu(qs + 32 * (k / 4)), 2 * (k % 4)),
+                                        _mm256_set1_epi8(3));
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(hmask, k), _mm256_set1_epi8(1));
+    return _mm256_or_si256(lo, _mm256_slli_epi16(hi, 2));
+  }
+  __m256i sc(int k) const { return set2_epi16(scales[2 * k], scales[2 * k + 1]); }
+};
+
+// Q4_K / Q5_K scales: 12 bytes -> 8 six-bit scales (bytes 0..7) and 8 mins (bytes 8..15).
+inline void k4_unpack_scales(const uint8_t* s, uint8_t out[16]) {
+  uint32_t u[4];
+  std::memcpy(u, s, 12);
+  const uint32_t m6 = 0x3f3f3f3f, m4 = 0x0f0f0f0f, m2 = 0x03030303;
+  u[3] = ((u[2] >> 4) & m4) | (((u[1] >> 6) & m2) << 4);  // mins 4..7
+  const uint32_t mins_lo = u[1] & m6;                       // mins 0..3
+  u[1] = (u[2] & m4) | (((u[0] >> 6) & m2) << 4);           // scales 4..7
+  u[2] = mins_lo;
+  u[0] &= m6;                                               // scales 0..3
+  std::memcpy(out, u, 16);
+}
+
+template <bool Five>
+struct UQ45_K {
+  static constexpr int kBytes = Five ? 176 : 144;
+  static constexpr bool kSigned = false, kMins = true;
+  const uint8_t* qs;
+  __m256i qh;
+  uint8_t sm[16];  // scales 0..7, mins 8..15
+  __m256i mins;
+  float d, dm;
+  explicit UQ45_K(const uint8_t* b) : qs(b + (Five ? 48 : 16)) {
+    d = fp16(b);
+    dm = fp16(b + 2);
+    k4_unpack_scales(b + 4, sm);
+    const __m128i m8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm + 8));
+    mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));  // each min covers 2 groups of 16
+    qh = Five ? loadu(b + 16) : _mm256_setzero_si256();
+  }
+  __m256i q(int k) const {
+    const __m256i v = loadu(qs + 32 * (k / 2));
+    const __m256i low = _mm256_and_si256(k % 2 ? _mm256_srli_epi16(v, 4) : v, _mm256_set1_epi8(0x0f));
+    if constexpr (!Five) return low;
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, k), _mm256_set1_epi8(1));
+    return _mm256_or_si256(low, _mm256_slli_epi16(hi, 4));
+  }
+  __m256i sc(int k) const { return _mm256_set1_epi16(sm[k]); }
+};
+
+struct UQ6_K {
+  static constexpr int kBytes = 210;
+  static constexpr bool kSigned = false, kMins = true;
+  const uint8_t* ql;
+  const uint8_t* qh;
+  const int8_t* scales;
+  __m256i mins;
+  float d, dm;
+  explicit UQ6_K(const uint8_t* b)
+      : ql(b), qh(b + 128), scales(reinterpret_cast<const int8_t*>(b + 192)) {
+    mins = _mm256_slli_epi16(_mm256_cvtepi8_epi16(loadu128(scales)), 5);  // 32 * scale
+    d = dm = fp16(b + 208);
+  }
+  __m256i q(int k) const {
+    const int h = k / 4, s = k % 4;
+    const __m256i l = loadu(ql + 64 * h + 32 * (s & 1));
+    const __m256i low = _mm256_and_si256(s >> 1 ? _mm256_srli_epi16(l, 4) : l, _mm256_set1_epi8(0x0f));
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(loadu(qh + 32 * h), 2 * s), _mm256_set1_epi8(3));
+    return _mm256_or_si256(low, _mm256_slli_epi16(hi, 4));
+  }
+  __m256i sc(int k) const { return set2_epi16(scales[2 * k], scales[2 * k + 1]); }
+};
+
+struct UIQ4_XS {
+  static constexpr int kBytes = 136;
+  static constexpr bool kSigned = true, kMins = false;
+  const uint8_t* qs;
+  int16_t ls[8];
+  __m256i table;
+  __m256i mins = _mm256_setzero_si256();
+  float d, dm = 0.0f;
+  explicit UIQ4_XS(const uint8_t* b) : qs(b + 8) {
+    d = fp16(b);
+    uint16_t sh;
+    std::memcpy(&sh, b + 2, 2);
+    for (int s = 0; s < 8; ++s) {
+      ls[s] = static_cast<int16_t>((((b[4 + s / 2] >> (4 * (s % 2))) & 0xf) | (((sh >> (2 * s)) & 3) << 4)) - 32);
+    }
+    table = _mm256_broadcastsi128_si256(
+        _mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113));
+  }
+  __m256i q(int k) const { return _mm256_shuffle_epi8(table, nibbles(loadu128(qs + 16 * k))); }
+  __m256i sc(int k) const { return _mm256_set1_epi16(ls[k]); }
+};
+
+// W row r (cols,) . X rows [j, j+RX) (cols,) -> out (RX,) at (j, r). RW is 1: a decoded
+// super-block with its activation accumulators already fills the 16 ymm registers.
+template <class U>
+struct QK {
+  template <int RW, int RX>
+  struct Kernel {
+    static_assert(RW == 1);
+    static void run(const TileArgs& a, int64_t r, int64_t j) {
+      const int64_t nb = a.cols / kQKK;
+      const uint8_t* w = a.w + static_cast<size_t>(r) * a.w_stride;
+      const BlockQ8K* x[RX];
+      for (int k = 0; k < RX; ++k) {
+        x[k] = reinterpret_cast<const BlockQ8K*>(a.x + static_cast<size_t>(j + k) * a.x_stride);
+      }
+      __m256 acc[RX];
+      for (int k = 0; k < RX; ++k) acc[k] = _mm256_setzero_ps();
+      for (int64_t b = 0; b < nb; ++b) {
+        const U u(w + b * U::kBytes);
+        __m256i isum[RX];
+        for (int k = 0; k < RX; ++k) isum[k] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; ++c) {
+          const __m256i q = u.q(c);
+          const __m256i sc = u.sc(c);
+          for (int k = 0; k < RX; ++k) {
+            const __m256i p = mul_q8<U::kSigned>(q, loadu(x[k][b].qs + 32 * c));
+            isum[k] = _mm256_add_epi32(isum[k], _mm256_madd_epi16(p, sc));
+          }
+        }
+        for (int k = 0; k < RX; ++k) {
+          const BlockQ8K& xb = x[k][b];
+          acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(u.d * xb.d), _mm256_cvtepi32_ps(isum[k]), acc[k]);
+          if constexpr (U::kMins) {
+            const __m256i ms = _mm256_madd_epi16(u.mins, loadu(xb.bsums));
+            acc[k] = _mm256_fnmadd_ps(_mm256_set1_ps(u.dm * xb.d), _mm256_cvtepi32_ps(ms), acc[k]);
+          }
+        }
+      }
+      for (int k = 0; k < RX; ++k) a.out[(j + k) * a.ldo + r] = hsum(acc[k]);
+    }
+  };
+  static void tile(const TileArgs& a) { run_tile<Kernel, 1, 1>(a); }
+};
+
+}  // namespace
+
+TileFn tile_qk(gguf::TensorType type) {
+  using gguf::TensorType;
+  switch (type) {
+    case TensorType::Q2_K: return QK<UQ2_K>::tile;
+    case TensorType::Q3_K: return QK<UQ3_K>::tile;
+    case TensorType::Q4_K: return QK<UQ45_K<false>>::tile;
+    case TensorType::Q5_K: return QK<UQ45_K<true>>::tile;
+    case TensorType::Q6_K: return QK<UQ6_K>::tile;
+    case TensorType::IQ4_XS: return QK<UIQ4_XS>::tile;
+    default: return nullptr;
+  }
+}
+
+}  // namespace engine::kernels::avx2

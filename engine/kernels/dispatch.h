@@ -1,0 +1,50 @@
+// The kernel dispatch table: chosen once at start-up from cpu_features(), then read-only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/kernels/blocks.h"
+#include "gguf/types.h"
+
+namespace engine::kernels {
+
+// A tile of the product: out[j * ldo + r] = W[r, :] . X[j, :] for r < rows, j < n.
+// W rows are `w_stride` bytes apart; X rows are activation rows (f32, Q8A or Q8K per the
+// type's ActFormat) `x_stride` bytes apart.
+// W (rows, cols) @ X^T (cols, n) -> out (n, rows) with row stride ldo
+struct TileArgs {
+  const uint8_t* w;
+  size_t w_stride;
+  int64_t rows;
+  int64_t cols;
+  const uint8_t* x;
+  size_t x_stride;
+  int64_t n;
+  float* out;
+  int64_t ldo;
+};
+using TileFn = void (*)(const TileArgs& a);
+
+// x (cols,) f32 -> activation blocks
+using QuantizeQ8AFn = void (*)(const float* x, BlockQ8A* y, int64_t cols);
+using QuantizeQ8KFn = void (*)(const float* x, BlockQ8K* y, int64_t cols);
+
+struct Dispatch {
+  const char* name;  // "avx2" or "scalar"
+  QuantizeQ8AFn quantize_q8a;
+  QuantizeQ8KFn quantize_q8k;
+  TileFn (*tile_for)(gguf::TensorType type);  // nullptr for unsupported types
+};
+
+// The table for this CPU (detected on first call; thread-safe).
+const Dispatch& dispatch();
+// The portable scalar table (the reference; tests compare against it).
+const Dispatch& scalar_dispatch();
+// The AVX2+FMA+F16C table, or nullptr when this CPU lacks those features.
+const Dispatch* avx2_dispatch();
+
+// Scalar tile over the reference vec_dot of `type` (any supported type).
+void ref_tile(gguf::TensorType type, const TileArgs& a);
+
+}  // namespace engine::kernels

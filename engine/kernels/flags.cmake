@@ -1,0 +1,4 @@
+# Per-file SIMD flags: the avx2_*.cpp kernels are compiled for AVX2+FMA+F16C and only called
+# through the dispatch table when cpu_features() reports them (the binary stays portable).
+file(GLOB GGUFD_AVX2_KERNELS CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/kernels/avx2_*.cpp)
+set_source_files_properties(${GGUFD_AVX2_KERNELS} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c")

@@ -1,0 +1,104 @@
+// matmul / dequantize_row entry points: activation quantization, work split, kernel dispatch.
+#include "engine/kernels/matmul.h"
+
+#include <algorithm>
+#include <atomic>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/kernels/dispatch.h"
+#include "engine/kernels/traits.h"
+#include "engine/thread_pool.h"
+
+namespace engine {
+
+namespace {
+
+using kernels::ActFormat;
+
+const kernels::KernelTraits& traits_or_throw(const Matrix& w) {
+  const kernels::KernelTraits* t = kernels::kernel_traits(w.type);
+  if (!t) {
+    throw std::invalid_argument("matmul: unsupported tensor type " +
+                                std::string(gguf::type_info(w.type).name));
+  }
+  if (w.cols % t->block_size != 0) {
+    throw std::invalid_argument("matmul: cols not a multiple of the block size");
+  }
+  return *t;
+}
+
+// X row (cols,) f32 -> activation row in `fmt`, with the dispatched quantizer.
+void quantize_row(const kernels::Dispatch& d, ActFormat fmt, const float* x, uint8_t* dst,
+                  int64_t cols) {
+  if (fmt == ActFormat::Q8A) {
+    d.quantize_q8a(x, reinterpret_cast<kernels::BlockQ8A*>(dst), cols);
+  } else if (fmt == ActFormat::Q8K) {
+    d.quantize_q8k(x, reinterpret_cast<kernels::BlockQ8K*>(dst), cols);
+  }
+}
+
+// Weight rows per work item: small enough for >= 4 items per thread (load balance), large
+// enough that the item's weights (re-read once per activation tile) stay in L1/L2.
+int64_t chunk_rows(int64_t rows, int nth) {
+  int64_t c = rows / (4 * static_cast<int64_t>(nth));
+  c = std::clamp<int64_t>(c, 4, 64);
+  return (c + 3) / 4 * 4;
+}
+
+}  // namespace
+
+bool supports(gguf::TensorType type) { return kernels::kernel_traits(type) != nullptr; }
+
+// Row r of W as f32: W[r, :] -> dst (cols,)
+void dequantize_row(const Matrix& w, int64_t r, float* dst) {
+  const kernels::KernelTraits& t = traits_or_throw(w);
+  t.dequant(static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r) * w.row_bytes, dst, w.cols);
+}
+
+// out (n, rows) = X (n, cols) @ W^T
+//
+// 1. X is quantized once to the type's activation format (Q8A / Q8K; f32 weights use X as is)
+//    into a buffer owned by the calling thread that only grows; with several rows the workers
+//    quantize a share each, then meet at a barrier.
+// 2. Weight rows are cut into chunks handed out by an atomic counter; each chunk is one tile
+//    call over all n activation rows, so every weight row is read from memory once.
+void matmul(const Matrix& w, const float* x, int64_t n, float* out, ThreadPool& pool) {
+  const kernels::KernelTraits& t = traits_or_throw(w);
+  if (n <= 0 || w.rows <= 0) return;
+  const kernels::Dispatch& d = kernels::dispatch();
+  const kernels::TileFn tile = d.tile_for(w.type);
+
+  const bool quantized = t.act != ActFormat::F32;
+  const int64_t xq_row = quantized ? kernels::act_row_bytes(t.act, w.cols) : w.cols * 4;
+  thread_local std::vector<uint8_t> xq_buf;
+  if (quantized) xq_buf.resize(std::max(xq_buf.size(), static_cast<size_t>(xq_row * n)));
+  const uint8_t* xq = quantized ? xq_buf.data() : reinterpret_cast<const uint8_t*>(x);
+  const bool parallel_quant = quantized && n >= 2 && pool.size() > 1;
+  if (quantized && !parallel_quant) {
+    for (int64_t j = 0; j < n; ++j) quantize_row(d, t.act, x + j * w.cols, xq_buf.data() + j * xq_row, w.cols);
+  }
+
+  const int64_t chunk = chunk_rows(w.rows, pool.size());
+  const int64_t n_chunks = (w.rows + chunk - 1) / chunk;
+  std::atomic<int64_t> next{pool.size()};
+  uint8_t* xq_mut = xq_buf.data();
+  const auto* wdata = static_cast<const uint8_t*>(w.data);
+
+  pool.run([&](int ith, int nth) {
+    if (parallel_quant) {
+      for (int64_t j = ith; j < n; j += nth) quantize_row(d, t.act, x + j * w.cols, xq_mut + j * xq_row, w.cols);
+      pool.barrier();
+    }
+    for (int64_t c = ith; c < n_chunks; c = next.fetch_add(1, std::memory_order_relaxed)) {
+      const int64_t r0 = c * chunk;
+      const int64_t rows = std::min(chunk, w.rows - r0);
+      const kernels::TileArgs args{wdata + static_cast<size_t>(r0) * w.row_bytes, w.row_bytes, rows,
+                                   w.cols, xq, static_cast<size_t>(xq_row), n, out + r0, w.rows};
+      tile(args);
+    }
+  });
+}
+
+}  // namespace engine

@@ -1,0 +1,272 @@
+// Scalar activation quantization and integer dot products: the spec for the SIMD kernels.
+// Each weight block is first unpacked to the canonical form of unpacked.h, then dotted.
+#include <algorithm>
+#include <cmath>
+
+#include "engine/kernels/blocks.h"
+#include "engine/kernels/fp16.h"
+#include "engine/kernels/ref.h"
+#include "engine/kernels/unpacked.h"
+
+namespace engine::kernels::ref {
+
+// ---------------------------------------------------------------------------------------------
+// Activations
+
+void quantize_q8a(const float* x, BlockQ8A* y, int64_t cols) {
+  for (int64_t i = 0; i < cols / kQK; ++i, x += kQK) {
+    float amax = 0.0f;
+    for (int j = 0; j < kQK; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    int sum = 0;
+    for (int j = 0; j < kQK; ++j) {
+      const int q = static_cast<int>(std::nearbyint(x[j] * id));
+      y[i].qs[j] = static_cast<int8_t>(q);
+      sum += q;
+    }
+    y[i].d = d;
+    y[i].s = d * static_cast<float>(sum);
+  }
+}
+
+void quantize_q8k(const float* x, BlockQ8K* y, int64_t cols) {
+  for (int64_t i = 0; i < cols / kQKK; ++i, x += kQKK) {
+    float amax = 0.0f;
+    for (int j = 0; j < kQKK; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    for (int g = 0; g < 16; ++g) {
+      int sum = 0;
+      for (int j = 16 * g; j < 16 * g + 16; ++j) {
+        const int q = static_cast<int>(std::nearbyint(x[j] * id));
+        y[i].qs[j] = static_cast<int8_t>(q);
+        sum += q;
+      }
+      y[i].bsums[g] = static_cast<int16_t>(sum);
+    }
+    y[i].d = d;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Unpacking one block to the canonical form
+
+namespace {
+
+void unpack(const BlockQ4_0& b, Unpacked32& u) {
+  for (int j = 0; j < 16; ++j) {
+    u.q[j] = static_cast<int8_t>(b.qs[j] & 0xf);
+    u.q[j + 16] = static_cast<int8_t>(b.qs[j] >> 4);
+  }
+  u.d = load_fp16(b.d);
+  u.m = -8.0f * u.d;
+}
+
+void unpack(const BlockQ4_1& b, Unpacked32& u) {
+  for (int j = 0; j < 16; ++j) {
+    u.q[j] = static_cast<int8_t>(b.qs[j] & 0xf);
+    u.q[j + 16] = static_cast<int8_t>(b.qs[j] >> 4);
+  }
+  u.d = load_fp16(b.d);
+  u.m = load_fp16(b.m);
+}
+
+void unpack_q5(const uint8_t* qs, const uint8_t* qhp, Unpacked32& u) {
+  const uint32_t qh = load_u32(qhp);
+  for (int j = 0; j < 16; ++j) {
+    u.q[j] = static_cast<int8_t>((qs[j] & 0xf) | (((qh >> j) & 1) << 4));
+    u.q[j + 16] = static_cast<int8_t>((qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4));
+  }
+}
+
+void unpack(const BlockQ5_0& b, Unpacked32& u) {
+  unpack_q5(b.qs, b.qh, u);
+  u.d = load_fp16(b.d);
+  u.m = -16.0f * u.d;
+}
+
+void unpack(const BlockQ5_1& b, Unpacked32& u) {
+  unpack_q5(b.qs, b.qh, u);
+  u.d = load_fp16(b.d);
+  u.m = load_fp16(b.m);
+}
+
+void unpack(const BlockQ8_0& b, Unpacked32& u) {
+  for (int j = 0; j < 32; ++j) u.q[j] = b.qs[j];
+  u.d = load_fp16(b.d);
+  u.m = 0.0f;
+}
+
+void unpack(const BlockIQ4_NL& b, Unpacked32& u) {
+  for (int j = 0; j < 16; ++j) {
+    u.q[j] = kIq4nlValues[b.qs[j] & 0xf];
+    u.q[j + 16] = kIq4nlValues[b.qs[j] >> 4];
+  }
+  u.d = load_fp16(b.d);
+  u.m = 0.0f;
+}
+
+void unpack(const BlockQ2_K& b, UnpackedK& u) {
+  for (int e = 0; e < kQKK; ++e) {
+    const int half = e / 128, s = (e % 128) / 32, l = e % 32;
+    u.q[e] = static_cast<int8_t>((b.qs[32 * half + l] >> (2 * s)) & 3);
+  }
+  for (int g = 0; g < 16; ++g) {
+    u.sc[g] = static_cast<int16_t>(b.scales[g] & 0xf);
+    u.mn[g] = static_cast<int16_t>(b.scales[g] >> 4);
+  }
+  u.d = load_fp16(b.d);
+  u.dm = load_fp16(b.dmin);
+}
+
+void unpack(const BlockQ3_K& b, UnpackedK& u) {
+  for (int e = 0; e < kQKK; ++e) {
+    const int half = e / 128, s = (e % 128) / 32, l = e % 32;
+    const int lo = (b.qs[32 * half + l] >> (2 * s)) & 3;
+    const int hbit = (b.hmask[l] >> (e / 32)) & 1;
+    u.q[e] = static_cast<int8_t>(lo + 4 * hbit);
+  }
+  int8_t sc[16];
+  q3k_scales(b.scales, sc);
+  for (int g = 0; g < 16; ++g) {
+    u.sc[g] = sc[g];
+    u.mn[g] = static_cast<int16_t>(4 * sc[g]);
+  }
+  u.d = load_fp16(b.d);
+  u.dm = u.d;
+}
+
+// Q4_K / Q5_K share the scales layout; `qh` is null for Q4_K.
+void unpack_k45(const uint8_t* d, const uint8_t* dmin, const uint8_t* scales, const uint8_t* qs,
+                const uint8_t* qh, UnpackedK& u) {
+  for (int e = 0; e < kQKK; ++e) {
+    const int sub = e / 32, l = e % 32;
+    const uint8_t byte = qs[32 * (sub / 2) + l];
+    int q = (sub % 2) ? (byte >> 4) : (byte & 0xf);
+    if (qh) q |= ((qh[l] >> sub) & 1) << 4;
+    u.q[e] = static_cast<int8_t>(q);
+  }
+  for (int sub = 0; sub < 8; ++sub) {
+    uint8_t sc, mn;
+    k4_scale_min(scales, sub, sc, mn);
+    u.sc[2 * sub] = u.sc[2 * sub + 1] = sc;
+    u.mn[2 * sub] = u.mn[2 * sub + 1] = mn;
+  }
+  u.d = load_fp16(d);
+  u.dm = load_fp16(dmin);
+}
+
+void unpack(const BlockQ4_K& b, UnpackedK& u) {
+  unpack_k45(b.d, b.dmin, b.scales, b.qs, nullptr, u);
+}
+
+void unpack(const BlockQ5_K& b, UnpackedK& u) { unpack_k45(b.d, b.dmin, b.scales, b.qs, b.qh, u); }
+
+void unpack(const BlockQ6_K& b, UnpackedK& u) {
+  for (int e = 0; e < kQKK; ++e) {
+    const int h = e / 128, s = (e % 128) / 32, l = e % 32;
+    const uint8_t lbyte = b.ql[64 * h + l + 32 * (s & 1)];
+    const int lo = (s >> 1) ? (lbyte >> 4) : (lbyte & 0xf);
+    const int hi = (b.qh[32 * h + l] >> (2 * s)) & 3;
+    u.q[e] = static_cast<int8_t>(lo | (hi << 4));
+  }
+  for (int g = 0; g < 16; ++g) {
+    u.sc[g] = b.scales[g];
+    u.mn[g] = static_cast<int16_t>(32 * b.scales[g]);
+  }
+  u.d = load_fp16(b.d);
+  u.dm = u.d;
+}
+
+void unpack(const BlockIQ4_XS& b, UnpackedK& u) {
+  const uint16_t sh = load_u16(b.scales_h);
+  for (int sub = 0; sub < 8; ++sub) {
+    const uint8_t* qs = b.qs + 16 * sub;
+    for (int j = 0; j < 16; ++j) {
+      u.q[32 * sub + j] = kIq4nlValues[qs[j] & 0xf];
+      u.q[32 * sub + j + 16] = kIq4nlValues[qs[j] >> 4];
+    }
+    const int ls = ((b.scales_l[sub / 2] >> (4 * (sub % 2))) & 0xf) | (((sh >> (2 * sub)) & 3) << 4);
+    u.sc[2 * sub] = u.sc[2 * sub + 1] = static_cast<int16_t>(ls - 32);
+    u.mn[2 * sub] = u.mn[2 * sub + 1] = 0;
+  }
+  u.d = load_fp16(b.d);
+  u.dm = 0.0f;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dots of canonical blocks
+
+float dot(const Unpacked32& u, const BlockQ8A& x) {
+  int isum = 0;
+  for (int j = 0; j < 32; ++j) isum += u.q[j] * x.qs[j];
+  return u.d * x.d * static_cast<float>(isum) + u.m * x.s;
+}
+
+float dot(const UnpackedK& u, const BlockQ8K& x) {
+  int isum = 0;
+  int msum = 0;
+  for (int g = 0; g < 16; ++g) {
+    int gsum = 0;
+    for (int j = 16 * g; j < 16 * g + 16; ++j) gsum += u.q[j] * x.qs[j];
+    isum += u.sc[g] * gsum;
+    msum += u.mn[g] * x.bsums[g];
+  }
+  return u.d * x.d * static_cast<float>(isum) - u.dm * x.d * static_cast<float>(msum);
+}
+
+// W row of `Block`s (cols,) . x row of `Act` blocks -> float
+template <class Block, class Unpacked, class Act>
+float row_dot(const void* w, const void* x, int64_t cols, int64_t block_size) {
+  const auto* wb = static_cast<const Block*>(w);
+  const auto* xb = static_cast<const Act*>(x);
+  float sum = 0.0f;
+  Unpacked u;
+  for (int64_t i = 0; i < cols / block_size; ++i) {
+    unpack(wb[i], u);
+    sum += dot(u, xb[i]);
+  }
+  return sum;
+}
+
+}  // namespace
+
+float vec_dot_f32(const void* w, const void* x, int64_t cols) {
+  const auto* a = static_cast<const float*>(w);
+  const auto* b = static_cast<const float*>(x);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < cols; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+float vec_dot_f16(const void* w, const void* x, int64_t cols) {
+  const auto* a = static_cast<const uint8_t*>(w);
+  const auto* b = static_cast<const float*>(x);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < cols; ++i) sum += load_fp16(a + 2 * i) * b[i];
+  return sum;
+}
+
+float vec_dot_bf16(const void* w, const void* x, int64_t cols) {
+  const auto* a = static_cast<const uint8_t*>(w);
+  const auto* b = static_cast<const float*>(x);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < cols; ++i) sum += bf16_to_fp32(load_u16(a + 2 * i)) * b[i];
+  return sum;
+}
+
+float vec_dot_q4_0(const void* w, const void* x, int64_t c) { return row_dot<BlockQ4_0, Unpacked32, BlockQ8A>(w, x, c, kQK); }
+float vec_dot_q4_1(const void* w, const void* x, int64_t c) { return row_dot<BlockQ4_1, Unpacked32, BlockQ8A>(w, x, c, kQK); }
+float vec_dot_q5_0(const void* w, const void* x, int64_t c) { return row_dot<BlockQ5_0, Unpacked32, BlockQ8A>(w, x, c, kQK); }
+float vec_dot_q5_1(const void* w, const void* x, int64_t c) { return row_dot<BlockQ5_1, Unpacked32, BlockQ8A>(w, x, c, kQK); }
+float vec_dot_q8_0(const void* w, const void* x, int64_t c) { return row_dot<BlockQ8_0, Unpacked32, BlockQ8A>(w, x, c, kQK); }
+float vec_dot_iq4_nl(const void* w, const void* x, int64_t c) { return row_dot<BlockIQ4_NL, Unpacked32, BlockQ8A>(w, x, c, kQK); }
+float vec_dot_q2_k(const void* w, const void* x, int64_t c) { return row_dot<BlockQ2_K, UnpackedK, BlockQ8K>(w, x, c, kQKK); }
+float vec_dot_q3_k(const void* w, const void* x, int64_t c) { return row_dot<BlockQ3_K, UnpackedK, BlockQ8K>(w, x, c, kQKK); }
+float vec_dot_q4_k(const void* w, const void* x, int64_t c) { return row_dot<BlockQ4_K, UnpackedK, BlockQ8K>(w, x, c, kQKK); }
+float vec_dot_q5_k(const void* w, const void* x, int64_t c) { return row_dot<BlockQ5_K, UnpackedK, BlockQ8K>(w, x, c, kQKK); }
+float vec_dot_q6_k(const void* w, const void* x, int64_t c) { return row_dot<BlockQ6_K, UnpackedK, BlockQ8K>(w, x, c, kQKK); }
+float vec_dot_iq4_xs(const void* w, const void* x, int64_t c) { return row_dot<BlockIQ4_XS, UnpackedK, BlockQ8K>(w, x, c, kQKK); }
+
+}  // namespace engine::kernels::ref

@@ -1,0 +1,116 @@
+// Synthetic models: random-weight llama-family GGUF files in real model shapes, with our own
+// byte-level BPE vocabulary, for benchmarks, tests and the bundled demo (no third-party weights).
+//
+// Weights are N(0, 0.02) from a seeded PRNG (norm weights 1.0), identical for a given seed
+// whatever the thread count. Files are GGUF v3 with the metadata llama.cpp requires
+// (general.architecture / file_type / quantization_version = 2, the arch hyperparameters and
+// tokenizer.ggml.*), so llama.cpp loads them too.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gguf/types.h"
+#include "gguf/writer.h"
+
+namespace engine::synth {
+
+// A model shape: the hyperparameters of one real model (or the tiny demo).
+struct Shape {
+  std::string name;        // "llama-1b"
+  std::string arch;        // general.architecture: llama, qwen2 or qwen3
+  int64_t n_vocab = 0;     // padded to with filler tokens (the built-in vocabulary)
+  int64_t n_embd = 0;
+  int64_t n_layer = 0;
+  int64_t n_head = 0;
+  int64_t n_head_kv = 0;
+  int64_t head_dim = 0;    // 0: n_embd / n_head (else written as attention.key/value_length)
+  int64_t n_ff = 0;
+  int64_t n_ctx = 0;       // context_length
+  float rope_base = 10000.0f;
+  float rms_eps = 1e-5f;
+  bool tied = false;       // no output.weight: token_embd doubles as the output matrix
+  bool qkv_bias = false;   // qwen2
+  bool qk_norm = false;    // qwen3
+
+  int64_t head_size() const { return head_dim ? head_dim : n_embd / n_head; }
+};
+
+// Built-in shapes: demo, llama-1b, tinyllama, qwen2.5-0.5b, qwen3-1.7b, llama-8b.
+const std::vector<Shape>& shapes();
+std::optional<Shape> find_shape(std::string_view name);
+
+// A file type ("Q4_K_M") and the llama_ftype number written as general.file_type.
+struct FileType {
+  std::string_view name;
+  uint32_t ftype;
+  gguf::TensorType base;  // the type of most weight matrices
+};
+// F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K_S Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K IQ4_NL IQ4_XS.
+const std::vector<FileType>& file_types();
+std::optional<FileType> find_file_type(std::string_view name);  // case-insensitive
+
+// What one tensor of the file will hold.
+struct TensorPlan {
+  enum class Init { Normal, Ones };
+  std::string name;
+  gguf::TensorType type;
+  std::vector<uint64_t> ne;  // GGUF order: ne[0] is the row length
+  Init init = Init::Normal;
+  uint64_t n_elements() const;
+  uint64_t n_bytes() const;
+};
+
+// The type of each tensor follows llama.cpp's choices (llama_tensor_get_type, simplified):
+// * 1-D tensors (norms, biases) are F32.
+// * output.weight (or token_embd.weight when tied) is Q6_K for every quantized type except Q8_0
+//   (kept Q8_0) and the float types (kept as they are).
+// * Q4_K_M / Q5_K_M: attn_v and ffn_down are Q6_K in llama.cpp's "more bits" layers (the first
+//   and last eighth and every third in between), the base type elsewhere.
+// * Every other matrix has the base type; rows that are not a multiple of the block size fall
+//   back as llama.cpp does (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K/Q3_K/IQ4_XS ->
+//   IQ4_NL; still not a multiple -> F16; F16 not possible either -> F32).
+std::vector<TensorPlan> plan_tensors(const Shape& shape, const FileType& type);
+
+// A tokenizer as GGUF metadata: every tokenizer.* key, in order.
+using Metadata = std::vector<std::pair<std::string, gguf::OwnedValue>>;
+
+// Our own byte-level BPE vocabulary ("gpt2" model, "default" pre-tokenizer): the 256 byte tokens
+// (GPT-2 byte <-> unicode map, in byte order), then merges learned deterministically from a short
+// built-in English text, then <|begin_of_text|> (bos) <|end_of_text|> (eos) <|im_start|>
+// <|im_end|> (control), then unused "<|synth_N|>" fillers up to `n_vocab` tokens (no padding
+// when n_vocab is smaller than the natural size), and a ChatML chat template.
+Metadata builtin_vocabulary(int64_t n_vocab);
+// Every tokenizer.* key of an existing GGUF file. Throws gguf::Error / std::runtime_error.
+Metadata vocabulary_from(const std::string& path);
+
+struct Options {
+  Shape shape;
+  FileType type{"Q8_0", 7, gguf::TensorType::Q8_0};
+  uint64_t seed = 1;
+  std::string vocab_from;  // a GGUF file whose tokenizer.* keys to copy; "" = builtin
+  int threads = 0;         // 0: std::thread::hardware_concurrency()
+};
+
+// The bundled demo model (ggufd-demo.gguf): shape demo, Q8_0, a fixed seed.
+Options demo_options();
+
+struct Result {
+  uint64_t bytes = 0;       // file size
+  uint64_t n_params = 0;
+  int64_t n_vocab = 0;      // rows of token_embd (the vocabulary size)
+  size_t n_tensors = 0;
+};
+
+// Writes the model to `path` (via a temporary file unique to the process and a rename, so readers
+// and concurrent writers never see a partial file).
+// Tensors are generated and quantized in row batches across threads and streamed to disk: memory
+// stays at a few tens of MB beyond the tokenizer metadata whatever the model size.
+// With vocab_from, the model's vocabulary size is that file's token count.
+// Throws std::runtime_error (bad options, I/O errors naming the path).
+Result write_model(const Options& options, const std::string& path);
+
+}  // namespace engine::synth

@@ -1,0 +1,43 @@
+// Client-facing errors in OpenAI's shape: {"error":{"message","type","param","code"}}.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace server {
+
+// Thrown by handlers; the router turns it into a response (the one place errors become JSON).
+class ApiError : public std::runtime_error {
+ public:
+  ApiError(int status, std::string message, std::string type = "invalid_request_error",
+           std::optional<std::string> param = std::nullopt,
+           std::optional<std::string> code = std::nullopt)
+      : std::runtime_error(message), status_(status), type_(std::move(type)),
+        param_(std::move(param)), code_(std::move(code)) {}
+
+  int status() const { return status_; }
+  const std::string& type() const { return type_; }
+  const std::optional<std::string>& param() const { return param_; }
+  const std::optional<std::string>& code() const { return code_; }
+  // Extra response headers (e.g. Retry-After).
+  std::optional<int> retry_after;
+
+ private:
+  int status_;
+  std::string type_;
+  std::optional<std::string> param_;
+  std::optional<std::string> code_;
+};
+
+// A 400 about one request field.
+inline ApiError invalid_field(const std::string& param, const std::string& message) {
+  return ApiError(400, message, "invalid_request_error", param);
+}
+
+// The JSON body of an error.
+std::string error_body(int status, const std::string& message, const std::string& type,
+                       const std::optional<std::string>& param,
+                       const std::optional<std::string>& code);
+
+}  // namespace server

@@ -1,0 +1,64 @@
+#include "server/channel.h"
+
+namespace server {
+
+class Channel::Sink : public engine::TokenSink {
+ public:
+  Sink(std::shared_ptr<Channel> channel, int index) : channel_(std::move(channel)), index_(index) {}
+
+  void on_token(engine::TokenEvent&& event) override {
+    ChannelItem item;
+    item.index = index_;
+    item.token = std::move(event);
+    channel_->push(std::move(item));
+  }
+  void on_finish(engine::FinishReason reason, const engine::Usage& usage,
+                 const std::string& error) override {
+    ChannelItem item;
+    item.index = index_;
+    item.finished = true;
+    item.reason = reason;
+    item.usage = usage;
+    item.error = error;
+    channel_->push(std::move(item));
+  }
+  bool cancelled() const override { return channel_->cancelled(); }
+
+ private:
+  std::shared_ptr<Channel> channel_;
+  int index_;
+};
+
+Channel::Channel(net::any_io_executor strand) : strand_(strand), timer_(strand) {}
+
+std::shared_ptr<engine::TokenSink> Channel::sink(int index) {
+  return std::make_shared<Sink>(shared_from_this(), index);
+}
+
+void Channel::push(ChannelItem&& item) {
+  {
+    std::lock_guard lock(mutex_);
+    items_.push_back(std::move(item));
+  }
+  // Wake the session: the cancel runs on the strand, so it can't slip between the session's
+  // "queue empty?" check and its wait.
+  net::post(strand_, [self = shared_from_this()] { self->timer_.cancel(); });
+}
+
+net::awaitable<ChannelItem> Channel::receive() {
+  for (;;) {
+    {
+      std::lock_guard lock(mutex_);
+      if (!items_.empty()) {
+        ChannelItem item = std::move(items_.front());
+        items_.pop_front();
+        co_return item;
+      }
+    }
+    timer_.expires_at(net::steady_timer::time_point::max());
+    boost::system::error_code ec;
+    co_await timer_.async_wait(net::redirect_error(net::use_awaitable, ec));
+  }
+}
+
+}  // namespace server

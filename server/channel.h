@@ -1,0 +1,53 @@
+// The crossing from the scheduler thread to an HTTP session: a queue with an async wake-up.
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "engine/scheduler.h"
+#include "server/asio.h"
+
+namespace server {
+
+// What a session receives: a token of choice `index`, or the end of that choice.
+struct ChannelItem {
+  int index = 0;
+  bool finished = false;
+  engine::TokenEvent token;           // when !finished
+  engine::FinishReason reason{};      // when finished
+  engine::Usage usage;                // when finished
+  std::string error;                  // when finished with Error/Cancelled by a deadline
+};
+
+// Collects the events of one HTTP request's generations (one per choice) and hands them to the
+// session coroutine. The scheduler pushes from its thread (never blocking: a mutex-guarded queue
+// and a post to the session's strand); the session awaits receive() on that strand.
+// Ownership: shared by the session and by each choice's sink. Thread-safety: as described.
+class Channel : public std::enable_shared_from_this<Channel> {
+ public:
+  explicit Channel(net::any_io_executor strand);
+
+  // A TokenSink that feeds this channel as choice `index`.
+  std::shared_ptr<engine::TokenSink> sink(int index);
+
+  // Next item, waiting if none is queued. Call on the strand only.
+  net::awaitable<ChannelItem> receive();
+  // Marks every choice cancelled; the scheduler frees their slots at its next step.
+  void cancel() { cancelled_ = true; }
+  bool cancelled() const { return cancelled_; }
+
+ private:
+  class Sink;
+  void push(ChannelItem&& item);
+
+  net::any_io_executor strand_;
+  net::steady_timer timer_;      // strand only: waits are woken by cancelling it
+  std::mutex mutex_;
+  std::deque<ChannelItem> items_;  // guarded by mutex_
+  std::atomic<bool> cancelled_{false};
+};
+
+}  // namespace server

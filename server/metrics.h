@@ -1,0 +1,65 @@
+// Server metrics in Prometheus' text exposition format (our own, no client library).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace server {
+
+// A cumulative histogram with fixed upper bounds (seconds).
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds);
+  void observe(double value);
+  // Appends the _bucket/_sum/_count lines of `name`.
+  void render(const std::string& name, std::string& out) const;
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<uint64_t> counts_;  // one per bound, plus +Inf
+  double sum_ = 0;
+  uint64_t count_ = 0;
+};
+
+// Gauges read from the engine when /metrics is scraped.
+struct EngineGauges {
+  int64_t queue_depth = 0;
+  int64_t active_slots = 0;
+  int64_t total_slots = 0;
+  int64_t kv_cells_used = 0;
+  int64_t kv_cells_total = 0;
+  double generation_tokens_per_second = 0;  // over the recent past
+  double prompt_tokens_per_second = 0;
+};
+
+// Counters and histograms of the HTTP side. Thread-safety: every method may be called from any
+// thread (one mutex; updates are per request or per token, far from the hot path of the model).
+class Metrics {
+ public:
+  Metrics();
+
+  void count_request(const std::string& endpoint, int status);
+  void count_tokens(int64_t prompt, int64_t generated);
+  void observe_ttft(double seconds);
+  void observe_token_latency(double seconds);
+  void observe_request_duration(double seconds);
+
+  // The whole exposition; `gauges` supplies engine-side values.
+  std::string render(const EngineGauges& gauges) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::pair<std::string, int>, uint64_t> requests_;  // (endpoint, status) -> count
+  uint64_t prompt_tokens_ = 0;
+  uint64_t generated_tokens_ = 0;
+  Histogram ttft_;
+  Histogram token_latency_;
+  Histogram request_duration_;
+};
+
+}  // namespace server

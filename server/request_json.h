@@ -1,0 +1,35 @@
+// Reading request fields with OpenAI-style 400 errors that name the field.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace server {
+
+// The body as a JSON object, or a 400 (malformed JSON, or not an object).
+nlohmann::json parse_object(const std::string& body);
+
+// Each getter returns nullopt when the key is absent or null, and throws a 400 naming the key
+// when it has the wrong type or is out of range.
+std::optional<std::string> get_string(const nlohmann::json& j, const std::string& key);
+std::optional<bool> get_bool(const nlohmann::json& j, const std::string& key);
+std::optional<int64_t> get_int(const nlohmann::json& j, const std::string& key, int64_t min,
+                               int64_t max);
+std::optional<double> get_number(const nlohmann::json& j, const std::string& key, double min,
+                                  double max);
+// An array of token ids, each in [0, n_vocab).
+std::optional<std::vector<int32_t>> get_token_ids(const nlohmann::json& j, const std::string& key,
+                                                  int32_t n_vocab);
+// A string or an array of strings (e.g. "stop").
+std::optional<std::vector<std::string>> get_strings(const nlohmann::json& j, const std::string& key);
+
+// JSON text with invalid UTF-8 replaced (model output can be any bytes).
+std::string dump_json(const nlohmann::json& j);
+
+// The JSON type name as OpenAI's errors spell it ("string", "integer", "number", "array"...).
+std::string json_type_name(const nlohmann::json& j);
+
+}  // namespace server

@@ -1,0 +1,235 @@
+#include "server/service.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <boost/asio/signal_set.hpp>
+#include <condition_variable>
+#include <optional>
+#include <thread>
+
+#include "engine/chat_template.h"
+#include "engine/cpu_features.h"
+#include "engine/kernels/dispatch.h"
+#include "engine/model.h"
+#include "engine/thread_pool.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "server/app.h"
+#include "server/handlers/handlers.h"
+#include "server/router.h"
+
+namespace server {
+
+using Clock = std::chrono::steady_clock;
+
+struct Service::Impl {
+  explicit Impl(ServiceOptions o) : options(std::move(o)) {}
+  ~Impl();
+
+  void load();
+  std::string pick_template(const gguf::File& file);
+  net::awaitable<void> drain();
+  void log_access(const AccessRecord& r);
+
+  ServiceOptions options;
+  net::io_context io;
+  App app;
+  std::optional<engine::Model> model;
+  std::optional<engine::Tokenizer> tokenizer;
+  std::optional<engine::ChatTemplate> chat_template;
+  std::unique_ptr<engine::Scheduler> scheduler;
+  Router router;
+  std::unique_ptr<HttpServer> http;
+  std::optional<net::signal_set> signals;
+  std::vector<std::thread> io_threads;
+  std::thread loader;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool loaded = false;         // guarded by mu: loading finished (well or not)
+  bool stopped = false;        // guarded by mu
+  std::string error;           // set before loaded = true
+  bool shutting_down = false;  // io thread only
+};
+
+Service::Impl::~Impl() {
+  if (loader.joinable()) loader.join();
+  io.stop();
+  for (std::thread& t : io_threads) t.join();
+}
+
+std::string Service::Impl::pick_template(const gguf::File& file) {
+  if (!options.chat_template.empty()) {
+    app.settings.chat_template_source = options.chat_template_origin.empty() ? "override" : options.chat_template_origin;
+    return options.chat_template;
+  }
+  if (auto t = file.find_string("tokenizer.chat_template")) {
+    try {
+      engine::ChatTemplate::parse(*t);
+      app.settings.chat_template_source = "model";
+      return std::string(*t);
+    } catch (const engine::TemplateError& e) {
+      spdlog::warn("the model's chat template does not parse ({}); using ChatML", e.what());
+    }
+  }
+  app.settings.chat_template_source = "chatml (fallback)";
+  return std::string(engine::kChatMLTemplate);
+}
+
+// Loads everything the endpoints need; runs on its own thread so /health can say "loading".
+void Service::Impl::load() {
+  std::string failure;
+  try {
+    const auto start = Clock::now();
+    model.emplace(engine::Model::load(options.model_path));
+    tokenizer.emplace(engine::Tokenizer::from_gguf(model->file()));
+    const std::string tmpl = pick_template(model->file());
+    chat_template.emplace(engine::ChatTemplate::parse(tmpl));
+    engine::SchedulerOptions so = options.engine;
+    so.n_ctx = std::min<int64_t>(so.n_ctx, model->hparams().n_ctx_train);
+    scheduler = std::make_unique<engine::Scheduler>(*model, *tokenizer, so);
+
+    const std::string& path = options.model_path;
+    app.model_path = path;
+    app.model_id = options.alias.empty() ? path.substr(path.find_last_of('/') + 1) : options.alias;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) app.model_created = st.st_mtime;
+    app.file = std::make_shared<gguf::File>(model->file());
+    app.tokenizer = &*tokenizer;
+    app.chat_template = &*chat_template;
+    app.scheduler = scheduler.get();
+    ServeSettings& s = app.settings;
+    s.n_ctx = so.n_ctx;
+    s.n_slots = so.n_slots;
+    s.n_threads = so.n_threads > 0 ? so.n_threads : engine::physical_cores();
+    s.prefill_chunk = so.prefill_chunk;
+    s.max_queue = so.max_queue;
+    s.kv_type = so.kv_type == engine::KvType::F16 ? "f16" : "f32";
+    s.default_max_tokens = options.default_max_tokens;
+    s.default_sampling = options.sampling_defaults;
+    s.request_timeout_s = options.request_timeout_s;
+    s.chat_template = tmpl;
+    s.cpu_features = engine::cpu_features().to_string();
+    s.kernels = engine::kernels::dispatch().name;
+    s.build_info = "ggufd 0.1.0";
+    const auto& hp = model->hparams();
+    spdlog::info("model {}: {} layers, embedding {}, vocab {}, context {} x {} slots, loaded in {:.0f} ms",
+                 app.model_id, hp.n_layer, hp.n_embd, hp.n_vocab, so.n_ctx, so.n_slots,
+                 std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    app.ready = true;
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  {
+    std::lock_guard lock(mu);
+    loaded = true;
+    error = failure;
+  }
+  cv.notify_all();
+  if (!failure.empty()) {
+    spdlog::error("cannot load model: {}", failure);
+    net::post(io, [this] { io.stop(); });
+  }
+}
+
+// Graceful shutdown: refuse new work, let running requests finish within the grace period,
+// cancel the rest, give their sessions a moment to write the final events, then stop.
+net::awaitable<void> Service::Impl::drain() {
+  app.draining = true;
+  http->stop_accepting();
+  net::steady_timer timer(io);
+  auto sleep = [&](std::chrono::milliseconds d) -> net::awaitable<void> {
+    timer.expires_after(d);
+    co_await timer.async_wait(net::use_awaitable);
+  };
+  if (scheduler) {
+    scheduler->drain();
+    const auto deadline = Clock::now() + std::chrono::seconds(options.shutdown_grace_s);
+    while (!scheduler->idle() && Clock::now() < deadline) co_await sleep(std::chrono::milliseconds(50));
+    if (!scheduler->idle()) {
+      spdlog::warn("grace period over: cancelling the remaining requests");
+      scheduler->cancel_all();
+      while (!scheduler->idle()) co_await sleep(std::chrono::milliseconds(20));
+    }
+  }
+  const auto linger = Clock::now() + std::chrono::seconds(2);
+  while (http->active_connections() > 0 && Clock::now() < linger) co_await sleep(std::chrono::milliseconds(20));
+  spdlog::info("stopped");
+  io.stop();
+}
+
+void Service::Impl::log_access(const AccessRecord& r) {
+  app.metrics.count_request(r.endpoint, r.status);
+  app.metrics.observe_request_duration(r.total_ms / 1000);
+  auto level = r.status >= 500 ? spdlog::level::err : r.status >= 400 ? spdlog::level::warn : spdlog::level::info;
+  spdlog::log(level, "{} {} {} prompt_tokens={} completion_tokens={} ttft_ms={:.1f} total_ms={:.1f}",
+              r.method, r.path, r.status, r.stats.prompt_tokens, r.stats.completion_tokens,
+              r.stats.ttft_ms, r.total_ms);
+}
+
+Service::Service(ServiceOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+Service::~Service() = default;
+
+void Service::start() {
+  Impl& d = *impl_;
+  add_health_routes(d.router, d.app);
+  add_models_routes(d.router, d.app);
+  add_metadata_routes(d.router, d.app);
+  add_props_routes(d.router, d.app);
+  if (d.options.metrics) add_metrics_routes(d.router, d.app);
+  add_tokenize_routes(d.router, d.app);
+  add_completions_routes(d.router, d.app);
+  add_chat_completions_routes(d.router, d.app);
+  d.http = std::make_unique<HttpServer>(d.io, d.router, d.options.http,
+                                        [&d](const AccessRecord& r) { d.log_access(r); });
+  d.http->start();
+  spdlog::info("listening on http://{}:{}", d.options.http.host, d.http->port());
+  d.loader = std::thread([&d] { d.load(); });
+  for (int i = 0; i < std::max(1, d.options.io_threads); ++i) {
+    d.io_threads.emplace_back([&d] {
+      auto guard = net::make_work_guard(d.io);
+      d.io.run();
+      std::lock_guard lock(d.mu);
+      d.stopped = true;
+      d.cv.notify_all();
+    });
+  }
+}
+
+bool Service::wait_ready() {
+  std::unique_lock lock(impl_->mu);
+  impl_->cv.wait(lock, [&] { return impl_->loaded; });
+  return impl_->error.empty();
+}
+
+const std::string& Service::load_error() const { return impl_->error; }
+uint16_t Service::port() const { return impl_->http->port(); }
+
+void Service::shutdown() {
+  net::post(impl_->io, [d = impl_.get()] {
+    if (d->shutting_down) return;
+    d->shutting_down = true;
+    spdlog::info("shutting down: draining requests (grace {} s)", d->options.shutdown_grace_s);
+    net::co_spawn(d->io, d->drain(), net::detached);
+  });
+}
+
+void Service::handle_signals() {
+  Impl& d = *impl_;
+  d.signals.emplace(d.io, SIGINT, SIGTERM);
+  d.signals->async_wait([this](const boost::system::error_code& ec, int) {
+    if (!ec) shutdown();
+  });
+}
+
+int Service::wait() {
+  {
+    std::unique_lock lock(impl_->mu);
+    impl_->cv.wait(lock, [&] { return impl_->stopped; });
+  }
+  if (impl_->loader.joinable()) impl_->loader.join();
+  return impl_->error.empty() ? 0 : 1;
+}
+
+}  // namespace server

@@ -1,0 +1,515 @@
+// config/: precedence (flags > env > file > defaults), validation messages, the config file
+// format, list settings, describe() and --help.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "config/serve_config.h"
+#include "config/settings.h"
+#include "config/toml_lite.h"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using config::ServeConfig;
+
+// Clears every GGUFD_* variable for the test and restores the outside environment afterwards;
+// owns a scratch directory for config, key and model files.
+class ConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (char** e = environ; *e; ++e) {
+      const std::string kv = *e;
+      if (kv.starts_with("GGUFD_")) saved_env_[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+    }
+    for (const auto& [name, value] : saved_env_) unsetenv(name.c_str());
+    dir_ = fs::temp_directory_path() /
+           ("ggufd-config-test-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+
+  void TearDown() override {
+    for (const std::string& name : set_env_) unsetenv(name.c_str());
+    for (const auto& [name, value] : saved_env_) setenv(name.c_str(), value.c_str(), 1);
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  void env(const std::string& name, const std::string& value) {
+    setenv(name.c_str(), value.c_str(), 1);
+    set_env_.push_back(name);
+  }
+
+  // Writes `text` to a file in the scratch directory; returns its path.
+  std::string file(const std::string& name, const std::string& text) {
+    const fs::path p = dir_ / name;
+    std::ofstream(p, std::ios::binary) << text;
+    return p.string();
+  }
+
+  // A fresh CLI::App: add_serve_options + parse + finalize. Throws what finalize throws.
+  static ServeConfig parse(const std::vector<std::string>& args) {
+    ServeConfig cfg;
+    CLI::App app{"test"};
+    config::add_serve_options(app, cfg);
+    std::vector<const char*> argv{"ggufd"};
+    for (const std::string& a : args) argv.push_back(a.c_str());
+    app.parse(static_cast<int>(argv.size()), argv.data());
+    config::finalize(app, cfg);
+    return cfg;
+  }
+
+  // The std::invalid_argument message of parse(args), or "" when it succeeds.
+  static std::string error(const std::vector<std::string>& args) {
+    try {
+      parse(args);
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  fs::path dir_;
+
+ private:
+  std::map<std::string, std::string> saved_env_;
+  std::vector<std::string> set_env_;
+};
+
+// ---- defaults and precedence ----
+
+TEST_F(ConfigTest, DefaultsWithoutAnySource) {
+  const ServeConfig cfg = parse({});
+  const ServeConfig plain;
+  EXPECT_EQ(cfg.engine.ctx_size, plain.engine.ctx_size);
+  EXPECT_EQ(cfg.http.host, "127.0.0.1");
+  EXPECT_EQ(cfg.http.port, 8080);
+  EXPECT_EQ(cfg.http.body_limit, 8 << 20);
+  EXPECT_DOUBLE_EQ(cfg.sampling.top_p, 0.95);
+  EXPECT_TRUE(cfg.log.metrics);
+  EXPECT_TRUE(cfg.model.path.empty());  // demo model
+  ServeConfig copy = cfg;
+  for (const config::Setting& s : config::settings_of(copy)) {
+    EXPECT_EQ(cfg.sources.at(s.name), "default") << s.name;
+  }
+  EXPECT_EQ(cfg.sources.at("config"), "default");
+}
+
+// Every combination of file / env / flag for a few settings of different types.
+TEST_F(ConfigTest, PrecedenceMatrix) {
+  struct Case {
+    std::string name, file_value, env_value, flag_value;
+  };
+  const std::vector<Case> cases = {
+      {"ctx-size", "1000", "2000", "3000"},
+      {"kv-type", "\"f32\"", "f16", "f32"},
+      {"temperature", "0.1", "0.2", "0.3"},
+      {"host", "\"10.0.0.1\"", "10.0.0.2", "10.0.0.3"},
+      {"body-limit", "\"1M\"", "2M", "3M"},
+  };
+  for (const Case& c : cases) {
+    for (int mask = 0; mask < 8; ++mask) {
+      const bool in_file = mask & 1, in_env = mask & 2, in_flag = mask & 4;
+      std::vector<std::string> args;
+      if (in_file) args = {"--config", file("c.toml", c.name + " = " + c.file_value + "\n")};
+      const std::string env_name = "GGUFD_" + std::string(c.name == "ctx-size"      ? "CTX_SIZE"
+                                                           : c.name == "kv-type"    ? "KV_TYPE"
+                                                           : c.name == "body-limit" ? "BODY_LIMIT"
+                                                           : c.name == "host"       ? "HOST"
+                                                                                    : "TEMPERATURE");
+      if (in_env) env(env_name, c.env_value);
+      if (in_flag) args.insert(args.end(), {"--" + c.name, c.flag_value});
+      const ServeConfig cfg = parse(args);
+      const std::string expected = in_flag ? "flag" : in_env ? "env" : in_file ? "file" : "default";
+      EXPECT_EQ(cfg.sources.at(c.name), expected) << c.name << " mask " << mask;
+      const std::string shown = config::describe(cfg);
+      std::string want_value = in_flag ? c.flag_value : in_env ? c.env_value : in_file ? c.file_value : "";
+      if (!want_value.empty() && want_value.front() == '"') want_value = want_value.substr(1, want_value.size() - 2);
+      if (c.name == "body-limit" && !want_value.empty()) {
+        want_value = std::to_string(int64_t{want_value[0] - '0'} << 20);
+      }
+      if (!want_value.empty()) {
+        EXPECT_NE(shown.find(c.name + " = " + want_value + "  (" + expected + ")\n"), std::string::npos)
+            << c.name << " mask " << mask << "\n" << shown;
+      }
+      unsetenv(env_name.c_str());
+    }
+  }
+}
+
+TEST_F(ConfigTest, EnvBeatsFileEvenThoughCli11WouldNot) {
+  // CLI11 2.1 lets its own config file shadow environment variables; ours must not.
+  env("GGUFD_PORT", "9001");
+  const ServeConfig cfg = parse({"--config", file("c.toml", "port = 9002\nparallel = 2\n")});
+  EXPECT_EQ(cfg.http.port, 9001);
+  EXPECT_EQ(cfg.sources.at("port"), "env");
+  EXPECT_EQ(cfg.engine.parallel, 2);
+  EXPECT_EQ(cfg.sources.at("parallel"), "file");
+}
+
+TEST_F(ConfigTest, ConfigFileFromEnvironment) {
+  env("GGUFD_CONFIG", file("c.toml", "top-k = 7\n"));
+  const ServeConfig cfg = parse({});
+  EXPECT_EQ(cfg.sampling.top_k, 7);
+  EXPECT_EQ(cfg.sources.at("top-k"), "file");
+  EXPECT_EQ(cfg.sources.at("config"), "env");
+}
+
+TEST_F(ConfigTest, MetricsFlagEnvAndFile) {
+  EXPECT_FALSE(parse({"--no-metrics"}).log.metrics);
+  EXPECT_FALSE(parse({"--metrics=false"}).log.metrics);
+  EXPECT_TRUE(parse({"--no-metrics", "--metrics"}).log.metrics);  // last wins
+  env("GGUFD_METRICS", "off");
+  ServeConfig cfg = parse({});
+  EXPECT_FALSE(cfg.log.metrics);
+  EXPECT_EQ(cfg.sources.at("metrics"), "env");
+  EXPECT_TRUE(parse({"--metrics"}).log.metrics);
+  unsetenv("GGUFD_METRICS");
+  cfg = parse({"--config", file("c.toml", "[log]\nmetrics = false\n")});
+  EXPECT_FALSE(cfg.log.metrics);
+  EXPECT_EQ(cfg.sources.at("metrics"), "file");
+}
+
+TEST_F(ConfigTest, LastFlagWinsForScalars) {
+  const ServeConfig cfg = parse({"--port", "1", "--port", "2", "-c", "64"});
+  EXPECT_EQ(cfg.http.port, 2);
+  EXPECT_EQ(cfg.engine.ctx_size, 64);
+}
+
+TEST_F(ConfigTest, EveryFieldHasAFlag) {
+  const std::string m = file("m.gguf", "GGUF");
+  const std::string t = file("t.jinja", "{{ x }}");
+  const std::string k = file("keys", "k3\n");
+  const ServeConfig cfg = parse({"-m", m, "--alias", "a", "--chat-template-file", t, "--host", "0.0.0.0",
+                                 "--port", "1", "--api-key", "k1", "--api-key-file", k, "--cors-origin", "*",
+                                 "--body-limit", "2048", "--header-limit", "4K", "--read-timeout", "5",
+                                 "--idle-timeout", "6", "--request-timeout", "7", "--max-connections", "8",
+                                 "--shutdown-grace", "9", "--threads", "2", "--ctx-size", "128", "--parallel", "3",
+                                 "--queue-limit", "4", "--prefill-chunk", "32", "--kv-type", "f32",
+                                 "--temperature", "0", "--top-p", "0.5", "--top-k", "5", "--min-p", "0.1",
+                                 "--repeat-penalty", "1.1", "--max-tokens", "99", "--log-level", "debug",
+                                 "--log-format", "json", "--no-metrics"});
+  EXPECT_EQ(cfg.model.path, m);
+  EXPECT_EQ(cfg.model.alias, "a");
+  EXPECT_EQ(cfg.model.chat_template_file, t);
+  EXPECT_EQ(cfg.http.host, "0.0.0.0");
+  EXPECT_EQ(cfg.http.port, 1);
+  EXPECT_EQ(cfg.http.api_keys, (std::vector<std::string>{"k1", "k3"}));
+  EXPECT_EQ(cfg.http.cors_origins, std::vector<std::string>{"*"});
+  EXPECT_EQ(cfg.http.body_limit, 2048);
+  EXPECT_EQ(cfg.http.header_limit, 4096);
+  EXPECT_EQ(cfg.http.read_timeout, 5);
+  EXPECT_EQ(cfg.http.idle_timeout, 6);
+  EXPECT_EQ(cfg.http.request_timeout, 7);
+  EXPECT_EQ(cfg.http.max_connections, 8);
+  EXPECT_EQ(cfg.http.shutdown_grace, 9);
+  EXPECT_EQ(cfg.engine.threads, 2);
+  EXPECT_EQ(cfg.engine.ctx_size, 128);
+  EXPECT_EQ(cfg.engine.parallel, 3);
+  EXPECT_EQ(cfg.engine.queue_limit, 4);
+  EXPECT_EQ(cfg.engine.prefill_chunk, 32);
+  EXPECT_EQ(cfg.engine.kv_type, "f32");
+  EXPECT_DOUBLE_EQ(cfg.sampling.temperature, 0);
+  EXPECT_DOUBLE_EQ(cfg.sampling.top_p, 0.5);
+  EXPECT_EQ(cfg.sampling.top_k, 5);
+  EXPECT_DOUBLE_EQ(cfg.sampling.min_p, 0.1);
+  EXPECT_DOUBLE_EQ(cfg.sampling.repeat_penalty, 1.1);
+  EXPECT_EQ(cfg.sampling.max_tokens, 99);
+  EXPECT_EQ(cfg.log.level, "debug");
+  EXPECT_EQ(cfg.log.format, "json");
+  EXPECT_FALSE(cfg.log.metrics);
+  for (const auto& [name, source] : cfg.sources) {
+    if (name != "config") {
+      EXPECT_EQ(source, "flag") << name;
+    }
+  }
+}
+
+TEST_F(ConfigTest, EveryFieldHasAnEnvironmentVariable) {
+  ServeConfig probe;
+  for (const config::Setting& s : config::settings_of(probe)) {
+    EXPECT_EQ(s.env_name().rfind("GGUFD_", 0), 0u);
+    const std::string value = s.name == "model" || s.name == "chat-template-file" ? file("f", "x")
+                              : s.name == "api-key-file"                          ? file("keys", "k\n")
+                              : s.name == "cors-origin"                           ? "*"
+                              : s.choices.empty()                                 ? config::current_text(s)
+                                                                                  : s.choices.back();
+    env(s.env_name(), value.empty() ? "1" : value);
+  }
+  const ServeConfig cfg = parse({});
+  for (const auto& [name, source] : cfg.sources) {
+    if (name != "config") {
+      EXPECT_EQ(source, "env") << name;
+    }
+  }
+  EXPECT_EQ(cfg.engine.ctx_size, 4096);
+  EXPECT_EQ(cfg.log.level, "off");
+}
+
+// ---- lists ----
+
+TEST_F(ConfigTest, ListsFromEnvAreCommaSeparated) {
+  env("GGUFD_API_KEY", "alpha, beta,,gamma ");
+  env("GGUFD_CORS_ORIGIN", "https://a.example,http://b.example:8080");
+  const ServeConfig cfg = parse({});
+  EXPECT_EQ(cfg.http.api_keys, (std::vector<std::string>{"alpha", "beta", "gamma"}));
+  EXPECT_EQ(cfg.http.cors_origins, (std::vector<std::string>{"https://a.example", "http://b.example:8080"}));
+  EXPECT_EQ(cfg.sources.at("api-key"), "env");
+}
+
+TEST_F(ConfigTest, ListsFromRepeatedFlagsReplaceEnv) {
+  env("GGUFD_API_KEY", "from-env");
+  const ServeConfig cfg = parse({"--api-key", "k1", "--api-key", "k2", "--cors-origin", "*"});
+  EXPECT_EQ(cfg.http.api_keys, (std::vector<std::string>{"k1", "k2"}));
+  EXPECT_EQ(cfg.http.cors_origins, std::vector<std::string>{"*"});
+  EXPECT_EQ(cfg.sources.at("api-key"), "flag");
+}
+
+TEST_F(ConfigTest, ListsFromFileArraysOrSingleStrings) {
+  const std::string path = file("c.toml",
+                                "[http]\n"
+                                "api_key = [\n"
+                                "  \"k1\",  # first\n"
+                                "  'k2',\n"
+                                "]\n"
+                                "cors-origin = \"https://x.example\"\n");
+  const ServeConfig cfg = parse({"--config", path});
+  EXPECT_EQ(cfg.http.api_keys, (std::vector<std::string>{"k1", "k2"}));
+  EXPECT_EQ(cfg.http.cors_origins, std::vector<std::string>{"https://x.example"});
+  EXPECT_EQ(cfg.sources.at("api-key"), "file");
+}
+
+TEST_F(ConfigTest, ApiKeyFileMergesWithoutDuplicates) {
+  const std::string keys = file("keys", "# team keys\n k2 \n\nk3\r\nk2\n");
+  const ServeConfig cfg = parse({"--api-key", "k1", "--api-key", "k2", "--api-key-file", keys});
+  EXPECT_EQ(cfg.http.api_keys, (std::vector<std::string>{"k1", "k2", "k3"}));
+  EXPECT_EQ(cfg.sources.at("api-key"), "flag");
+  env("GGUFD_API_KEY_FILE", keys);
+  const ServeConfig only_file = parse({});
+  EXPECT_EQ(only_file.http.api_keys, (std::vector<std::string>{"k2", "k3"}));
+  EXPECT_EQ(only_file.sources.at("api-key"), "env");  // where the key file was named
+}
+
+// ---- the config file ----
+
+TEST_F(ConfigTest, FileWithSectionsFlatKeysAndUnderscores) {
+  const std::string path = file("c.toml",
+                                "# ggufd\n"
+                                "log-level = \"warn\"   # flat key\n"
+                                "\n"
+                                "[engine]\n"
+                                "ctx_size = 8_192\n"
+                                "kv-type = 'f32'\n"
+                                "[sampling]\r\n"
+                                "temperature = 0.25\r\n"
+                                "[http]\n"
+                                "body-limit = \"16M\"\n"
+                                "host = \"0.0.0.0\"\n");
+  const ServeConfig cfg = parse({"--config", path});
+  EXPECT_EQ(cfg.log.level, "warn");
+  EXPECT_EQ(cfg.engine.ctx_size, 8192);
+  EXPECT_EQ(cfg.engine.kv_type, "f32");
+  EXPECT_DOUBLE_EQ(cfg.sampling.temperature, 0.25);
+  EXPECT_EQ(cfg.http.body_limit, 16 << 20);
+  EXPECT_EQ(cfg.http.host, "0.0.0.0");
+  EXPECT_EQ(cfg.sources.at("ctx-size"), "file");
+  EXPECT_EQ(cfg.sources.at("config"), "flag");
+}
+
+TEST_F(ConfigTest, EmptyConfigFileIsFine) {
+  EXPECT_EQ(error({"--config", file("c.toml", "")}), "");
+  EXPECT_EQ(error({"--config", file("c.toml", "# nothing\n\n")}), "");
+}
+
+TEST_F(ConfigTest, FileErrors) {
+  const std::string p = (dir_ / "c.toml").string();
+  auto with = [&](const std::string& text) { return error({"--config", file("c.toml", text)}); };
+  EXPECT_EQ(with("port = 1\n\nctxsize = 5\n"),
+            "--config " + p + ": unknown key 'ctxsize' (line 3); did you mean 'ctx-size'?");
+  EXPECT_EQ(with("frobnicate = 1\n"), "--config " + p + ": unknown key 'frobnicate' (line 1)");
+  EXPECT_EQ(with("config = \"x\"\n"), "--config " + p + ": unknown key 'config' (line 1)");
+  EXPECT_EQ(with("[server]\nport = 1\n"),
+            "--config " + p + ": unknown section [server] (line 2): expected model, http, engine, sampling or log");
+  EXPECT_EQ(with("[http]\nctx-size = 64\n"),
+            "--config " + p + ": key 'ctx-size' (line 2) belongs in [engine] or at the top level, not in [http]");
+  EXPECT_EQ(with("port = 1\n[http]\nport = 2\n"), "--config " + p + ": 'port' is set twice (lines 1 and 3)");
+  EXPECT_EQ(with("ctx-size = 1\nctx_size = 2\n"), "--config " + p + ": 'ctx-size' is set twice (lines 1 and 2)");
+  EXPECT_EQ(with("port = [1, 2]\n"), "--config " + p + ": key 'port' (line 1) takes one value, not an array");
+  EXPECT_EQ(with("port 8080\n"), "--config " + p + ": line 1: expected '=' after key 'port'");
+  EXPECT_EQ(with("host = localhost\n"), "--config " + p + ": line 1: value 'localhost' must be quoted");
+  EXPECT_EQ(with("host = \"x\" y\n"), "--config " + p + ": line 1: unexpected 'y' after the value");
+  EXPECT_EQ(with("host = \"x\n"), "--config " + p + ": line 1: unterminated string");
+  EXPECT_EQ(with("api-key = [\"a\",\n  \"b\"\n"), "--config " + p + ": line 1: unterminated array");
+  EXPECT_EQ(with("api-key = [\"a\" \"b\"]\n"), "--config " + p + ": line 1: expected ',' or ']' in array");
+  EXPECT_EQ(with("http.port = 1\n"), "--config " + p + ": line 1: dotted keys are not supported");
+  EXPECT_EQ(with("[[http]]\n"), "--config " + p + ": line 1: arrays of tables ([[...]]) are not supported");
+  EXPECT_EQ(with("\n\nctx-size = \"big\"\n"), "--ctx-size (from " + p + " line 3): 'big' is not an integer");
+  EXPECT_EQ(with("[engine]\nctx-size = 0\n"), "--ctx-size (from " + p + " line 2): 0 is not allowed: expected 16..1048576");
+  const std::string missing = (dir_ / "missing.toml").string();
+  EXPECT_EQ(error({"--config", missing}), "--config " + missing + ": the file does not exist");
+  EXPECT_EQ(error({"--config", dir_.string()}), "--config " + dir_.string() + ": not a regular file");
+}
+
+TEST(TomlLite, StringsEscapesAndNumbers) {
+  const auto entries = config::parse_toml(
+      "a = \"q\\\"b\\\\s\\tt\\u00e9\"\nb = 'C:\\path'\nc = -1_000\nd = 1.5e3\ne = true\n\"quoted key\" = []\n");
+  ASSERT_EQ(entries.size(), 6u);
+  EXPECT_EQ(entries[0].values[0], "q\"b\\s\tt\xc3\xa9");
+  EXPECT_EQ(entries[1].values[0], "C:\\path");
+  EXPECT_EQ(entries[2].values[0], "-1000");
+  EXPECT_EQ(entries[3].values[0], "1.5e3");
+  EXPECT_EQ(entries[4].values[0], "true");
+  EXPECT_EQ(entries[5].key, "quoted key");
+  EXPECT_TRUE(entries[5].array);
+  EXPECT_TRUE(entries[5].values.empty());
+  EXPECT_EQ(entries[4].line, 5);
+}
+
+// ---- validation messages ----
+
+TEST_F(ConfigTest, RangeAndChoiceMessages) {
+  EXPECT_EQ(error({"--ctx-size", "0"}), "--ctx-size: 0 is not allowed: expected 16..1048576");
+  EXPECT_EQ(error({"--kv-type", "q4"}), "--kv-type: 'q4' is not one of f16, f32");
+  EXPECT_EQ(error({"--port", "70000"}), "--port: 70000 is out of range 0..65535");
+  EXPECT_EQ(error({"--port", "-1"}), "--port: -1 is out of range 0..65535");
+  EXPECT_EQ(error({"--temperature", "2.5"}), "--temperature: 2.5 is out of range 0..2");
+  EXPECT_EQ(error({"--top-p", "1.01"}), "--top-p: 1.01 is out of range 0..1");
+  EXPECT_EQ(error({"--min-p", "-0.1"}), "--min-p: -0.1 is out of range 0..1");
+  EXPECT_EQ(error({"--top-k", "-5"}), "--top-k: -5 is out of range 0..1048576");
+  EXPECT_EQ(error({"--repeat-penalty", "0"}), "--repeat-penalty: 0 is not allowed: expected 0.1..2");
+  EXPECT_EQ(error({"--max-tokens", "0"}), "--max-tokens: 0 is not allowed: expected 1..1048576");
+  EXPECT_EQ(error({"--parallel", "0"}), "--parallel: 0 is not allowed: expected 1..256");
+  EXPECT_EQ(error({"--threads", "5000"}), "--threads: 5000 is out of range 0..1024");
+  EXPECT_EQ(error({"--queue-limit", "-1"}), "--queue-limit: -1 is out of range 0..65536");
+  EXPECT_EQ(error({"--prefill-chunk", "0"}), "--prefill-chunk: 0 is not allowed: expected 1..65536");
+  EXPECT_EQ(error({"--body-limit", "2G"}), "--body-limit: 2G is out of range 1024..1073741824");
+  EXPECT_EQ(error({"--header-limit", "100"}), "--header-limit: 100 is out of range 1024..1048576");
+  EXPECT_EQ(error({"--read-timeout", "0"}), "--read-timeout: 0 is not allowed: expected 1..3600");
+  EXPECT_EQ(error({"--idle-timeout", "3601"}), "--idle-timeout: 3601 is out of range 0..3600");
+  EXPECT_EQ(error({"--request-timeout", "0"}), "--request-timeout: 0 is not allowed: expected 1..86400");
+  EXPECT_EQ(error({"--max-connections", "0"}), "--max-connections: 0 is not allowed: expected 1..65536");
+  EXPECT_EQ(error({"--shutdown-grace", "-2"}), "--shutdown-grace: -2 is out of range 0..3600");
+  EXPECT_EQ(error({"--log-level", "verbose"}),
+            "--log-level: 'verbose' is not one of trace, debug, info, warn, error, off");
+  EXPECT_EQ(error({"--log-format", "xml"}), "--log-format: 'xml' is not one of text, json");
+}
+
+// Every numeric setting rejects a value just outside its range, naming itself.
+TEST_F(ConfigTest, EveryNumericSettingChecksItsRange) {
+  ServeConfig probe;
+  for (const config::Setting& s : config::settings_of(probe)) {
+    if (s.min == s.max) continue;  // text, flags, lists
+    const bool integral = !std::holds_alternative<double*>(s.target);
+    const double step = integral ? 1 : 0.5;
+    for (double v : {s.min - step, s.max + step}) {
+      const std::string text = integral ? std::to_string(static_cast<int64_t>(v)) : std::to_string(v);
+      const std::string msg = error({"--" + s.name, text});
+      EXPECT_EQ(msg.rfind("--" + s.name + ": ", 0), 0u) << s.name << " " << text << ": " << msg;
+      EXPECT_NE(msg.find(" is out of range ") + msg.find(" is not allowed: expected "), 2 * std::string::npos) << msg;
+    }
+  }
+}
+
+TEST_F(ConfigTest, NonNumericValuesNameTheSetting) {
+  EXPECT_EQ(error({"--port", "http"}), "--port: 'http' is not an integer");
+  EXPECT_EQ(error({"--port", "80.5"}), "--port: '80.5' is not an integer");
+  EXPECT_EQ(error({"--temperature", "hot"}), "--temperature: 'hot' is not a number");
+  EXPECT_EQ(error({"--temperature", "nan"}), "--temperature: 'nan' is not a number");
+  EXPECT_EQ(error({"--body-limit", "8X"}), "--body-limit: '8X' is not a byte count (e.g. 8388608, 512K, 8M)");
+  EXPECT_EQ(error({"--metrics=maybe"}),
+            "--metrics: 'maybe' is not a boolean (true/false, 1/0, yes/no, on/off)");
+  env("GGUFD_CTX_SIZE", "abc");
+  EXPECT_EQ(error({}), "--ctx-size (from GGUFD_CTX_SIZE): 'abc' is not an integer");
+  EXPECT_EQ(error({"--ctx-size", "64"}), "");  // the flag shadows the bad variable
+  unsetenv("GGUFD_CTX_SIZE");
+  env("GGUFD_TOP_P", "2");
+  EXPECT_EQ(error({}), "--top-p (from GGUFD_TOP_P): 2 is out of range 0..1");
+  unsetenv("GGUFD_TOP_P");
+  env("GGUFD_METRICS", "maybe");
+  EXPECT_EQ(error({}), "--metrics (from GGUFD_METRICS): 'maybe' is not a boolean (true/false, 1/0, yes/no, on/off)");
+  unsetenv("GGUFD_METRICS");
+  env("GGUFD_API_KEY", " , ");
+  EXPECT_EQ(error({}), "--api-key (from GGUFD_API_KEY): ' , ' holds no values");
+}
+
+TEST_F(ConfigTest, FileAndTextChecks) {
+  const std::string missing = (dir_ / "nope.gguf").string();
+  EXPECT_EQ(error({"-m", missing}), "--model: '" + missing + "' does not exist");
+  EXPECT_EQ(error({"--model", dir_.string()}), "--model: '" + dir_.string() + "' is not a regular file");
+  EXPECT_EQ(error({"--chat-template-file", missing}), "--chat-template-file: '" + missing + "' does not exist");
+  EXPECT_EQ(error({"--api-key-file", missing}), "--api-key-file: '" + missing + "' does not exist");
+  const std::string empty_keys = file("keys", "# no keys yet\n\n");
+  EXPECT_EQ(error({"--api-key-file", empty_keys}), "--api-key-file: '" + empty_keys + "' holds no keys");
+  const std::string spaced = file("spaced", "has space\n");
+  EXPECT_EQ(error({"--api-key-file", spaced}),
+            "--api-key-file: a key must be non-empty, without blanks or control characters");
+  EXPECT_EQ(error({"--api-key", "secret key"}),
+            "--api-key: a key must be non-empty, without blanks or control characters");
+  EXPECT_EQ(error({"--api-key", ""}), "--api-key: an empty value is not allowed");
+  EXPECT_EQ(error({"--host", ""}), "--host: '' is not allowed: expected an address such as 127.0.0.1");
+  EXPECT_EQ(error({"--cors-origin", "example.com"}),
+            "--cors-origin: 'example.com' is not an origin: expected * or http(s)://host[:port]");
+  EXPECT_EQ(error({"--cors-origin", "https://a.example/path"}),
+            "--cors-origin: 'https://a.example/path' is not an origin: expected * or http(s)://host[:port]");
+  env("GGUFD_MODEL", missing);
+  EXPECT_EQ(error({}), "--model (from GGUFD_MODEL): '" + missing + "' does not exist");
+  EXPECT_EQ(error({"--model", ""}), "");  // empty: the demo model
+}
+
+TEST_F(ConfigTest, Cli11ErrorsStillComeFromCli11) {
+  EXPECT_THROW(parse({"--ctx-size"}), CLI::ParseError);
+  EXPECT_THROW(parse({"--no-such-flag"}), CLI::ParseError);
+}
+
+// ---- describe and help ----
+
+TEST_F(ConfigTest, DescribeListsEverySettingAndRedactsKeys) {
+  env("GGUFD_PORT", "9000");
+  const std::string keys = file("keys", "file-secret\n");
+  const ServeConfig cfg =
+      parse({"--api-key", "flag-secret", "--api-key-file", keys, "--ctx-size", "2048", "--cors-origin", "*"});
+  const std::string text = config::describe(cfg);
+  EXPECT_EQ(text.find("secret"), std::string::npos) << text;
+  EXPECT_NE(text.find("api-key = *** (2 keys)  (flag)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("ctx-size = 2048  (flag)\n"), std::string::npos);
+  EXPECT_NE(text.find("port = 9000  (env)\n"), std::string::npos);
+  EXPECT_NE(text.find("kv-type = f16  (default)\n"), std::string::npos);
+  EXPECT_NE(text.find("temperature = 0.8  (default)\n"), std::string::npos);
+  EXPECT_NE(text.find("model = \"\"  (default)\n"), std::string::npos);
+  EXPECT_NE(text.find("metrics = true  (default)\n"), std::string::npos);
+  EXPECT_NE(text.find("cors-origin = *  (flag)\n"), std::string::npos);
+  size_t lines = 0;
+  for (char c : text) lines += c == '\n';
+  EXPECT_EQ(lines, cfg.sources.size());  // one per setting, plus config
+  EXPECT_NE(config::describe(parse({})).find("api-key = (none)  (default)\n"), std::string::npos);
+}
+
+TEST_F(ConfigTest, HelpIsGrouped) {
+  ServeConfig cfg;
+  CLI::App app{"serve"};
+  config::add_serve_options(app, cfg);
+  const std::string help = app.help();
+  size_t last = 0;
+  for (const char* group : {"Model:", "HTTP:", "Engine:", "Sampling defaults:", "Logging:", "Configuration:"}) {
+    const size_t at = help.find(std::string("\n") + group + "\n");
+    ASSERT_NE(at, std::string::npos) << group << "\n" << help;
+    EXPECT_GT(at, last) << group;
+    last = at;
+  }
+  EXPECT_NE(help.find("GGUFD_CTX_SIZE"), std::string::npos);
+  EXPECT_NE(help.find("--ctx-size INT=4096"), std::string::npos) << help;
+  EXPECT_NE(help.find("--no-metrics"), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,156 @@
+// Metadata endpoints, tokenization, metrics, and the error paths of the HTTP layer.
+#include <nlohmann/json.hpp>
+
+#include "tests/server/fixture.h"
+
+namespace ggufd::test {
+namespace {
+
+using nlohmann::json;
+
+class Endpoints : public ServerTest {};
+
+void expect_error_shape(const HttpReply& r, int status, const std::string& param = "") {
+  EXPECT_EQ(r.status, status) << r.body;
+  const json j = json::parse(r.body, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.body;
+  ASSERT_TRUE(j.contains("error")) << r.body;
+  EXPECT_TRUE(j["error"]["message"].is_string());
+  EXPECT_TRUE(j["error"]["type"].is_string());
+  EXPECT_TRUE(j["error"].contains("param"));
+  EXPECT_TRUE(j["error"].contains("code"));
+  if (!param.empty()) {
+    EXPECT_EQ(j["error"]["param"], param) << r.body;
+  }
+}
+
+TEST_F(Endpoints, HealthIsOk) {
+  const HttpReply r = http_request(port(), "GET", "/health");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.json()["status"], "ok");
+}
+
+TEST_F(Endpoints, ModelsListAndObject) {
+  const json list = http_request(port(), "GET", "/v1/models").json();
+  EXPECT_EQ(list["object"], "list");
+  ASSERT_EQ(list["data"].size(), 1u);
+  EXPECT_EQ(list["data"][0]["id"], "stories");
+  EXPECT_EQ(list["data"][0]["object"], "model");
+  EXPECT_TRUE(list["data"][0]["created"].is_number_integer());
+  EXPECT_EQ(list["data"][0]["owned_by"], "ggufd");
+  const HttpReply one = http_request(port(), "GET", "/v1/models/stories");
+  EXPECT_EQ(one.status, 200);
+  EXPECT_EQ(one.json()["id"], "stories");
+  const HttpReply missing = http_request(port(), "GET", "/v1/models/gpt-4");
+  expect_error_shape(missing, 404);
+  EXPECT_EQ(missing.json()["error"]["code"], "model_not_found");
+}
+
+TEST_F(Endpoints, MetadataSummarizesUnlessFull) {
+  const HttpReply r = http_request(port(), "GET", "/v1/models/stories/metadata");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json j = r.json();
+  EXPECT_EQ(j["header"]["version"], 3);
+  EXPECT_EQ(j["metadata"]["general.architecture"], "llama");
+  EXPECT_EQ(j["metadata"]["tokenizer.ggml.tokens"]["length"], 512);
+  EXPECT_EQ(j["tensors"].size(), 48u);
+  EXPECT_EQ(j["tensors"][0]["type"], "F32");
+  const json full = http_request(port(), "GET", "/v1/models/stories/metadata?full=true").json();
+  EXPECT_EQ(full["metadata"]["tokenizer.ggml.tokens"].size(), 512u);
+  expect_error_shape(http_request(port(), "GET", "/v1/models/nope/metadata"), 404);
+}
+
+TEST_F(Endpoints, PropsReportSettings) {
+  const json j = http_request(port(), "GET", "/props").json();
+  EXPECT_EQ(j["n_ctx"], 256);
+  EXPECT_EQ(j["total_slots"], 4);
+  EXPECT_EQ(j["chat_template_source"], "chatml (fallback)");
+  EXPECT_TRUE(j["chat_template"].get<std::string>().find("im_start") != std::string::npos);
+  EXPECT_TRUE(j["cpu_features"].is_string());
+  EXPECT_TRUE(j["default_generation_settings"]["sampling"]["temperature"].is_number());
+}
+
+TEST_F(Endpoints, TokenizeAndDetokenizeRoundTrip) {
+  const HttpReply t = post_json(port(), "/tokenize", {{"content", "Once upon a time"}});
+  ASSERT_EQ(t.status, 200) << t.body;
+  const json tokens = t.json()["tokens"];
+  ASSERT_FALSE(tokens.empty());
+  const HttpReply d = post_json(port(), "/detokenize", {{"tokens", tokens}});
+  ASSERT_EQ(d.status, 200) << d.body;
+  EXPECT_EQ(d.json()["content"], "Once upon a time");
+  const json pieces = post_json(port(), "/tokenize", {{"content", "Once"}, {"with_pieces", true}}).json();
+  EXPECT_TRUE(pieces["tokens"][0].contains("piece"));
+  expect_error_shape(post_json(port(), "/detokenize", {{"tokens", {1, 99999}}}), 400, "tokens");
+  expect_error_shape(post_json(port(), "/tokenize", {{"content", 5}}), 400, "content");
+}
+
+TEST_F(Endpoints, MetricsInPrometheusFormat) {
+  http_request(port(), "GET", "/health");
+  const HttpReply r = http_request(port(), "GET", "/metrics");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_NE(r.headers.at("content-type").find("text/plain"), std::string::npos);
+  EXPECT_NE(r.body.find("# TYPE ggufd_requests_total counter"), std::string::npos);
+  EXPECT_NE(r.body.find("ggufd_requests_total{endpoint=\"/health\",status=\"200\"}"), std::string::npos);
+  EXPECT_NE(r.body.find("ggufd_time_to_first_token_seconds_bucket{le=\"+Inf\"}"), std::string::npos);
+  EXPECT_NE(r.body.find("ggufd_slots_total 4"), std::string::npos);
+  EXPECT_NE(r.body.find("ggufd_kv_cache_total_cells 1024"), std::string::npos);
+}
+
+TEST_F(Endpoints, ClientMistakesAre4xxInOpenAiShape) {
+  expect_error_shape(http_request(port(), "POST", "/v1/completions", "{not json"), 400);
+  expect_error_shape(http_request(port(), "POST", "/v1/completions", "[1,2]"), 400);
+  expect_error_shape(post_json(port(), "/v1/completions", {{"prompt", "a"}, {"temperature", "hot"}}), 400,
+                     "temperature");
+  expect_error_shape(post_json(port(), "/v1/completions", {{"prompt", "a"}, {"temperature", 7}}), 400,
+                     "temperature");
+  expect_error_shape(post_json(port(), "/v1/completions", {{"prompt", "a"}, {"frobnicate", 1}}), 400,
+                     "frobnicate");
+  expect_error_shape(post_json(port(), "/v1/completions", {{"prompt", "a"}, {"suffix", "b"}}), 400, "suffix");
+  expect_error_shape(post_json(port(), "/v1/completions", {{"max_tokens", 3}}), 400, "prompt");
+  expect_error_shape(post_json(port(), "/v1/completions", {{"prompt", "a"}, {"model", "gpt-4"}}), 404);
+  expect_error_shape(post_json(port(), "/v1/completions", {{"prompt", "a"}, {"n", 99}}), 400, "n");
+  expect_error_shape(post_json(port(), "/v1/completions", {{"prompt", "a"}, {"logit_bias", {{"x", 1}}}}), 400,
+                     "logit_bias");
+  expect_error_shape(post_json(port(), "/v1/completions", {{"prompt", "a"}, {"stream_options", {{"include_usage", true}}}}),
+                     400, "stream_options");
+  expect_error_shape(post_json(port(), "/v1/chat/completions", {{"messages", "hi"}}), 400, "messages");
+  expect_error_shape(post_json(port(), "/v1/chat/completions", {{"messages", {{{"role", "wizard"}, {"content", "x"}}}}}),
+                     400, "messages");
+  expect_error_shape(post_json(port(), "/v1/chat/completions",
+                               {{"messages", {{{"role", "user"}, {"content", "x"}}}},
+                                {"response_format", {{"type", "json_object"}}}}),
+                     400, "response_format");
+  expect_error_shape(post_json(port(), "/v1/chat/completions",
+                               {{"messages", {{{"role", "user"}, {"content", "x"}}}},
+                                {"tools", {{{"type", "function"}}}}}),
+                     400, "tools");
+  expect_error_shape(http_request(port(), "GET", "/v1/nothing"), 404);
+  expect_error_shape(http_request(port(), "GET", "/v1/completions"), 405);
+}
+
+TEST_F(Endpoints, PromptLongerThanContextIsRefused) {
+  std::vector<int> ids(300, 100);
+  const HttpReply r = post_json(port(), "/v1/completions", {{"prompt", ids}, {"max_tokens", 1}});
+  expect_error_shape(r, 400);
+  EXPECT_EQ(r.json()["error"]["code"], "context_length_exceeded");
+  std::string text;
+  for (int i = 0; i < 300; ++i) text += "Once upon a time ";
+  const HttpReply chat = post_json(port(), "/v1/chat/completions",
+                                   {{"messages", {{{"role", "user"}, {"content", text}}}}});
+  EXPECT_EQ(chat.json()["error"]["code"], "context_length_exceeded");
+}
+
+TEST_F(Endpoints, OversizedBodyIs413BeforeItIsRead) {
+  const std::string reply = raw_exchange(
+      port(), "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 9437184\r\n\r\n{}");
+  EXPECT_EQ(reply.rfind("HTTP/1.1 413", 0), 0u) << reply;
+  EXPECT_NE(reply.find("\"error\""), std::string::npos) << reply;
+}
+
+TEST_F(Endpoints, MalformedHttpIs400) {
+  const std::string reply = raw_exchange(port(), "BLAH\r\n\r\n");
+  EXPECT_EQ(reply.rfind("HTTP/1.1 400", 0), 0u) << reply;
+}
+
+}  // namespace
+}  // namespace ggufd::test

@@ -1,0 +1,77 @@
+// A real ggufd Service on 127.0.0.1 (free port) serving a shared model, for endpoint tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "server/service.h"
+#include "tests/support/http_client.h"
+#include "tests/support/shared.h"
+
+namespace ggufd::test {
+
+inline constexpr const char* kStories = "models/stories260K.gguf";
+
+inline server::ServiceOptions test_options(const std::string& model = kStories) {
+  server::ServiceOptions o;
+  o.model_path = shared_path(model);
+  o.alias = "stories";
+  o.http.host = "127.0.0.1";
+  o.http.port = 0;
+  o.engine.n_slots = 4;
+  o.engine.n_ctx = 256;
+  o.engine.max_queue = 8;
+  o.engine.prefill_chunk = 64;
+  o.engine.n_threads = 2;
+  o.shutdown_grace_s = 5;
+  o.sampling_defaults.temperature = 0.8f;
+  o.sampling_defaults.top_k = 40;
+  o.sampling_defaults.top_p = 0.95f;
+  return o;
+}
+
+// Starts a Service and stops it at the end of the scope.
+class RunningService {
+ public:
+  explicit RunningService(server::ServiceOptions options) : service_(std::move(options)) {
+    service_.start();
+    ready_ = service_.wait_ready();
+  }
+  ~RunningService() {
+    service_.shutdown();
+    service_.wait();
+  }
+  bool ready() const { return ready_; }
+  uint16_t port() const { return service_.port(); }
+  server::Service& service() { return service_; }
+
+ private:
+  server::Service service_;
+  bool ready_ = false;
+};
+
+// One service shared by all tests of a suite (loading it per test would dominate the run time).
+class ServerTest : public testing::Test {
+
+ public:
+  static uint16_t port() { return running_->port(); }
+
+ protected:
+  static void SetUpTestSuite() {
+    if (!std::filesystem::exists(shared_path(kStories))) return;
+    running_ = new RunningService(test_options());
+  }
+  static void TearDownTestSuite() {
+    delete running_;
+    running_ = nullptr;
+  }
+  void SetUp() override {
+    if (running_ == nullptr) GTEST_SKIP() << "shared test data not found: " << shared_path(kStories);
+    ASSERT_TRUE(running_->ready()) << running_->service().load_error();
+  }
+
+  static inline RunningService* running_ = nullptr;
+};
+
+}  // namespace ggufd::test

@@ -1,0 +1,110 @@
+// `ggufd synth -o OUT.gguf [--shape NAME] [--type TYPE] [--seed S] [--vocab-from FILE] ...`:
+// writes a random-weight model in a real model's shape (engine/synth.h).
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "engine/synth.h"
+#include "tools/ggufd/commands.h"
+
+namespace ggufd {
+
+namespace {
+
+struct SynthArgs {
+  std::string output;
+  std::string shape = "demo";
+  std::string type = "Q8_0";
+  uint64_t seed = 1;
+  std::string vocab_from;
+  int64_t layers = 0;
+  int64_t n_vocab = 0;
+  int threads = 0;
+  bool demo = false;
+  bool list = false;
+};
+
+std::string names_of_shapes() {
+  std::string s;
+  for (const engine::synth::Shape& sh : engine::synth::shapes()) s += (s.empty() ? "" : ", ") + sh.name;
+  return s;
+}
+
+std::string names_of_types() {
+  std::string s;
+  for (const engine::synth::FileType& t : engine::synth::file_types()) {
+    s += (s.empty() ? "" : ", ") + std::string(t.name);
+  }
+  return s;
+}
+
+void print_list() {
+  std::printf("%-14s %-6s %8s %6s %6s %5s %5s %6s %7s %s\n", "shape", "arch", "vocab", "embd",
+              "layers", "heads", "kv", "hdim", "ff", "notes");
+  for (const engine::synth::Shape& s : engine::synth::shapes()) {
+    std::string notes = s.tied ? "tied" : "";
+    if (s.qkv_bias) notes += " qkv-bias";
+    if (s.qk_norm) notes += " qk-norm";
+    std::printf("%-14s %-6s %8lld %6lld %6lld %5lld %5lld %6lld %7lld %s\n", s.name.c_str(),
+                s.arch.c_str(), static_cast<long long>(s.n_vocab), static_cast<long long>(s.n_embd),
+                static_cast<long long>(s.n_layer), static_cast<long long>(s.n_head),
+                static_cast<long long>(s.n_head_kv), static_cast<long long>(s.head_size()),
+                static_cast<long long>(s.n_ff), notes.c_str());
+  }
+  std::printf("types: %s\n", names_of_types().c_str());
+}
+
+int run(const SynthArgs& a) {
+  if (a.list) {
+    print_list();
+    return 0;
+  }
+  if (a.output.empty()) throw std::runtime_error("--output is required");
+  engine::synth::Options o = a.demo ? engine::synth::demo_options() : engine::synth::Options{};
+  if (!a.demo) {
+    const auto shape = engine::synth::find_shape(a.shape);
+    if (!shape) throw std::runtime_error("unknown shape '" + a.shape + "' (known: " + names_of_shapes() + ")");
+    const auto type = engine::synth::find_file_type(a.type);
+    if (!type) throw std::runtime_error("unknown type '" + a.type + "' (known: " + names_of_types() + ")");
+    o.shape = *shape;
+    o.type = *type;
+    o.seed = a.seed;
+    o.vocab_from = a.vocab_from;
+    if (a.layers > 0) o.shape.n_layer = a.layers;
+    if (a.n_vocab > 0) o.shape.n_vocab = a.n_vocab;
+  }
+  o.threads = a.threads;
+  const auto t0 = std::chrono::steady_clock::now();
+  const engine::synth::Result r = engine::synth::write_model(o, a.output);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("wrote %s: %s %s, %lld layers, vocab %lld, %zu tensors, %.3gM parameters, %.1f MiB in %.2f s\n",
+              a.output.c_str(), o.shape.name.c_str(), std::string(o.type.name).c_str(),
+              static_cast<long long>(o.shape.n_layer), static_cast<long long>(r.n_vocab), r.n_tensors,
+              static_cast<double>(r.n_params) / 1e6, static_cast<double>(r.bytes) / (1 << 20), secs);
+  return 0;
+}
+
+}  // namespace
+
+Command add_synth(CLI::App& app) {
+  auto a = std::make_shared<SynthArgs>();
+  app.add_option("-o,--output", a->output, "Where to write the GGUF file");
+  app.add_option("--shape", a->shape, "Model shape: " + names_of_shapes())->capture_default_str();
+  app.add_option("--type", a->type, "Quantization: " + names_of_types())->capture_default_str();
+  app.add_option("--seed", a->seed, "Seed of the random weights")->capture_default_str();
+  app.add_option("--vocab-from", a->vocab_from,
+                 "Copy the tokenizer (all tokenizer.* keys) from this GGUF file instead of the "
+                 "built-in byte-level BPE vocabulary")
+      ->check(CLI::ExistingFile);
+  app.add_option("--layers", a->layers, "Override the shape's layer count")->check(CLI::PositiveNumber);
+  app.add_option("--n-vocab", a->n_vocab, "Override the shape's vocabulary size (filler tokens pad it)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--threads", a->threads, "Threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  app.add_flag("--demo", a->demo, "The bundled demo model (shape demo, Q8_0, fixed seed)");
+  app.add_flag("--list", a->list, "List the shapes and types, then exit");
+  return [a] { return run(*a); };
+}
+
+}  // namespace ggufd
