@@ -11,9 +11,7 @@ namespace server {
 
 using nlohmann::json;
 
-namespace {
-
-engine::jinja::Value to_value(const json& j) {
+engine::jinja::Value to_jinja(const json& j) {
   using engine::jinja::Value;
   switch (j.type()) {
     case json::value_t::null: return Value::none();
@@ -24,17 +22,19 @@ engine::jinja::Value to_value(const json& j) {
     case json::value_t::string: return Value(j.get<std::string>());
     case json::value_t::array: {
       std::vector<Value> items;
-      for (const json& e : j) items.push_back(to_value(e));
+      for (const json& e : j) items.push_back(to_jinja(e));
       return Value::array(std::move(items));
     }
     case json::value_t::object: {
       std::vector<engine::jinja::Object::Entry> entries;
-      for (const auto& [k, v] : j.items()) entries.emplace_back(k, to_value(v));
+      for (const auto& [k, v] : j.items()) entries.emplace_back(k, to_jinja(v));
       return Value::object(std::move(entries));
     }
     default: return Value::none();
   }
 }
+
+namespace {
 
 void check_message(const json& m, size_t i) {
   const std::string where = "messages[" + std::to_string(i) + "]";
@@ -71,12 +71,12 @@ std::string render_chat(const App& app, const json& messages, const json& extra)
   }
   for (size_t i = 0; i < messages.size(); ++i) check_message(messages[i], i);
   engine::ChatInput input;
-  input.messages = to_value(messages);
+  input.messages = to_jinja(messages);
   input.add_generation_prompt = true;
   const engine::Tokenizer& tok = *app.tokenizer;
   if (tok.bos() >= 0) input.bos_token = std::string(tok.token_text(tok.bos()));
   if (tok.eos() >= 0) input.eos_token = std::string(tok.token_text(tok.eos()));
-  if (extra.is_object()) input.extra_variables = to_value(extra);
+  if (extra.is_object()) input.extra_variables = to_jinja(extra);
   try {
     return app.chat_template->render(input);
   } catch (const engine::TemplateRaise& e) {

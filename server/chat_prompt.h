@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "engine/jinja/value.h"
 #include "server/app.h"
 
 namespace server {
@@ -15,6 +16,9 @@ namespace server {
 // Throws ApiError 400 for invalid messages and for template errors such as raise_exception().
 std::vector<int32_t> chat_prompt_tokens(const App& app, const nlohmann::json& messages,
                                         const nlohmann::json& extra);
+
+// A JSON value as a template value (objects keep their key order).
+engine::jinja::Value to_jinja(const nlohmann::json& j);
 
 // The rendered prompt text (what chat_prompt_tokens tokenizes).
 std::string render_chat(const App& app, const nlohmann::json& messages, const nlohmann::json& extra);

@@ -16,5 +16,6 @@ Command add_tokenize(CLI::App& app);
 Command add_detokenize(CLI::App& app);
 Command add_synth(CLI::App& app);
 Command add_serve(CLI::App& app);
+Command add_template(CLI::App& app);
 
 }  // namespace ggufd

@@ -1,0 +1,63 @@
+// `ggufd template (-m FILE | --template FILE.jinja)`: renders a chat from stdin JSON
+// {messages, add_generation_prompt?, bos_token?, eos_token?, tools?} and prints the prompt.
+#include <cstdio>
+#include <iostream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "engine/chat_template.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "gguf/file.h"
+#include "server/chat_prompt.h"
+#include "tools/ggufd/commands.h"
+#include "tools/ggufd/files.h"
+
+namespace ggufd {
+
+namespace {
+
+struct Options {
+  std::string model;
+  std::string template_file;
+};
+
+// Template text and default BOS/EOS strings from the model (or only the template file).
+std::string load_template(const Options& o, std::string& bos, std::string& eos) {
+  if (!o.template_file.empty()) return read_text_file(o.template_file);
+  const gguf::File file = gguf::File::open(o.model);
+  const engine::Tokenizer tok = engine::Tokenizer::from_gguf(file);
+  if (tok.bos() >= 0) bos = tok.token_text(tok.bos());
+  if (tok.eos() >= 0) eos = tok.token_text(tok.eos());
+  const auto t = file.find_string("tokenizer.chat_template");
+  return t ? std::string(*t) : std::string(engine::kChatMLTemplate);
+}
+
+}  // namespace
+
+Command add_template(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  auto* source = app.add_option_group("source", "where the template comes from");
+  source->add_option("-m,--model", o->model, "GGUF file whose tokenizer.chat_template to use (ChatML if none)");
+  source->add_option("--template", o->template_file, "a Jinja template file");
+  source->require_option(1);
+  return [o] {
+    std::string bos, eos;
+    const engine::ChatTemplate tmpl = engine::ChatTemplate::parse(load_template(*o, bos, eos));
+    const std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    const nlohmann::json j = nlohmann::json::parse(input);
+    if (!j.is_object() || !j.contains("messages")) {
+      throw std::invalid_argument("stdin must be a JSON object with \"messages\"");
+    }
+    engine::ChatInput in;
+    in.messages = server::to_jinja(j["messages"]);
+    in.add_generation_prompt = j.value("add_generation_prompt", false);
+    in.bos_token = j.value("bos_token", bos);
+    in.eos_token = j.value("eos_token", eos);
+    if (j.contains("tools") && !j["tools"].is_null()) in.tools = server::to_jinja(j["tools"]);
+    const std::string out = tmpl.render(in);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    return 0;
+  };
+}
+
+}  // namespace ggufd
