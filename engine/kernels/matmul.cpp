@@ -1,6 +1,8 @@
 // matmul / dequantize_row entry points: activation quantization, work split, kernel dispatch.
 #include "engine/kernels/matmul.h"
 
+#include "engine/kernels/fp16.h"
+
 #include <algorithm>
 #include <atomic>
 #include <stdexcept>
@@ -75,6 +77,18 @@ void matmul(const Matrix& w, const float* x, int64_t n, float* out, ThreadPool& 
   thread_local std::vector<uint8_t> xq_buf;
   if (quantized) xq_buf.resize(std::max(xq_buf.size(), static_cast<size_t>(xq_row * n)));
   const uint8_t* xq = quantized ? xq_buf.data() : reinterpret_cast<const uint8_t*>(x);
+  // ggml multiplies F16/BF16 weights with activations rounded to the same format; do the same
+  // so results agree with llama.cpp (the rounding is what the golden logits contain).
+  thread_local std::vector<float> x_rounded;
+  if (w.type == gguf::TensorType::F16 || w.type == gguf::TensorType::BF16) {
+    x_rounded.resize(std::max(x_rounded.size(), static_cast<size_t>(w.cols * n)));
+    const bool bf16 = w.type == gguf::TensorType::BF16;
+    for (int64_t i = 0; i < w.cols * n; ++i) {
+      x_rounded[i] = bf16 ? kernels::bf16_to_fp32(kernels::fp32_to_bf16(x[i]))
+                          : kernels::fp16_to_fp32(kernels::fp32_to_fp16(x[i]));
+    }
+    xq = reinterpret_cast<const uint8_t*>(x_rounded.data());
+  }
   const bool parallel_quant = quantized && n >= 2 && pool.size() > 1;
   if (quantized && !parallel_quant) {
     for (int64_t j = 0; j < n; ++j) quantize_row(d, t.act, x + j * w.cols, xq_buf.data() + j * xq_row, w.cols);
