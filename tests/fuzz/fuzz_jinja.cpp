@@ -54,8 +54,8 @@ engine::ChatInput make_input() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const engine::ChatInput input = make_input();  // immutable after first use
   engine::ChatTemplateOptions options;
-  options.limits.max_steps = 200'000;
-  options.limits.max_output_bytes = 1u << 20;
+  options.limits.max_steps = 50'000;
+  options.limits.max_output_bytes = 256u << 10;
   try {
     const std::string_view source(reinterpret_cast<const char*>(data), size);
     const engine::ChatTemplate tmpl = engine::ChatTemplate::parse(source, options);
