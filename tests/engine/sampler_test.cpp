@@ -1,3 +1,4 @@
+#include <algorithm>
 // Sampler: each stage of the pipeline, determinism by seed, log-probabilities, and speed.
 #include <gtest/gtest.h>
 
@@ -124,21 +125,25 @@ TEST(Sampler, RejectsBadParameters) {
   EXPECT_THROW(Sampler(SamplingParams{.repeat_penalty = 0.0f}, 4), std::invalid_argument);
 }
 
-// 150k vocabulary: top_k / top_p must not fully sort (a full sort is ~10 ms per token).
-TEST(Sampler, LargeVocabularyIsFast) {
+// 150k vocabulary: the truncation samplers (partial sorts) pick valid tokens inside the top-k.
+// Speed is measured by benchmarks, not here.
+TEST(Sampler, LargeVocabularyTruncation) {
   const int64_t n = 150000;
   const std::vector<float> logits = random_logits(n, 11);
-  Sampler s(SamplingParams{.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f,
-                           .repeat_penalty = 1.1f, .seed = 5},
-            n);
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < 100; ++i) s.sample(logits.data());
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-#if !defined(__SANITIZE_ADDRESS__)
-  EXPECT_LT(ms / 100, 5.0) << "per token";
-#endif
+  // No penalties: they would move tokens in and out of the top 40 as samples accumulate.
+  Sampler s(SamplingParams{.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f, .seed = 5}, n);
+  std::vector<float> sorted(logits);
+  std::nth_element(sorted.begin(), sorted.begin() + 39, sorted.end(), std::greater<float>());
+  const float kth = sorted[39];
+  for (int i = 0; i < 100; ++i) {
+    const Sampled r = s.sample(logits.data());
+    ASSERT_GE(r.id, 0);
+    ASSERT_LT(r.id, n);
+    EXPECT_GE(logits[static_cast<size_t>(r.id)], kth) << "outside the top 40";
+  }
   Sampler top_p_only(SamplingParams{.top_p = 0.9f, .seed = 5}, n);
-  top_p_only.sample(logits.data());
+  const Sampled r = top_p_only.sample(logits.data());
+  EXPECT_GE(r.id, 0);
 }
 
 }  // namespace
