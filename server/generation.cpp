@@ -229,6 +229,15 @@ json usage_json(const std::vector<engine::Usage>& per_choice, int n_per_prompt) 
           {"prompt_tokens_details", {{"cached_tokens", cached}}}};
 }
 
+json account_usage(App& app, RequestStats& stats, const std::vector<engine::Usage>& per_choice,
+                   int n_per_prompt) {
+  json u = usage_json(per_choice, n_per_prompt);
+  stats.prompt_tokens = u["prompt_tokens"].get<int64_t>();
+  stats.completion_tokens = u["completion_tokens"].get<int64_t>();
+  app.metrics.count_tokens(stats.prompt_tokens, stats.completion_tokens);
+  return u;
+}
+
 namespace {
 
 // Streams the channel as SSE events; see make_event_stream.
@@ -249,8 +258,8 @@ class EventStream : public ChunkSource {
       if (open_ == 0) {
         if (done_) co_return std::nullopt;
         done_ = true;
-        finish_stats();
-        if (include_usage_ && !failed_) pending_ += event(format_.usage(usage_json(usage_, n_per_prompt_)));
+        const json usage = account_usage(app_, *stats_, usage_, n_per_prompt_);
+        if (include_usage_ && !failed_) pending_ += event(format_.usage(usage));
         pending_ += "data: [DONE]\n\n";
         break;
       }
@@ -283,12 +292,6 @@ class EventStream : public ChunkSource {
  private:
   static std::string event(const json& j) { return "data: " + dump_json(j) + "\n\n"; }
 
-  void finish_stats() {
-    const json u = usage_json(usage_, n_per_prompt_);
-    stats_->prompt_tokens = u["prompt_tokens"].get<int64_t>();
-    stats_->completion_tokens = u["completion_tokens"].get<int64_t>();
-    app_.metrics.count_tokens(stats_->prompt_tokens, stats_->completion_tokens);
-  }
 
   std::shared_ptr<Channel> channel_;
   int open_;

@@ -78,6 +78,10 @@ net::awaitable<std::vector<ChoiceResult>> collect_choices(Channel& channel, int 
 // Usage object: prompt tokens counted once per prompt, completion tokens over all choices.
 nlohmann::json usage_json(const std::vector<engine::Usage>& per_choice, int n_per_prompt);
 
+// usage_json, also recorded in the request's stats (access log) and the token counters.
+nlohmann::json account_usage(App& app, RequestStats& stats,
+                             const std::vector<engine::Usage>& per_choice, int n_per_prompt);
+
 // Formats the events of a streamed response as SSE "data:" payloads.
 struct StreamFormat {
   std::function<nlohmann::json(int index)> start;   // optional first chunk per choice (chat role)

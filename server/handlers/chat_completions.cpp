@@ -134,10 +134,7 @@ void add_chat_completions_routes(Router& router, App& app) {
     }
     json response = {{"id", id}, {"object", "chat.completion"}, {"created", created}, {"model", model},
                      {"system_fingerprint", "ggufd"}, {"choices", std::move(choices)},
-                     {"usage", usage_json(usages, n_choices)}};
-    ctx.stats->prompt_tokens = response["usage"]["prompt_tokens"];
-    ctx.stats->completion_tokens = response["usage"]["completion_tokens"];
-    app.metrics.count_tokens(ctx.stats->prompt_tokens, ctx.stats->completion_tokens);
+                     {"usage", account_usage(app, *ctx.stats, usages, n_choices)}};
     co_return HttpResponse::json(200, dump_json(response));
   });
 }

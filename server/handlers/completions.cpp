@@ -140,10 +140,7 @@ void add_completions_routes(Router& router, App& app) {
       usages.push_back(c.usage);
     }
     json response = envelope(std::move(choices));
-    response["usage"] = usage_json(usages, n);
-    ctx.stats->prompt_tokens = response["usage"]["prompt_tokens"];
-    ctx.stats->completion_tokens = response["usage"]["completion_tokens"];
-    app.metrics.count_tokens(ctx.stats->prompt_tokens, ctx.stats->completion_tokens);
+    response["usage"] = account_usage(app, *ctx.stats, usages, n);
     co_return HttpResponse::json(200, dump_json(response));
   });
 }
