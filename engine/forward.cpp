@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/kernels/dispatch.h"
 #include "engine/kernels/matmul.h"
 #include "engine/ops.h"
 
@@ -17,13 +18,6 @@ namespace engine {
 namespace {
 
 size_t sz(int64_t n) { return static_cast<size_t>(n); }
-
-// One cached K or V row as f32: the row itself (f32 cache) or its conversion into buf (f16).
-const float* cached_row(const void* row, KvType type, float* buf, int64_t n) {
-  if (type == KvType::F32) return static_cast<const float*>(row);
-  from_fp16(buf, static_cast<const uint16_t*>(row), n);
-  return buf;
-}
 
 // src (n,) f32 -> one cache row in the cache's element type.
 void store_row(void* row, KvType type, const float* src, int64_t n) {
@@ -37,7 +31,7 @@ void store_row(void* row, KvType type, const float* src, int64_t n) {
 }  // namespace
 
 Forward::Forward(const Model& model, int64_t max_batch)
-    : model_(model), hp_(model.hparams()), max_batch_(max_batch) {
+    : model_(model), hp_(model.hparams()), max_batch_(max_batch), attn_ops_(kernels::dispatch().attn) {
   if (max_batch <= 0) throw std::invalid_argument("max_batch must be positive");
   const int64_t B = max_batch;
   x_.resize(sz(B * hp_.n_embd));
@@ -70,7 +64,7 @@ void Forward::eval(const Batch& batch, KvCache& cache, ThreadPool& pool) {
   }
   n_outputs_ = batch.n_outputs();
   logits_.resize(sz(n_outputs_ * hp_.n_vocab));
-  att_scratch_.resize(sz(pool.size() * (2 * hp_.head_dim_k + hp_.head_dim_v)));
+  att_scratch_.resize(sz(pool.size() * hp_.head_dim_k));
   float* out = logits_.data();
   for (int64_t begin = 0; begin < n; begin += max_batch_) {
     const int64_t end = std::min(n, begin + max_batch_);
@@ -122,7 +116,7 @@ void Forward::attention_block(int64_t il, int64_t n, const SeqId* seq, const int
 
   // att[t, h] = softmax(q[t, h] . K[seq_t, pos <= pos_t] / sqrt(head_dim_k)) @ V[...]
   const int64_t n_items = n * hp_.n_head;
-  const int64_t scratch_per_thread = 2 * hp_.head_dim_k + hp_.head_dim_v;
+  const int64_t scratch_per_thread = hp_.head_dim_k;
   pool.run([&](int ith, int nth) {
     float* scratch = att_scratch_.data() + ith * scratch_per_thread;
     for (int64_t i = ith; i < n_items; i += nth) {
@@ -165,47 +159,54 @@ void Forward::prepare_qkv(int64_t il, int64_t t, KvCache& cache) {
 }
 
 // One head of one token, streaming over its sequence's cached positions <= pos with an online
-// softmax: no score matrix, one pass over K and V.
+// softmax: no score matrix, one pass over K and V, each row read in the cache's own type.
 // With an F16 cache this is llama.cpp's CPU flash attention, rounding for rounding: q is rounded
 // to f16 (the dot is f16 x f16) and the V accumulator is kept in f16. The reference logits
 // (../shared/golden) are produced that way and the small random models amplify any difference;
 // an F32 cache keeps everything in f32.
 void Forward::attend(int64_t il, int64_t t, int64_t h, SeqId seq, int32_t pos,
-                     const KvCache& cache, float* scratch) {
+                     const KvCache& cache, float* q_scratch) {
+  const kernels::AttnOps& ops = *attn_ops_;
   const int64_t hd_k = hp_.head_dim_k, hd_v = hp_.head_dim_v;
   const int64_t kv_head = h / (hp_.n_head / hp_.n_head_kv);  // GQA: heads share a K/V head
   const float kq_scale = 1.0f / std::sqrt(static_cast<float>(hd_k));
   const bool f16 = cache.type() == KvType::F16;
   const size_t k_off = sz(kv_head * hd_k) * cache.elem_bytes();  // this head in a K row
   const size_t v_off = sz(kv_head * hd_v) * cache.elem_bytes();  // this head in a V row
-  float* q = scratch;                                      // (head_dim_k,) this head's query
-  float* kbuf = scratch + hd_k;                            // (head_dim_k,) one K row as f32
-  float* vbuf = scratch + 2 * hd_k;                        // (head_dim_v,) one V row as f32
   float* out = att_.data() + (t * hp_.n_head + h) * hd_v;  // (head_dim_v,) accumulator
 
+  // q (head_dim_k,) this head's query, in the cache's precision
+  float* q = q_scratch;
   const float* q_src = q_.data() + t * hp_.q_dim() + h * hd_k;
   std::copy(q_src, q_src + hd_k, q);
-  if (f16) round_fp16(q, hd_k);
+  if (f16) ops.round_f16(q, hd_k);
   std::fill(out, out + hd_v, 0.0f);
   float max = -std::numeric_limits<float>::infinity();
   float sum = 0.0f;
   for (const KvCache::Slot& s : cache.slots(seq)) {
     if (s.pos > pos) break;  // causal: slots are ordered by position
-    const auto* k_row = static_cast<const uint8_t*>(cache.k_row(il, s.cell)) + k_off;
-    const float score = dot(q, cached_row(k_row, cache.type(), kbuf, hd_k), hd_k) * kq_scale;
+    const void* k_row = static_cast<const uint8_t*>(cache.k_row(il, s.cell)) + k_off;
+    const void* v_row = static_cast<const uint8_t*>(cache.v_row(il, s.cell)) + v_off;
+    const float score = kq_scale * (f16 ? ops.dot_f16(q, static_cast<const uint16_t*>(k_row), hd_k)
+                                        : ops.dot_f32(q, static_cast<const float*>(k_row), hd_k));
     float w = 1.0f;
     if (score > max) {  // rescale what was accumulated under the old maximum
       const float c = std::exp(max - score);
-      scale(out, c, hd_v);
-      if (f16) round_fp16(out, hd_v);
+      if (f16) {
+        ops.scale_f16(out, c, hd_v);
+      } else {
+        scale(out, c, hd_v);
+      }
       sum *= c;
       max = score;
     } else {
       w = std::exp(score - max);
     }
-    const auto* v_row = static_cast<const uint8_t*>(cache.v_row(il, s.cell)) + v_off;
-    axpy(out, w, cached_row(v_row, cache.type(), vbuf, hd_v), hd_v);  // out += w * v
-    if (f16) round_fp16(out, hd_v);
+    if (f16) {  // out += w * v
+      ops.mad_f16(out, w, static_cast<const uint16_t*>(v_row), hd_v);
+    } else {
+      ops.mad_f32(out, w, static_cast<const float*>(v_row), hd_v);
+    }
     sum += w;
   }
   scale(out, 1.0f / sum, hd_v);

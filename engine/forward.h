@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/batch.h"
+#include "engine/kernels/attn_ops.h"
 #include "engine/kv_cache.h"
 #include "engine/model.h"
 #include "engine/thread_pool.h"
@@ -41,8 +42,9 @@ class Forward {
   void attention_block(int64_t il, int64_t n, const SeqId* seq, const int32_t* pos,
                        KvCache& cache, ThreadPool& pool);
   void prepare_qkv(int64_t il, int64_t t, KvCache& cache);
+  // q_scratch: (head_dim_k,) this thread's query row
   void attend(int64_t il, int64_t t, int64_t h, SeqId seq, int32_t pos, const KvCache& cache,
-              float* scratch);
+              float* q_scratch);
   void ffn_block(int64_t il, int64_t n, ThreadPool& pool);
   // Final norm + output matrix for the chunk's flagged tokens; writes their rows at `out` and
   // returns the end of what it wrote.
@@ -51,6 +53,7 @@ class Forward {
   const Model& model_;
   const HParams& hp_;
   int64_t max_batch_;
+  const kernels::AttnOps* attn_ops_;  // the dispatch table's attention vector ops
   int64_t n_outputs_ = 0;
 
   // Scratch, (max_batch, ...) row-major: row t belongs to the chunk's t-th token.
@@ -65,7 +68,7 @@ class Forward {
   std::vector<float> hb2_;      // (B, n_ff) up
   std::vector<float> rope_;     // (B, n_rot/2, 2) cos, sin per token
   std::vector<int32_t> cells_;  // (B,) the cache cell of each token
-  std::vector<float> att_scratch_;  // (threads, 2 * head_dim_k + head_dim_v) per-thread rows
+  std::vector<float> att_scratch_;  // (threads, head_dim_k) per-thread query rows
   std::vector<float> xout_;     // (B, n_embd) final-normed rows that want logits
   std::vector<float> logits_;   // (n_outputs, n_vocab) results of the last eval()
 };

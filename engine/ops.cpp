@@ -38,26 +38,8 @@ void softmax(float* x, int64_t n) {
   scale(x, 1.0f / sum, n);
 }
 
-float dot(const float* a, const float* b, int64_t n) {
-  float s = 0.0f;
-  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
-void axpy(float* y, float a, const float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
-}
-
 void to_fp16(uint16_t* dst, const float* src, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = fp32_to_fp16(src[i]);
-}
-
-void from_fp16(float* dst, const uint16_t* src, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(src[i]);
-}
-
-void round_fp16(float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) x[i] = fp16_to_fp32(fp32_to_fp16(x[i]));
 }
 
 // Computed as ggml does (float, theta advanced by a constant ratio), so positions get the exact

@@ -72,17 +72,8 @@ void silu_mul(float* gate, const float* up, int64_t n);
 // x (n,) = softmax(x); returns nothing, numerically stable (subtracts the max).
 void softmax(float* x, int64_t n);
 
-// sum_i a[i] * b[i]
-float dot(const float* a, const float* b, int64_t n);
-
-// y (n,) += a * x (n,)
-void axpy(float* y, float a, const float* x, int64_t n);
-
-// dst (n,) f16 <- src (n,) f32, and back.
+// dst (n,) f16 <- src (n,) f32
 void to_fp16(uint16_t* dst, const float* src, int64_t n);
-void from_fp16(float* dst, const uint16_t* src, int64_t n);
-// x (n,) = f32(f16(x)): rounds each value to the nearest half.
-void round_fp16(float* x, int64_t n);
 
 // --- rotary position embedding ------------------------------------------------------------------
 

@@ -3,7 +3,6 @@
 #include <sched.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <fstream>
@@ -30,9 +29,26 @@ inline void cpu_relax() {
 #endif
 }
 
-// Pause iterations a worker spins for before it sleeps (~0.5-2 ms; a decode step's matmuls
-// follow each other within microseconds, so workers stay hot during a forward pass).
-constexpr int kSpinIterations = 1 << 15;
+// Pause iterations a waiter spins before it blocks in the kernel (tens of microseconds: a
+// forward pass issues its matmuls back to back, so workers stay hot during a step, but a
+// machine with more runnable threads than cores never burns a whole time slice spinning
+// while the thread it waits for is descheduled).
+constexpr int kSpinIterations = 1 << 12;
+
+// Spins on `value` while it equals `old`, then blocks (futex) until it changes.
+template <typename T>
+T wait_while_equal(const std::atomic<T>& value, T old) {
+  for (int i = 0; i < kSpinIterations; ++i) {
+    const T v = value.load(std::memory_order_acquire);
+    if (v != old) return v;
+    cpu_relax();
+  }
+  for (;;) {
+    value.wait(old, std::memory_order_acquire);
+    const T v = value.load(std::memory_order_acquire);
+    if (v != old) return v;
+  }
+}
 
 }  // namespace
 
@@ -41,57 +57,39 @@ struct ThreadPool::State {
   int n_threads = 1;
   std::vector<std::thread> threads;
 
-  alignas(64) std::atomic<uint64_t> generation{0};  // bumped by run() to publish a job
+  alignas(64) std::atomic<uint64_t> generation{0};  // bumped by run() to publish a job (or stop)
   alignas(64) std::atomic<int> pending{0};          // workers (excluding 0) still running the job
   alignas(64) std::atomic<int> barrier_count{0};
   alignas(64) std::atomic<uint64_t> barrier_passed{0};
-  alignas(64) std::atomic<int> n_sleeping{0};
   std::atomic<bool> stop{false};
 
   const std::function<void(int, int)>* job = nullptr;  // valid while pending > 0
 
-  std::mutex mutex;  // guards sleeping/waking and `error`
-  std::condition_variable wake;
+  std::mutex error_mutex;
   std::exception_ptr error;
 
   void call(int ith) {
     try {
       (*job)(ith, n_threads);
     } catch (...) {
-      std::lock_guard<std::mutex> lock(mutex);
+      std::lock_guard<std::mutex> lock(error_mutex);
       if (!error) error = std::current_exception();
     }
-  }
-
-  // Waits until `generation` differs from `seen` (or stop); returns the new generation.
-  uint64_t wait_for_job(uint64_t seen) {
-    for (int i = 0; i < kSpinIterations; ++i) {
-      const uint64_t g = generation.load(std::memory_order_acquire);
-      if (g != seen || stop.load(std::memory_order_relaxed)) return g;
-      cpu_relax();
-    }
-    std::unique_lock<std::mutex> lock(mutex);
-    n_sleeping.fetch_add(1);  // seq_cst: pairs with run()'s store then load of n_sleeping
-    wake.wait(lock, [&] { return generation.load() != seen || stop.load(); });
-    n_sleeping.fetch_sub(1);
-    return generation.load(std::memory_order_acquire);
   }
 
   void worker_loop(int ith) {
     uint64_t seen = 0;
     for (;;) {
-      seen = wait_for_job(seen);
+      seen = wait_while_equal(generation, seen);
       if (stop.load(std::memory_order_acquire)) return;
       call(ith);
-      pending.fetch_sub(1, std::memory_order_acq_rel);
+      if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1) pending.notify_one();
     }
   }
 
-  void wake_sleepers() {
-    if (n_sleeping.load() > 0) {
-      std::lock_guard<std::mutex> lock(mutex);
-      wake.notify_all();
-    }
+  void publish() {
+    generation.fetch_add(1, std::memory_order_acq_rel);
+    generation.notify_all();  // no system call when nobody sleeps
   }
 };
 
@@ -104,11 +102,8 @@ ThreadPool::ThreadPool(int n_threads) : state_(new State) {
 }
 
 ThreadPool::~ThreadPool() {
-  state_->stop.store(true);
-  {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    state_->wake.notify_all();
-  }
+  state_->stop.store(true, std::memory_order_release);
+  state_->publish();
   for (auto& t : state_->threads) t.join();
   delete state_;
 }
@@ -124,15 +119,10 @@ void ThreadPool::run(const std::function<void(int ith, int nth)>& fn) {
   s.job = &fn;
   s.error = nullptr;
   s.pending.store(s.n_threads - 1, std::memory_order_relaxed);
-  s.generation.fetch_add(1);  // seq_cst publish (release for job/pending)
-  s.wake_sleepers();
+  s.publish();  // release: job and pending are visible to workers that see the new generation
   s.call(0);
-  for (int i = 0; s.pending.load(std::memory_order_acquire) != 0; ++i) {
-    if (i < kSpinIterations) {
-      cpu_relax();
-    } else {
-      std::this_thread::yield();
-    }
+  for (int left = s.pending.load(std::memory_order_acquire); left != 0;) {
+    left = wait_while_equal(s.pending, left);
   }
   s.job = nullptr;
   if (s.error) std::rethrow_exception(std::exchange(s.error, nullptr));
@@ -145,15 +135,10 @@ void ThreadPool::barrier() {
   if (s.barrier_count.fetch_add(1, std::memory_order_acq_rel) == s.n_threads - 1) {
     s.barrier_count.store(0, std::memory_order_relaxed);
     s.barrier_passed.fetch_add(1, std::memory_order_acq_rel);
+    s.barrier_passed.notify_all();
     return;
   }
-  for (int i = 0; s.barrier_passed.load(std::memory_order_acquire) == passed; ++i) {
-    if (i < kSpinIterations) {
-      cpu_relax();
-    } else {
-      std::this_thread::yield();
-    }
-  }
+  wait_while_equal(s.barrier_passed, passed);
 }
 
 namespace {

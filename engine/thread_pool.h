@@ -9,7 +9,7 @@ namespace engine {
 //
 // run(fn) calls fn(ith, nth) once on every worker (ith in [0, nth)) and returns when all calls
 // have returned, like one ggml graph node. Workers wait between jobs by spinning briefly, then
-// sleeping, so back-to-back jobs of one forward pass don't pay a futex wake-up each.
+// blocking on a futex, so back-to-back jobs of one forward pass don't pay a futex wake-up each.
 // If fn throws on any worker, run() rethrows the first exception after every worker finished.
 // Thread-safety: run() must be called from one thread at a time (the scheduler's loop thread).
 // Ownership: owns its threads; the destructor joins them.

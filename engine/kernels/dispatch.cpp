@@ -42,12 +42,14 @@ void ref_tile(gguf::TensorType type, const TileArgs& a) {
 }
 
 const Dispatch& scalar_dispatch() {
-  static const Dispatch table{"scalar", ref::quantize_q8a, ref::quantize_q8k, scalar_tile_for};
+  static const Dispatch table{"scalar", ref::quantize_q8a, ref::quantize_q8k, scalar_tile_for,
+                               &ref::attn_ops()};
   return table;
 }
 
 const Dispatch* avx2_dispatch() {
-  static const Dispatch table{"avx2", avx2::quantize_q8a, avx2::quantize_q8k, avx2::tile_for};
+  static const Dispatch table{"avx2", avx2::quantize_q8a, avx2::quantize_q8k, avx2::tile_for,
+                               &avx2::attn_ops()};
   const CpuFeatures& f = cpu_features();
   return (f.avx2 && f.fma && f.f16c) ? &table : nullptr;
 }

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "engine/kernels/attn_ops.h"
 #include "engine/kernels/blocks.h"
 #include "gguf/types.h"
 
@@ -35,6 +36,7 @@ struct Dispatch {
   QuantizeQ8AFn quantize_q8a;
   QuantizeQ8KFn quantize_q8k;
   TileFn (*tile_for)(gguf::TensorType type);  // nullptr for unsupported types
+  const AttnOps* attn;                        // attention inner-loop vector ops
 };
 
 // The table for this CPU (detected on first call; thread-safe).

@@ -1,0 +1,96 @@
+// AVX2 + FMA + F16C attention vector ops (see attn_ops.h). 8 lanes at a time, scalar tails.
+// f16 <-> f32 conversions use F16C, which rounds to nearest even like the scalar reference,
+// so mad/scale/round match it exactly when no FMA contraction differs; the dots sum in a
+// different order and agree to rounding.
+#include <immintrin.h>
+
+#include "engine/kernels/attn_ops.h"
+#include "engine/kernels/fp16.h"
+
+namespace engine::kernels::avx2 {
+
+namespace {
+
+constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+
+inline __m256 load_f16(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+inline __m256 round_f16x8(__m256 v) { return _mm256_cvtph_ps(_mm256_cvtps_ph(v, kRound)); }
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline float round16(float x) { return fp16_to_fp32(fp32_to_fp16(x)); }
+
+float dot_f32(const float* q, const float* k, int64_t n) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(k + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), _mm256_loadu_ps(k + i + 8), acc1);
+  }
+  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(k + i), acc0);
+  float s = hsum(_mm256_add_ps(acc0, acc1));
+  for (; i < n; ++i) s += q[i] * k[i];
+  return s;
+}
+
+float dot_f16(const float* q, const uint16_t* k, int64_t n) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load_f16(k + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), load_f16(k + i + 8), acc1);
+  }
+  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load_f16(k + i), acc0);
+  float s = hsum(_mm256_add_ps(acc0, acc1));
+  for (; i < n; ++i) s += q[i] * fp16_to_fp32(k[i]);
+  return s;
+}
+
+void mad_f32(float* y, float a, const float* x, int64_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  }
+  for (; i < n; ++i) y[i] += a * x[i];
+}
+
+void mad_f16(float* y, float a, const uint16_t* x, int64_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 r = _mm256_fmadd_ps(va, load_f16(x + i), _mm256_loadu_ps(y + i));
+    _mm256_storeu_ps(y + i, round_f16x8(r));
+  }
+  for (; i < n; ++i) y[i] = round16(y[i] + a * fp16_to_fp32(x[i]));
+}
+
+void scale_f16(float* y, float a, int64_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, round_f16x8(_mm256_mul_ps(_mm256_loadu_ps(y + i), va)));
+  for (; i < n; ++i) y[i] = round16(y[i] * a);
+}
+
+void round_f16(float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, round_f16x8(_mm256_loadu_ps(y + i)));
+  for (; i < n; ++i) y[i] = round16(y[i]);
+}
+
+}  // namespace
+
+const AttnOps& attn_ops() {
+  static const AttnOps ops{dot_f32, dot_f16, mad_f32, mad_f16, scale_f16, round_f16};
+  return ops;
+}
+
+}  // namespace engine::kernels::avx2
