@@ -49,7 +49,7 @@ std::vector<Setting> engine_settings(EngineConfig& e) {
        16, 1048576},
       {"parallel", "--parallel", g, "engine", "slots: requests generated at the same time", &e.parallel, 1,
        256},
-      {"queue-limit", "--queue-limit", g, "engine", "requests that may wait for a slot (more: HTTP 503)",
+      {"queue-limit", "--queue-limit", g, "engine", "requests that may wait for a slot (more: HTTP 429)",
        &e.queue_limit, 0, 65536},
       {"prefill-chunk", "--prefill-chunk", g, "engine", "prompt tokens evaluated per step", &e.prefill_chunk, 1,
        65536},
