@@ -110,6 +110,9 @@ net::awaitable<void> HttpServer::Impl::accept_loop() {
                                                         net::redirect_error(kAwait, ec));
     if (ec == net::error::operation_aborted || !acceptor.is_open()) co_return;
     if (ec) continue;  // e.g. EMFILE: keep serving the connections we have
+    // Streamed tokens are small writes: without TCP_NODELAY, Nagle's algorithm holds each one
+    // until the previous is acknowledged, and delayed ACKs turn that into bursts every ~40 ms.
+    socket.set_option(tcp::no_delay(true), ec);
     const auto executor = socket.get_executor();
     if (active.load() >= opt.max_connections) {
       net::co_spawn(executor, refuse(std::move(socket)), net::detached);

@@ -17,5 +17,6 @@ Command add_detokenize(CLI::App& app);
 Command add_synth(CLI::App& app);
 Command add_serve(CLI::App& app);
 Command add_template(CLI::App& app);
+Command add_health(CLI::App& app);
 
 }  // namespace ggufd

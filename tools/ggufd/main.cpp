@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
     commands.push_back({sub, adder(*sub)});
   };
   add("serve", "Serve the model over an OpenAI-compatible HTTP API", ggufd::add_serve);
+  add("health", "Exit 0 when a running server's /health answers 200 (container health checks)",
+      ggufd::add_health);
   add("template", "Render a chat (JSON on stdin) with a model's chat template", ggufd::add_template);
   add("inspect", "Show a GGUF file's header, metadata, tensors and totals", ggufd::add_inspect);
   add("run", "Generate a continuation of a prompt (streamed to stdout)", ggufd::add_run);
