@@ -18,5 +18,6 @@ Command add_synth(CLI::App& app);
 Command add_serve(CLI::App& app);
 Command add_template(CLI::App& app);
 Command add_health(CLI::App& app);
+Command add_bench(CLI::App& app);
 
 }  // namespace ggufd

@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
   add("logits", "Top-K logits at every position of a token sequence, as JSON", ggufd::add_logits);
   add("tokenize", "Text on stdin -> token ids (the model's tokenizer)", ggufd::add_tokenize);
   add("detokenize", "Token ids on stdin -> text", ggufd::add_detokenize);
+  add("bench", "Prompt (ppN) and generation (tgN) tokens/s, comparable with llama-bench",
+      ggufd::add_bench);
   add("synth", "Write a random-weight model in a real model's shape (benchmarks, demo)",
       ggufd::add_synth);
   try {

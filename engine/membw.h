@@ -1,0 +1,16 @@
+// A memory read-bandwidth probe: the roofline that decode speed is measured against.
+#pragma once
+
+#include <cstddef>
+
+#include "engine/thread_pool.h"
+
+namespace engine {
+
+// Median GB/s (1e9 bytes/s) of `reps` timed passes in which every pool thread sums its share
+// of a `bytes`-long buffer (touched once beforehand, so no page faults are timed). Choose
+// bytes far above the last-level cache so DRAM, not cache, is measured.
+// Thread-safety: uses `pool` like a forward pass; call from the pool's owning thread.
+double read_bandwidth_gbs(ThreadPool& pool, size_t bytes = size_t{1} << 30, int reps = 5);
+
+}  // namespace engine

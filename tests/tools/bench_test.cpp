@@ -1,0 +1,47 @@
+// `ggufd bench`: the JSON report's shape on a small model (speed itself is never asserted).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/run.h"
+#include "tests/support/shared.h"
+
+namespace {
+
+using ggufd::test::run_ggufd;
+using ggufd::test::shared_path;
+using nlohmann::json;
+
+TEST(BenchCommand, JsonReportHasBothTestsAndTheRoofline) {
+  const std::string model = shared_path("models/stories260K.gguf");
+  GGUFD_REQUIRE_SHARED("models/stories260K.gguf");
+  // A small probe buffer is enough to check the roofline fields.
+  const auto r = run_ggufd("bench -m " + model + " -p 16 -n 8 -r 3 -t 1 --json --probe-mib 16");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["threads"], 1);
+  EXPECT_GT(j["params"].get<uint64_t>(), 200000u);
+  ASSERT_EQ(j["tests"].size(), 2u);
+  EXPECT_EQ(j["tests"][0]["test"], "pp16");
+  EXPECT_EQ(j["tests"][1]["test"], "tg8");
+  for (const json& t : j["tests"]) {
+    EXPECT_EQ(t["tok_s"].size(), 3u);
+    EXPECT_GT(t["median_tok_s"].get<double>(), 0.0);
+    EXPECT_LE(t["min_tok_s"].get<double>(), t["median_tok_s"].get<double>());
+    EXPECT_GE(t["max_tok_s"].get<double>(), t["median_tok_s"].get<double>());
+  }
+  EXPECT_GT(j["roofline"]["read_bandwidth_gbs"].get<double>(), 0.0);
+  EXPECT_GT(j["roofline"]["weight_bytes_per_token"].get<uint64_t>(), 0u);
+  EXPECT_GT(j["peak_rss_bytes"].get<uint64_t>(), 0u);
+}
+
+TEST(BenchCommand, BadArgumentsAreRefused) {
+  const auto missing = run_ggufd("bench -m /nonexistent.gguf");
+  EXPECT_NE(missing.status, 0);
+  EXPECT_NE(missing.err.find("/nonexistent.gguf"), std::string::npos) << missing.err;
+  const auto reps = run_ggufd("bench -m /dev/null -r 0");
+  EXPECT_NE(reps.status, 0);
+  EXPECT_NE(reps.err.find("--repetitions"), std::string::npos) << reps.err;
+}
+
+}  // namespace

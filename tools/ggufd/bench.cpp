@@ -1,0 +1,217 @@
+// `ggufd bench -m FILE [-p 512] [-n 128] [-r 5] [-t T] [--json]`: prompt processing (ppP: P
+// tokens in one batch from an empty cache) and generation (tgN: N single-token steps from an
+// empty cache) in tokens/s, measured like `llama-bench -p P -n N -t T` so the two compare one to
+// one. Each test runs once untimed, then `reps` times; the median and spread are reported.
+// A roofline line relates tg to the machine: measured read bandwidth / weight bytes per token.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/cpu_features.h"
+#include "engine/forward.h"
+#include "engine/kernels/dispatch.h"
+#include "engine/membw.h"
+#include "engine/model.h"
+#include "engine/thread_pool.h"
+#include "tools/ggufd/commands.h"
+
+namespace ggufd {
+
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+struct BenchOptions {
+  std::string model;
+  int n_prompt = 512;
+  int n_gen = 128;
+  int reps = 5;
+  int threads = 0;
+  bool json = false;
+  bool roofline = true;
+  int probe_mib = 1024;  // bandwidth probe buffer: far above any last-level cache
+};
+
+struct Stats {
+  std::vector<double> tok_s;  // one per repetition
+  double median = 0, mean = 0, stddev = 0, min = 0, max = 0;
+};
+
+Stats summarize(std::vector<double> v) {
+  Stats s;
+  s.tok_s = v;
+  std::sort(v.begin(), v.end());
+  s.median = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  s.min = v.front();
+  s.max = v.back();
+  for (double x : v) s.mean += x;
+  s.mean /= static_cast<double>(v.size());
+  for (double x : v) s.stddev += (x - s.mean) * (x - s.mean);
+  s.stddev = v.size() > 1 ? std::sqrt(s.stddev / static_cast<double>(v.size() - 1)) : 0.0;
+  return s;
+}
+
+// Runs prompt processing and generation on one model with one cache and one pool.
+class Runner {
+ public:
+  Runner(const engine::Model& model, int n_ctx, int threads)
+      : model_(model),
+        pool_(threads > 0 ? threads : engine::physical_cores()),
+        cache_(model.hparams(), n_ctx),
+        fwd_(model, 512),
+        rng_(42) {}
+
+  engine::ThreadPool& pool() { return pool_; }
+
+  // n tokens in one batch from an empty cache (logits for the last): tokens/s.
+  double prompt(int n) {
+    cache_.clear();
+    engine::Batch batch;
+    for (int i = 0; i < n; ++i) batch.add(random_token(), 0, i, i + 1 == n);
+    const auto t0 = Clock::now();
+    fwd_.eval(batch, cache_, pool_);
+    return n / seconds_since(t0);
+  }
+
+  // n single-token steps from an empty cache: tokens/s.
+  double generate(int n) {
+    cache_.clear();
+    engine::Batch batch;
+    const auto t0 = Clock::now();
+    for (int i = 0; i < n; ++i) {
+      batch.clear();
+      batch.add(random_token(), 0, i, true);
+      fwd_.eval(batch, cache_, pool_);
+    }
+    return n / seconds_since(t0);
+  }
+
+ private:
+  static double seconds_since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+  int32_t random_token() {
+    return static_cast<int32_t>(rng_() % static_cast<uint64_t>(model_.hparams().n_vocab));
+  }
+
+  const engine::Model& model_;
+  engine::ThreadPool pool_;
+  engine::KvCache cache_;
+  engine::Forward fwd_;
+  std::mt19937_64 rng_;
+};
+
+// Weight bytes one decode step streams: every tensor except the token embedding, of which one
+// row is read (unless it doubles as the output matrix: tied embeddings).
+uint64_t weight_bytes_per_token(const gguf::File& file) {
+  bool tied = true;
+  for (const auto& t : file.tensors()) tied = tied && t.name != "output.weight";
+  uint64_t bytes = 0;
+  for (const auto& t : file.tensors()) {
+    if (t.name == "token_embd.weight" && !tied) {
+      bytes += t.row_bytes();
+    } else {
+      bytes += t.n_bytes;
+    }
+  }
+  return bytes;
+}
+
+json stats_json(const std::string& name, int n_prompt, int n_gen, const Stats& s) {
+  return {{"test", name}, {"n_prompt", n_prompt}, {"n_gen", n_gen}, {"tok_s", s.tok_s},
+          {"median_tok_s", s.median}, {"mean_tok_s", s.mean}, {"stddev_tok_s", s.stddev},
+          {"min_tok_s", s.min}, {"max_tok_s", s.max}};
+}
+
+int run_bench(const BenchOptions& o) {
+  const engine::Model model = engine::Model::load(o.model);
+  const gguf::File& file = model.file();
+  uint64_t params = 0;
+  for (const auto& t : file.tensors()) params += t.n_elements;
+  Runner runner(model, std::max(o.n_prompt, o.n_gen) + 1, o.threads);
+
+  json tests = json::array();
+  std::vector<std::pair<std::string, Stats>> rows;
+  auto measure = [&](const std::string& name, int n_prompt, int n_gen, auto&& once) {
+    once();  // warm-up: page in the weights, grow buffers
+    std::vector<double> v;
+    for (int r = 0; r < o.reps; ++r) v.push_back(once());
+    const Stats s = summarize(std::move(v));
+    tests.push_back(stats_json(name, n_prompt, n_gen, s));
+    rows.emplace_back(name, s);
+  };
+  if (o.n_prompt > 0) {
+    measure("pp" + std::to_string(o.n_prompt), o.n_prompt, 0, [&] { return runner.prompt(o.n_prompt); });
+  }
+  if (o.n_gen > 0) measure("tg" + std::to_string(o.n_gen), 0, o.n_gen, [&] { return runner.generate(o.n_gen); });
+
+  json out = {{"model", o.model}, {"file_bytes", file.file_size()}, {"params", params},
+              {"threads", runner.pool().size()}, {"kernels", engine::kernels::dispatch().name},
+              {"cpu_features", engine::cpu_features().to_string()}, {"tests", tests}};
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  // Before the bandwidth probe, whose buffer is not the model's memory.
+  out["peak_rss_bytes"] = static_cast<uint64_t>(usage.ru_maxrss) * 1024;
+
+  if (o.roofline) {
+    const double gbs = engine::read_bandwidth_gbs(runner.pool(), size_t(o.probe_mib) << 20);
+    const uint64_t per_token = weight_bytes_per_token(file);
+    const double bound = gbs * 1e9 / static_cast<double>(per_token);
+    json roof = {{"read_bandwidth_gbs", gbs}, {"weight_bytes_per_token", per_token}, {"tg_bound_tok_s", bound}};
+    if (o.n_gen > 0) roof["tg_fraction_of_bound"] = rows.back().second.median / bound;
+    out["roofline"] = roof;
+  }
+  if (o.json) {
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  std::printf("model %s: %.1f MiB, %.3f B params, %d threads, kernels %s\n", o.model.c_str(),
+              static_cast<double>(file.file_size()) / (1 << 20), static_cast<double>(params) / 1e9,
+              runner.pool().size(), engine::kernels::dispatch().name);
+  std::printf("| test   | median t/s | mean ± sd        | min .. max        |\n");
+  for (const auto& [name, s] : rows) {
+    std::printf("| %-6s | %10.2f | %7.2f ± %-6.2f | %7.2f .. %-7.2f |\n", name.c_str(), s.median, s.mean,
+                s.stddev, s.min, s.max);
+  }
+  if (out.contains("roofline")) {
+    const json& r = out["roofline"];
+    std::printf("roofline: read bandwidth %.1f GB/s, %.1f MB of weights per token -> tg bound %.1f t/s",
+                r["read_bandwidth_gbs"].get<double>(), r["weight_bytes_per_token"].get<double>() / 1e6,
+                r["tg_bound_tok_s"].get<double>());
+    if (r.contains("tg_fraction_of_bound")) {
+      std::printf("; tg at %.0f%% of it", 100.0 * r["tg_fraction_of_bound"].get<double>());
+    }
+    std::printf("\n");
+  }
+  std::printf("peak RSS %.1f MiB\n", out["peak_rss_bytes"].get<double>() / (1 << 20));
+  return 0;
+}
+
+}  // namespace
+
+Command add_bench(CLI::App& app) {
+  auto o = std::make_shared<BenchOptions>();
+  app.add_option("-m,--model", o->model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  app.add_option("-p,--n-prompt", o->n_prompt, "prompt tokens per pp test; 0 = skip (default 512)")
+      ->check(CLI::Range(0, 4096));
+  app.add_option("-n,--n-gen", o->n_gen, "generated tokens per tg test; 0 = skip (default 128)")
+      ->check(CLI::Range(0, 4096));
+  app.add_option("-r,--repetitions", o->reps, "timed repetitions (default 5)")->check(CLI::Range(1, 1000));
+  app.add_option("-t,--threads", o->threads, "compute threads (default: physical cores)")->check(CLI::Range(0, 1024));
+  app.add_flag("--json", o->json, "print one JSON object instead of the table");
+  app.add_flag("!--no-roofline", o->roofline, "skip the memory-bandwidth probe");
+  app.add_option("--probe-mib", o->probe_mib, "bandwidth probe buffer in MiB (default 1024)")
+      ->check(CLI::Range(1, 65536));
+  return [o] { return run_bench(*o); };
+}
+
+}  // namespace ggufd
