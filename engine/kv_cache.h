@@ -40,6 +40,8 @@ class KvCache {
   size_t elem_bytes() const { return elem_bytes_; }  // 2 (f16) or 4 (f32)
   int64_t n_cells() const { return n_cells_; }
   int64_t n_free() const { return static_cast<int64_t>(free_.size()); }
+  // Memory of the K and V arrays.
+  size_t bytes() const { return static_cast<size_t>(n_layer_ * n_cells_ * (k_dim_ + v_dim_)) * elem_bytes_; }
 
   // The cell holding (seq, pos): the existing one, or a free cell now assigned to it.
   // Throws std::runtime_error when the cache is full.

@@ -1,5 +1,7 @@
 #include "engine/model.h"
 
+#include <sys/mman.h>
+
 #include <cstring>
 #include <stdexcept>
 #include <string_view>
@@ -146,6 +148,31 @@ HParams read_hparams(const gguf::File& file) {
 }
 
 Model Model::load(const std::string& path) { return from_file(gguf::File::open(path)); }
+
+uint64_t Model::weight_bytes() const { return file_.file_size() - file_.data_offset(); }
+
+void Model::page_in(const std::function<void(uint64_t, uint64_t)>& progress) const {
+  const std::span<const uint8_t> bytes = file_.bytes();
+  const uint64_t begin = file_.data_offset(), end = bytes.size(), total = end - begin;
+  constexpr uint64_t kPage = 4096, kReport = uint64_t{64} << 20;
+  if (!bytes.empty()) {
+    // Ask for read-ahead of the whole range, then touch each page (the reads are what wait).
+    const auto base = reinterpret_cast<uintptr_t>(bytes.data()) & ~(kPage - 1);
+    ::madvise(reinterpret_cast<void*>(base), end + (reinterpret_cast<uintptr_t>(bytes.data()) - base), MADV_WILLNEED);
+  }
+  uint8_t sum = 0;
+  uint64_t next_report = begin + kReport;
+  for (uint64_t off = begin; off < end; off += kPage) {
+    sum = static_cast<uint8_t>(sum + bytes[off]);
+    if (off >= next_report) {
+      progress(off - begin, total);
+      next_report += kReport;
+    }
+  }
+  volatile uint8_t keep = sum;  // the reads must happen
+  (void)keep;
+  progress(total, total);
+}
 
 Model Model::from_file(gguf::File file) {
   Model m(std::move(file));

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <functional>
 #include <vector>
 
 #include "engine/kernels/matmul.h"
@@ -72,6 +73,13 @@ class Model {
 
   const HParams& hparams() const { return hp_; }
   const gguf::File& file() const { return file_; }
+  // Bytes of tensor data (the weights as mapped).
+  uint64_t weight_bytes() const;
+
+  // Reads every page of the weights once, so the first requests don't pay the page faults of a
+  // cold mapping (seconds for a large model on a slow disk). `progress(done, total)` is called
+  // every ~64 MiB and at the end. Thread-safety: const; may run while nothing else uses the model.
+  void page_in(const std::function<void(uint64_t done, uint64_t total)>& progress) const;
 
   Matrix tok_embd;                 // (n_vocab, n_embd): rows are looked up with dequantize_row
   std::vector<LayerWeights> layers;

@@ -399,6 +399,7 @@ SchedulerStats Scheduler::stats() const {
   s.total_slots = impl_->opt.n_slots;
   s.kv_cells_used = impl_->kv_used;
   s.kv_cells_total = impl_->cache.n_cells();
+  s.kv_bytes = impl_->cache.bytes();
   std::tie(s.generation_tokens_per_second, s.prompt_tokens_per_second) =
       impl_->throughput.rates(Clock::now());
   return s;

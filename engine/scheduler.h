@@ -72,6 +72,7 @@ struct SchedulerStats {
   int64_t total_slots = 0;
   int64_t kv_cells_used = 0;
   int64_t kv_cells_total = 0;
+  size_t kv_bytes = 0;  // memory of the whole KV cache
   double generation_tokens_per_second = 0;  // over the last few seconds
   double prompt_tokens_per_second = 0;
 };

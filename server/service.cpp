@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <boost/asio/signal_set.hpp>
 #include <condition_variable>
@@ -76,12 +79,23 @@ std::string Service::Impl::pick_template(const gguf::File& file) {
   return std::string(engine::kChatMLTemplate);
 }
 
+// Paging in the weights of a large model takes a while: on a terminal, show how far it got.
+static void show_load_progress(uint64_t done, uint64_t total) {
+  static const bool tty = ::isatty(STDERR_FILENO) == 1;
+  if (!tty || total < (uint64_t{256} << 20)) return;
+  std::fprintf(stderr, "\rloading weights: %3d%% (%llu / %llu MiB)%s", static_cast<int>(100 * done / total),
+               static_cast<unsigned long long>(done >> 20), static_cast<unsigned long long>(total >> 20),
+               done == total ? "\n" : "");
+  std::fflush(stderr);
+}
+
 // Loads everything the endpoints need; runs on its own thread so /health can say "loading".
 void Service::Impl::load() {
   std::string failure;
   try {
     const auto start = Clock::now();
     model.emplace(engine::Model::load(options.model_path));
+    model->page_in(show_load_progress);
     tokenizer.emplace(engine::Tokenizer::from_gguf(model->file()));
     const std::string tmpl = pick_template(model->file());
     chat_template.emplace(engine::ChatTemplate::parse(tmpl));
@@ -116,6 +130,10 @@ void Service::Impl::load() {
     spdlog::info("model {}: {} layers, embedding {}, vocab {}, context {} x {} slots, loaded in {:.0f} ms",
                  app.model_id, hp.n_layer, hp.n_embd, hp.n_vocab, so.n_ctx, so.n_slots,
                  std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    spdlog::info("memory: weights {:.1f} MiB (mapped from the file), KV cache {:.1f} MiB ({}, {} cells)",
+                 static_cast<double>(model->weight_bytes()) / (1 << 20),
+                 static_cast<double>(scheduler->stats().kv_bytes) / (1 << 20), s.kv_type,
+                 scheduler->stats().kv_cells_total);
     app.ready = true;
   } catch (const std::exception& e) {
     failure = e.what();

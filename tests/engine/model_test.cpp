@@ -190,3 +190,20 @@ TEST(Model, Qwen2AndQwen3Specifics) {
 
 }  // namespace
 }  // namespace engine
+
+namespace engine {
+namespace {
+
+TEST(Model, PageInReportsProgressUpToTheWeightBytes) {
+  GGUFD_REQUIRE_SHARED("models/stories260K.gguf");
+  const Model m = Model::load(ggufd::test::shared_path("models/stories260K.gguf"));
+  EXPECT_EQ(m.weight_bytes(), m.file().file_size() - m.file().data_offset());
+  std::vector<std::pair<uint64_t, uint64_t>> calls;
+  m.page_in([&](uint64_t done, uint64_t total) { calls.emplace_back(done, total); });
+  ASSERT_FALSE(calls.empty());
+  EXPECT_EQ(calls.back(), std::make_pair(m.weight_bytes(), m.weight_bytes()));
+  for (size_t i = 1; i < calls.size(); ++i) EXPECT_LE(calls[i - 1].first, calls[i].first);
+}
+
+}  // namespace
+}  // namespace engine
