@@ -27,6 +27,14 @@ inline float fp16(const uint8_t* p) {
   return _cvtsh_ss(h);
 }
 
+// Asks for the cache lines of [p, p + bytes) ahead of use. Weight rows are read in short
+// streams (a tile's rows, one after another) that train the hardware prefetcher too late;
+// prefetching the next row(s) while working on these measurably raises GEMV bandwidth.
+// Prefetches never fault, so running past the matrix end at the last rows is harmless.
+inline void prefetch(const uint8_t* p, int bytes) {
+  for (int off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
+}
+
 inline __m256i loadu(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 inline __m128i loadu128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
 

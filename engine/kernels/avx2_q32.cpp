@@ -106,6 +106,8 @@ struct Q32 {
         }
       }
       for (int64_t b = 0; b < nb; ++b) {
+        // The next group of RW rows, one group ahead (see prefetch()).
+        for (int i = 0; i < RW; ++i) prefetch(w[i] + RW * a.w_stride + b * U::kBytes, 1);
         __m256i q[RW];
         float d[RW], m[RW];
         for (int i = 0; i < RW; ++i) q[i] = U::load(w[i] + b * U::kBytes, d[i], m[i]);

@@ -159,6 +159,7 @@ struct QK {
       __m256 acc[RX];
       for (int k = 0; k < RX; ++k) acc[k] = _mm256_setzero_ps();
       for (int64_t b = 0; b < nb; ++b) {
+        prefetch(w + a.w_stride + b * U::kBytes, U::kBytes);  // the next row (see prefetch())
         const U u(w + b * U::kBytes);
         __m256i isum[RX];
         for (int k = 0; k < RX; ++k) isum[k] = _mm256_setzero_si256();
