@@ -28,31 +28,29 @@ inline float hsum(__m256 v) {
 
 inline float round16(float x) { return fp16_to_fp32(fp32_to_fp16(x)); }
 
-float dot_f32(const float* q, const float* k, int64_t n) {
+// 8 cached elements (f32 or f16) as f32, and one for the tails.
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 load8(const uint16_t* p) { return load_f16(p); }
+inline float load1(float v) { return v; }
+inline float load1(uint16_t h) { return fp16_to_fp32(h); }
+
+// q (n,) . k (n,) with two accumulators to hide the FMA latency.
+template <typename K>
+float dot(const float* q, const K* k, int64_t n) {
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(k + i), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), _mm256_loadu_ps(k + i + 8), acc1);
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load8(k + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), load8(k + i + 8), acc1);
   }
-  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(k + i), acc0);
+  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load8(k + i), acc0);
   float s = hsum(_mm256_add_ps(acc0, acc1));
-  for (; i < n; ++i) s += q[i] * k[i];
+  for (; i < n; ++i) s += q[i] * load1(k[i]);
   return s;
 }
 
-float dot_f16(const float* q, const uint16_t* k, int64_t n) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load_f16(k + i), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), load_f16(k + i + 8), acc1);
-  }
-  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load_f16(k + i), acc0);
-  float s = hsum(_mm256_add_ps(acc0, acc1));
-  for (; i < n; ++i) s += q[i] * fp16_to_fp32(k[i]);
-  return s;
-}
+float dot_f32(const float* q, const float* k, int64_t n) { return dot(q, k, n); }
+float dot_f16(const float* q, const uint16_t* k, int64_t n) { return dot(q, k, n); }
 
 void mad_f32(float* y, float a, const float* x, int64_t n) {
   const __m256 va = _mm256_set1_ps(a);
