@@ -180,6 +180,9 @@ void Service::Impl::log_access(const AccessRecord& r) {
   app.metrics.count_request(r.endpoint, r.status);
   app.metrics.observe_request_duration(r.total_ms / 1000);
   auto level = r.status >= 500 ? spdlog::level::err : r.status >= 400 ? spdlog::level::warn : spdlog::level::info;
+  // Orchestrator probes and scrapes come every few seconds, and a 503 from /health while
+  // loading or draining is their expected answer: keep them out of the default log.
+  if (r.path == "/health" || r.path == "/metrics") level = spdlog::level::debug;
   spdlog::log(level, "{} {} {} prompt_tokens={} completion_tokens={} ttft_ms={:.1f} total_ms={:.1f}",
               r.method, r.path, r.status, r.stats.prompt_tokens, r.stats.completion_tokens,
               r.stats.ttft_ms, r.total_ms);
