@@ -130,10 +130,10 @@ void Service::Impl::load() {
     spdlog::info("model {}: {} layers, embedding {}, vocab {}, context {} x {} slots, loaded in {:.0f} ms",
                  app.model_id, hp.n_layer, hp.n_embd, hp.n_vocab, so.n_ctx, so.n_slots,
                  std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    const engine::SchedulerStats kv = scheduler->stats();
     spdlog::info("memory: weights {:.1f} MiB (mapped from the file), KV cache {:.1f} MiB ({}, {} cells)",
                  static_cast<double>(model->weight_bytes()) / (1 << 20),
-                 static_cast<double>(scheduler->stats().kv_bytes) / (1 << 20), s.kv_type,
-                 scheduler->stats().kv_cells_total);
+                 static_cast<double>(kv.kv_bytes) / (1 << 20), s.kv_type, kv.kv_cells_total);
     app.ready = true;
   } catch (const std::exception& e) {
     failure = e.what();

@@ -2,9 +2,8 @@
 // f16 <-> f32 conversions use F16C, which rounds to nearest even like the scalar reference,
 // so mad/scale/round match it exactly when no FMA contraction differs; the dots sum in a
 // different order and agree to rounding.
-#include <immintrin.h>
-
 #include "engine/kernels/attn_ops.h"
+#include "engine/kernels/avx2_common.h"
 #include "engine/kernels/fp16.h"
 
 namespace engine::kernels::avx2 {
@@ -18,15 +17,6 @@ inline __m256 load_f16(const uint16_t* p) {
 }
 
 inline __m256 round_f16x8(__m256 v) { return _mm256_cvtph_ps(_mm256_cvtps_ph(v, kRound)); }
-
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-inline float round16(float x) { return fp16_to_fp32(fp32_to_fp16(x)); }
 
 // 8 cached elements (f32 or f16) as f32, and one for the tails.
 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
@@ -68,20 +58,20 @@ void mad_f16(float* y, float a, const uint16_t* x, int64_t n) {
     const __m256 r = _mm256_fmadd_ps(va, load_f16(x + i), _mm256_loadu_ps(y + i));
     _mm256_storeu_ps(y + i, round_f16x8(r));
   }
-  for (; i < n; ++i) y[i] = round16(y[i] + a * fp16_to_fp32(x[i]));
+  for (; i < n; ++i) y[i] = round_fp16(y[i] + a * fp16_to_fp32(x[i]));
 }
 
 void scale_f16(float* y, float a, int64_t n) {
   const __m256 va = _mm256_set1_ps(a);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, round_f16x8(_mm256_mul_ps(_mm256_loadu_ps(y + i), va)));
-  for (; i < n; ++i) y[i] = round16(y[i] * a);
+  for (; i < n; ++i) y[i] = round_fp16(y[i] * a);
 }
 
 void round_f16(float* y, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, round_f16x8(_mm256_loadu_ps(y + i)));
-  for (; i < n; ++i) y[i] = round16(y[i]);
+  for (; i < n; ++i) y[i] = round_fp16(y[i]);
 }
 
 }  // namespace

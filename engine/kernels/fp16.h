@@ -49,6 +49,9 @@ inline uint16_t fp32_to_fp16(float f) {
   return static_cast<uint16_t>(sign | ((rounded - 0x38000000u) >> 13));
 }
 
+// x rounded to the nearest binary16 value, as f32.
+inline float round_fp16(float x) { return fp16_to_fp32(fp32_to_fp16(x)); }
+
 // bfloat16 -> binary32 (exact: bf16 is the top half of a float).
 inline float bf16_to_fp32(uint16_t b) { return bits_to_f32(static_cast<uint32_t>(b) << 16); }
 

@@ -85,7 +85,7 @@ void matmul(const Matrix& w, const float* x, int64_t n, float* out, ThreadPool& 
     const bool bf16 = w.type == gguf::TensorType::BF16;
     for (int64_t i = 0; i < w.cols * n; ++i) {
       x_rounded[i] = bf16 ? kernels::bf16_to_fp32(kernels::fp32_to_bf16(x[i]))
-                          : kernels::fp16_to_fp32(kernels::fp32_to_fp16(x[i]));
+                          : kernels::round_fp16(x[i]);
     }
     xq = reinterpret_cast<const uint8_t*>(x_rounded.data());
   }

@@ -6,8 +6,6 @@ namespace engine::kernels::ref {
 
 namespace {
 
-float round16(float x) { return fp16_to_fp32(fp32_to_fp16(x)); }
-
 float dot_f32(const float* q, const float* k, int64_t n) {
   float s = 0.0f;
   for (int64_t i = 0; i < n; ++i) s += q[i] * k[i];
@@ -25,15 +23,15 @@ void mad_f32(float* y, float a, const float* x, int64_t n) {
 }
 
 void mad_f16(float* y, float a, const uint16_t* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = round16(y[i] + a * fp16_to_fp32(x[i]));
+  for (int64_t i = 0; i < n; ++i) y[i] = round_fp16(y[i] + a * fp16_to_fp32(x[i]));
 }
 
 void scale_f16(float* y, float a, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = round16(y[i] * a);
+  for (int64_t i = 0; i < n; ++i) y[i] = round_fp16(y[i] * a);
 }
 
 void round_f16(float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = round16(y[i]);
+  for (int64_t i = 0; i < n; ++i) y[i] = round_fp16(y[i]);
 }
 
 }  // namespace
