@@ -147,26 +147,47 @@ HParams read_hparams(const gguf::File& file) {
   return hp;
 }
 
-Model Model::load(const std::string& path) { return from_file(gguf::File::open(path)); }
+Model Model::load(const std::string& path, bool repack) { return from_file(gguf::File::open(path), repack); }
 
 uint64_t Model::weight_bytes() const { return file_.file_size() - file_.data_offset(); }
 
+// output, then each layer's projections: &matrix of every matrix matmul reads.
+template <class M, class Layers>
+std::vector<M*> matmul_weights_of(M& output, Layers& layers) {
+  std::vector<M*> mats{&output};
+  for (auto& l : layers) {
+    for (M* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) mats.push_back(m);
+  }
+  return mats;
+}
+
+std::vector<const Matrix*> Model::matmul_weights() const { return matmul_weights_of<const Matrix>(output, layers); }
+
 void Model::page_in(const std::function<void(uint64_t, uint64_t)>& progress) const {
-  const std::span<const uint8_t> bytes = file_.bytes();
-  const uint64_t begin = file_.data_offset(), end = bytes.size(), total = end - begin;
+  // The file ranges still read by matmul: rows past the packed ones.
+  std::vector<std::span<const uint8_t>> ranges;
+  uint64_t total = 0;
+  for (const Matrix* m : matmul_weights()) {
+    const auto* p = static_cast<const uint8_t*>(m->data);
+    const auto n = static_cast<size_t>(m->rows - m->packed_rows) * m->row_bytes;
+    if (n == 0) continue;
+    ranges.emplace_back(p + m->packed_rows * m->row_bytes, n);
+    total += n;
+  }
   constexpr uint64_t kPage = 4096, kReport = uint64_t{64} << 20;
-  if (!bytes.empty()) {
+  for (const std::span<const uint8_t> r : ranges) {
     // Ask for read-ahead of the whole range, then touch each page (the reads are what wait).
-    const auto base = reinterpret_cast<uintptr_t>(bytes.data()) & ~(kPage - 1);
-    ::madvise(reinterpret_cast<void*>(base), end + (reinterpret_cast<uintptr_t>(bytes.data()) - base), MADV_WILLNEED);
+    const auto base = reinterpret_cast<uintptr_t>(r.data()) & ~(kPage - 1);
+    ::madvise(reinterpret_cast<void*>(base), r.size() + (reinterpret_cast<uintptr_t>(r.data()) - base), MADV_WILLNEED);
   }
   uint8_t sum = 0;
-  uint64_t next_report = begin + kReport;
-  for (uint64_t off = begin; off < end; off += kPage) {
-    sum = static_cast<uint8_t>(sum + bytes[off]);
-    if (off >= next_report) {
-      progress(off - begin, total);
-      next_report += kReport;
+  uint64_t done = 0, next_report = kReport;
+  for (const std::span<const uint8_t> r : ranges) {
+    for (uint64_t off = 0; off < r.size(); off += kPage) sum = static_cast<uint8_t>(sum + r[off]);
+    done += r.size();
+    if (done >= next_report) {
+      progress(done, total);
+      next_report = done + kReport;
     }
   }
   volatile uint8_t keep = sum;  // the reads must happen
@@ -174,7 +195,7 @@ void Model::page_in(const std::function<void(uint64_t, uint64_t)>& progress) con
   progress(total, total);
 }
 
-Model Model::from_file(gguf::File file) {
+Model Model::from_file(gguf::File file, bool repack) {
   Model m(std::move(file));
   const gguf::File& f = m.file_;
   m.hp_ = read_hparams(f);
@@ -213,6 +234,9 @@ Model Model::from_file(gguf::File file) {
     l.ffn_up = ld.matrix(b + "ffn_up.weight", hp.n_ff, hp.n_embd);
     l.ffn_down = ld.matrix(b + "ffn_down.weight", hp.n_embd, hp.n_ff);
     m.layers.push_back(std::move(l));
+  }
+  if (repack) {
+    m.packed_ = PackedWeights::pack(matmul_weights_of<Matrix>(m.output, m.layers), f.owns_mapping());
   }
   return m;
 }

@@ -8,6 +8,7 @@
 
 #include "engine/kernels/matmul.h"
 #include "engine/ops.h"
+#include "engine/repack.h"
 #include "gguf/file.h"
 
 namespace engine {
@@ -64,20 +65,29 @@ struct LayerWeights {
 //
 // load() checks everything the forward pass relies on (architecture, every tensor's presence,
 // shape and type) and throws std::runtime_error naming the file and exactly what is missing or
-// wrong. Ownership: holds the gguf::File (and so its memory mapping); every Matrix points into it.
+// wrong. Unless told not to, it then repacks the weight matrices the kernels have a faster
+// layout for (engine/repack.h). Ownership: holds the gguf::File (and so its memory mapping) and
+// the packed copies; every Matrix points into them.
 // Thread-safety: immutable after construction; share one Model across threads freely.
 class Model {
  public:
-  static Model load(const std::string& path);
-  static Model from_file(gguf::File file);
+  static Model load(const std::string& path, bool repack = true);
+  static Model from_file(gguf::File file, bool repack = true);
 
   const HParams& hparams() const { return hp_; }
   const gguf::File& file() const { return file_; }
   // Bytes of tensor data (the weights as mapped).
   uint64_t weight_bytes() const;
 
-  // Reads every page of the weights once, so the first requests don't pay the page faults of a
-  // cold mapping (seconds for a large model on a slow disk). `progress(done, total)` is called
+  // Bytes of weights held in the packed layout (0 when none were repacked).
+  uint64_t packed_bytes() const { return packed_.bytes(); }
+
+  // Every matrix matmul reads: output and each layer's projections.
+  std::vector<const Matrix*> matmul_weights() const;
+
+  // Reads once every page of the file that matmul reads (not the repacked ranges: packing read
+  // them), so the first requests don't pay the page faults of a cold mapping (seconds for a
+  // large model on a slow disk). Embedding rows are left to fault in when looked up. `progress(done, total)` is called
   // every ~64 MiB and at the end. Thread-safety: const; may run while nothing else uses the model.
   void page_in(const std::function<void(uint64_t done, uint64_t total)>& progress) const;
 
@@ -91,6 +101,7 @@ class Model {
   explicit Model(gguf::File file) : file_(std::move(file)) {}
   gguf::File file_;
   HParams hp_;
+  PackedWeights packed_;  // after file_: Matrices point into both
 };
 
 // Reads and checks the hyperparameters of `file` (no tensors). Throws std::runtime_error.

@@ -61,6 +61,8 @@ class File {
   uint64_t data_offset() const { return data_offset_; }
   uint64_t file_size() const { return bytes_.size(); }
   std::span<const uint8_t> bytes() const { return bytes_; }
+  // True for a File made by open(): its bytes are a read-only file mapping it owns.
+  bool owns_mapping() const { return storage_ != nullptr; }
 
   const std::vector<KeyValue>& metadata() const { return metadata_; }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }

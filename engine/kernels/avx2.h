@@ -17,4 +17,7 @@ TileFn tile_q32(gguf::TensorType type);
 TileFn tile_qk(gguf::TensorType type);
 TileFn tile_float(gguf::TensorType type);
 
+// The tile over packed 8-row groups (packing.h) for `type`, or nullptr (avx2_packed.cpp).
+TileFn packed_tile_for(gguf::TensorType type);
+
 }  // namespace engine::kernels::avx2

@@ -29,6 +29,8 @@ TileFn scalar_tile_for(gguf::TensorType type) {
   }
 }
 
+TileFn no_packed_tile(gguf::TensorType) { return nullptr; }
+
 }  // namespace
 
 void ref_tile(gguf::TensorType type, const TileArgs& a) {
@@ -43,13 +45,13 @@ void ref_tile(gguf::TensorType type, const TileArgs& a) {
 
 const Dispatch& scalar_dispatch() {
   static const Dispatch table{"scalar", ref::quantize_q8a, ref::quantize_q8k, scalar_tile_for,
-                               &ref::attn_ops()};
+                               &ref::attn_ops(), no_packed_tile};
   return table;
 }
 
 const Dispatch* avx2_dispatch() {
   static const Dispatch table{"avx2", avx2::quantize_q8a, avx2::quantize_q8k, avx2::tile_for,
-                               &avx2::attn_ops()};
+                               &avx2::attn_ops(), avx2::packed_tile_for};
   const CpuFeatures& f = cpu_features();
   return (f.avx2 && f.fma && f.f16c) ? &table : nullptr;
 }

@@ -37,6 +37,10 @@ struct Dispatch {
   QuantizeQ8KFn quantize_q8k;
   TileFn (*tile_for)(gguf::TensorType type);  // nullptr for unsupported types
   const AttnOps* attn;                        // attention inner-loop vector ops
+  // The tile over packed 8-row groups (kernels/packing.h) for `type`: TileArgs.w is the first
+  // group, w_stride the bytes of a group, rows a multiple of 8. nullptr when this table has none
+  // for `type`, and then weights of that type stay in the file layout.
+  TileFn (*packed_tile_for)(gguf::TensorType type);
 };
 
 // The table for this CPU (detected on first call; thread-safe).

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/kernels/dispatch.h"
+#include "engine/kernels/packing.h"
 #include "engine/kernels/traits.h"
 #include "engine/thread_pool.h"
 
@@ -43,10 +44,11 @@ void quantize_row(const kernels::Dispatch& d, ActFormat fmt, const float* x, uin
 
 // Weight rows per work item: small enough for >= 4 items per thread (load balance), large
 // enough that the item's weights (re-read once per activation tile) stay in L1/L2.
+// A multiple of 8, so chunks of packed rows are whole groups.
 int64_t chunk_rows(int64_t rows, int nth) {
   int64_t c = rows / (4 * static_cast<int64_t>(nth));
-  c = std::clamp<int64_t>(c, 4, 64);
-  return (c + 3) / 4 * 4;
+  c = std::clamp<int64_t>(c, 8, 64);
+  return (c + 7) / 8 * 8;
 }
 
 }  // namespace
@@ -71,6 +73,8 @@ void matmul(const Matrix& w, const float* x, int64_t n, float* out, ThreadPool& 
   if (n <= 0 || w.rows <= 0) return;
   const kernels::Dispatch& d = kernels::dispatch();
   const kernels::TileFn tile = d.tile_for(w.type);
+  const kernels::TileFn packed_tile = w.packed ? d.packed_tile_for(w.type) : nullptr;
+  const int64_t packed_rows = packed_tile ? w.packed_rows : 0;
 
   const bool quantized = t.act != ActFormat::F32;
   const int64_t xq_row = quantized ? kernels::act_row_bytes(t.act, w.cols) : w.cols * 4;
@@ -99,6 +103,7 @@ void matmul(const Matrix& w, const float* x, int64_t n, float* out, ThreadPool& 
   std::atomic<int64_t> next{pool.size()};
   uint8_t* xq_mut = xq_buf.data();
   const auto* wdata = static_cast<const uint8_t*>(w.data);
+  const auto* wpacked = static_cast<const uint8_t*>(w.packed);
 
   pool.run([&](int ith, int nth) {
     if (parallel_quant) {
@@ -106,11 +111,18 @@ void matmul(const Matrix& w, const float* x, int64_t n, float* out, ThreadPool& 
       pool.barrier();
     }
     for (int64_t c = ith; c < n_chunks; c = next.fetch_add(1, std::memory_order_relaxed)) {
-      const int64_t r0 = c * chunk;
-      const int64_t rows = std::min(chunk, w.rows - r0);
-      const kernels::TileArgs args{wdata + static_cast<size_t>(r0) * w.row_bytes, w.row_bytes, rows,
-                                   w.cols, xq, static_cast<size_t>(xq_row), n, out + r0, w.rows};
-      tile(args);
+      int64_t r0 = c * chunk;
+      const int64_t r1 = std::min(r0 + chunk, w.rows);
+      if (r0 < packed_rows) {  // whole groups: r0 and packed_rows are multiples of 8
+        const int64_t rows = std::min(r1, packed_rows) - r0;
+        packed_tile({wpacked + static_cast<size_t>(r0) * w.row_bytes, kernels::kPackRows * w.row_bytes, rows,
+                     w.cols, xq, static_cast<size_t>(xq_row), n, out + r0, w.rows});
+        r0 += rows;
+      }
+      if (r0 < r1) {
+        tile({wdata + static_cast<size_t>(r0) * w.row_bytes, w.row_bytes, r1 - r0, w.cols, xq,
+              static_cast<size_t>(xq_row), n, out + r0, w.rows});
+      }
     }
   });
 }

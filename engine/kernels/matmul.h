@@ -11,13 +11,17 @@ namespace engine {
 class ThreadPool;
 
 // A weight matrix W (rows, cols), row-major, each row `row_bytes` bytes of `type` blocks.
-// A view: `data` points into the mapped model file (or a repacked copy owned by the model).
+// A view: `data` points into the mapped model file. Rows [0, packed_rows) may also exist in the
+// dispatch table's packed 8-row layout (kernels/packing.h) at `packed`, owned by the model;
+// matmul then reads those instead. Group g starts at packed + g * 8 * row_bytes.
 struct Matrix {
   gguf::TensorType type;
   int64_t rows;
   int64_t cols;
   size_t row_bytes;
   const void* data;
+  const void* packed = nullptr;
+  int64_t packed_rows = 0;  // a multiple of 8
 };
 
 // out (n, rows) = X (n, cols) @ W^T, X and out row-major f32.

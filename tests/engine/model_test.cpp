@@ -194,15 +194,26 @@ TEST(Model, Qwen2AndQwen3Specifics) {
 namespace engine {
 namespace {
 
-TEST(Model, PageInReportsProgressUpToTheWeightBytes) {
-  GGUFD_REQUIRE_SHARED("models/stories260K.gguf");
-  const Model m = Model::load(ggufd::test::shared_path("models/stories260K.gguf"));
-  EXPECT_EQ(m.weight_bytes(), m.file().file_size() - m.file().data_offset());
-  std::vector<std::pair<uint64_t, uint64_t>> calls;
-  m.page_in([&](uint64_t done, uint64_t total) { calls.emplace_back(done, total); });
-  ASSERT_FALSE(calls.empty());
-  EXPECT_EQ(calls.back(), std::make_pair(m.weight_bytes(), m.weight_bytes()));
-  for (size_t i = 1; i < calls.size(); ++i) EXPECT_LE(calls[i - 1].first, calls[i].first);
+// page_in reads the file bytes matmul reads: every matrix but the embedding, minus packed rows.
+uint64_t unpacked_matmul_bytes(const Model& m) {
+  uint64_t n = 0;
+  for (const Matrix* w : m.matmul_weights()) n += static_cast<uint64_t>(w->rows - w->packed_rows) * w->row_bytes;
+  return n;
+}
+
+TEST(Model, PageInReportsProgressUpToTheBytesMatmulReadsFromTheFile) {
+  for (const char* path : {"models/stories260K.gguf", "models/synth/synth-llama-Q4_0.gguf"}) {
+    GGUFD_REQUIRE_SHARED(path);
+    const Model m = Model::load(ggufd::test::shared_path(path));
+    EXPECT_EQ(m.weight_bytes(), m.file().file_size() - m.file().data_offset());
+    const uint64_t expected = unpacked_matmul_bytes(m);
+    EXPECT_LT(expected + m.packed_bytes(), m.weight_bytes()) << path;  // the embedding is left out
+    std::vector<std::pair<uint64_t, uint64_t>> calls;
+    m.page_in([&](uint64_t done, uint64_t total) { calls.emplace_back(done, total); });
+    ASSERT_FALSE(calls.empty());
+    EXPECT_EQ(calls.back(), std::make_pair(expected, expected)) << path;
+    for (size_t i = 1; i < calls.size(); ++i) EXPECT_LE(calls[i - 1].first, calls[i].first);
+  }
 }
 
 }  // namespace

@@ -38,6 +38,7 @@ struct BenchOptions {
   int threads = 0;
   bool json = false;
   bool roofline = true;
+  bool repack = true;    // weights in the kernels' packed layout (engine/repack.h)
   int probe_mib = 1024;  // bandwidth probe buffer: far above any last-level cache
 };
 
@@ -133,7 +134,7 @@ json stats_json(const std::string& name, int n_prompt, int n_gen, const Stats& s
 }
 
 int run_bench(const BenchOptions& o) {
-  const engine::Model model = engine::Model::load(o.model);
+  const engine::Model model = engine::Model::load(o.model, o.repack);
   const gguf::File& file = model.file();
   uint64_t params = 0;
   for (const auto& t : file.tensors()) params += t.n_elements;
@@ -209,6 +210,7 @@ Command add_bench(CLI::App& app) {
   app.add_option("-t,--threads", o->threads, "compute threads (default: physical cores)")->check(CLI::Range(0, 1024));
   app.add_flag("--json", o->json, "print one JSON object instead of the table");
   app.add_flag("!--no-roofline", o->roofline, "skip the memory-bandwidth probe");
+  app.add_flag("!--no-repack", o->repack, "keep the weights in the file layout (to measure what repacking gives)");
   app.add_option("--probe-mib", o->probe_mib, "bandwidth probe buffer in MiB (default 1024)")
       ->check(CLI::Range(1, 65536));
   return [o] { return run_bench(*o); };

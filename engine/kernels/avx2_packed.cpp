@@ -1,0 +1,150 @@
+// AVX2 kernels over packed 8-row groups (layout in packing.h) for Q4_0, IQ4_NL and Q8_0 weights
+// against Q8A activations.
+//
+// Per block of a group: one vcvtph2ps gives the 8 row scales; per 4-element chunk, one 32-byte
+// load gives those 4 quants of all 8 rows, and for every activation row a broadcast of its 4
+// matching bytes and one maddubs multiply them, the 4 products of each row landing in that
+// row's 32-bit lane. Nothing is reduced horizontally: the lanes are the rows.
+#include "engine/kernels/avx2.h"
+#include "engine/kernels/avx2_common.h"
+#include "engine/kernels/packing.h"
+
+namespace engine::kernels::avx2 {
+
+namespace {
+
+// 4 activation bytes, broadcast to every 32-bit lane.
+inline __m256i bcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// Q4_0: unsigned nibbles 0..15 with the -8 offset folded into the activation sum. A maddubs
+// lane is at most 2 * 15 * 127 = 3810, so the 8 chunks of a block add up in int16 (<= 30480).
+struct PQ4_0 {
+  static constexpr int kBlockBytes = 18;
+  static constexpr float kOffset = -8.0f;
+  // Block quants (8 rows) . X rows -> isum[k] (8,) int32, row i in lane i.
+  template <int RX>
+  static void dot(const uint8_t* qs, const int8_t* const* xs, __m256i* isum) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    __m256i s16[RX];
+    for (int k = 0; k < RX; ++k) s16[k] = _mm256_setzero_si256();
+    for (int c = 0; c < 4; ++c) {
+      const __m256i v = loadu(qs + 32 * c);
+      const __m256i lo = _mm256_and_si256(v, m4);                         // elements 4c..4c+3
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);  // 16+4c..16+4c+3
+      for (int k = 0; k < RX; ++k) {
+        s16[k] = _mm256_add_epi16(s16[k], _mm256_maddubs_epi16(lo, bcast4(xs[k] + 4 * c)));
+        s16[k] = _mm256_add_epi16(s16[k], _mm256_maddubs_epi16(hi, bcast4(xs[k] + 16 + 4 * c)));
+      }
+    }
+    for (int k = 0; k < RX; ++k) isum[k] = _mm256_madd_epi16(s16[k], _mm256_set1_epi16(1));
+  }
+};
+
+// Signed quants (|q| <= 128): products summed per chunk to int32 (two int16 lanes could overflow).
+template <class Quants>
+struct PSigned {
+  static constexpr float kOffset = 0.0f;
+  template <int RX>
+  static void dot(const uint8_t* qs, const int8_t* const* xs, __m256i* isum) {
+    for (int k = 0; k < RX; ++k) isum[k] = _mm256_setzero_si256();
+    for (int c = 0; c < Quants::kChunks; ++c) {
+      const __m256i q = Quants::chunk(qs, c);
+      const __m256i qa = _mm256_sign_epi8(q, q);
+      for (int k = 0; k < RX; ++k) {
+        const __m256i p = _mm256_maddubs_epi16(qa, _mm256_sign_epi8(bcast4(xs[k] + Quants::x_offset(c)), q));
+        isum[k] = _mm256_add_epi32(isum[k], _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+      }
+    }
+  }
+};
+
+struct Q8_0Quants {
+  static constexpr int kChunks = 8;
+  static __m256i chunk(const uint8_t* qs, int c) { return loadu(qs + 32 * c); }
+  static int x_offset(int c) { return 4 * c; }
+};
+
+// IQ4_NL: nibbles index the non-linear levels; chunk c < 4 are the low nibbles, 4.. the high.
+struct IQ4_NLQuants {
+  static constexpr int kChunks = 8;
+  static __m256i chunk(const uint8_t* qs, int c) {
+    const __m256i table = _mm256_broadcastsi128_si256(
+        _mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113));
+    const __m256i v = loadu(qs + 32 * (c % 4));
+    const __m256i n = _mm256_and_si256(c < 4 ? v : _mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0f));
+    return _mm256_shuffle_epi8(table, n);
+  }
+  static int x_offset(int c) { return c < 4 ? 4 * c : 16 + 4 * (c - 4); }
+};
+
+struct PQ8_0 : PSigned<Q8_0Quants> {
+  static constexpr int kBlockBytes = 34;
+};
+struct PIQ4_NL : PSigned<IQ4_NLQuants> {
+  static constexpr int kBlockBytes = 18;
+};
+
+// Packed group g (8 rows, cols) . X rows [j, j+RX) (cols,) -> out (RX, 8) at (j, 8g)
+template <class P, int RX>
+void group_kernel(const TileArgs& a, int64_t g, int64_t j) {
+  constexpr size_t kPackedBlock = kPackRows * P::kBlockBytes;
+  const int64_t nb = a.cols / kQK;
+  const uint8_t* w = a.w + static_cast<size_t>(g) * a.w_stride;
+  const BlockQ8A* x[RX];
+  for (int k = 0; k < RX; ++k) x[k] = reinterpret_cast<const BlockQ8A*>(a.x + static_cast<size_t>(j + k) * a.x_stride);
+  __m256 acc[RX];
+  for (int k = 0; k < RX; ++k) acc[k] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = w + b * kPackedBlock;
+    prefetch(blk + 4 * kPackedBlock, static_cast<int>(kPackedBlock));  // a few blocks ahead
+    const __m256 dw = _mm256_cvtph_ps(loadu128(blk));                  // (8,) row scales
+    const int8_t* xs[RX];
+    for (int k = 0; k < RX; ++k) xs[k] = x[k][b].qs;
+    __m256i isum[RX];
+    P::template dot<RX>(blk + 2 * kPackRows, xs, isum);
+    for (int k = 0; k < RX; ++k) {
+      // d_w * (d_x * sum(q * x) + offset * d_x * sum(x)) for 8 rows at once
+      const __m256 t = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[k]), _mm256_set1_ps(x[k][b].d),
+                                       _mm256_set1_ps(P::kOffset * x[k][b].s));
+      acc[k] = _mm256_fmadd_ps(dw, t, acc[k]);
+    }
+  }
+  for (int k = 0; k < RX; ++k) _mm256_storeu_ps(a.out + (j + k) * a.ldo + kPackRows * g, acc[k]);
+}
+
+// W (rows, cols) in packed groups . X (n, cols) -> out (n, rows); rows is a multiple of 8 and
+// a.w_stride the bytes of one group.
+template <class P>
+void packed_tile(const TileArgs& a) {
+  constexpr int RX = 4;
+  const int64_t groups = a.rows / kPackRows;
+  int64_t j = 0;
+  for (; j + RX <= a.n; j += RX) {
+    for (int64_t g = 0; g < groups; ++g) group_kernel<P, RX>(a, g, j);
+  }
+  for (int64_t g = 0; g < groups; ++g) {
+    switch (a.n - j) {
+      case 3: group_kernel<P, 3>(a, g, j); break;
+      case 2: group_kernel<P, 2>(a, g, j); break;
+      case 1: group_kernel<P, 1>(a, g, j); break;
+      default: break;
+    }
+  }
+}
+
+}  // namespace
+
+TileFn packed_tile_for(gguf::TensorType type) {
+  switch (type) {
+    case gguf::TensorType::Q4_0: return packed_tile<PQ4_0>;
+    case gguf::TensorType::Q8_0: return packed_tile<PQ8_0>;
+    case gguf::TensorType::IQ4_NL: return packed_tile<PIQ4_NL>;
+    default: return nullptr;
+  }
+}
+
+}  // namespace engine::kernels::avx2

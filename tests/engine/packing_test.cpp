@@ -1,0 +1,168 @@
+// Packed 8-row weight groups: the layout round-trips, the packed tiles match the reference tile on
+// the file layout, matmul mixes packed groups and left-over rows correctly, and a model's
+// logits are the same with and without repacking.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/forward.h"
+#include "engine/kernels/dispatch.h"
+#include "engine/kernels/matmul.h"
+#include "engine/kernels/packing.h"
+#include "engine/kernels/quantize.h"
+#include "engine/kernels/traits.h"
+#include "engine/model.h"
+#include "engine/repack.h"
+#include "engine/thread_pool.h"
+#include "tests/support/shared.h"
+
+namespace engine {
+namespace {
+
+using gguf::TensorType;
+
+constexpr TensorType kPackable[] = {TensorType::Q4_0, TensorType::IQ4_NL, TensorType::Q8_0};
+
+// W (rows, cols) of `type`, quantized from N(0, 1) values.
+std::vector<uint8_t> random_matrix(TensorType type, int64_t rows, int64_t cols, std::mt19937& rng) {
+  std::normal_distribution<float> val(0.0f, 1.0f);
+  const kernels::KernelTraits* t = kernels::kernel_traits(type);
+  const size_t row_bytes = static_cast<size_t>(cols / t->block_size * t->block_bytes);
+  std::vector<uint8_t> w(row_bytes * static_cast<size_t>(rows));
+  std::vector<float> x(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (float& v : x) v = val(rng);
+    kernels::quantize_row(type, x.data(), w.data() + r * row_bytes, cols);
+  }
+  return w;
+}
+
+std::vector<float> random_activations(int64_t n, int64_t cols, std::mt19937& rng) {
+  std::normal_distribution<float> val(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n * cols));
+  for (float& v : x) v = val(rng);
+  return x;
+}
+
+// |a - b| within f32 summation-order noise of a dot product over `cols` terms of size ~1.
+void expect_close(const std::vector<float>& a, const std::vector<float>& b, int64_t cols, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_NEAR(a[i], b[i], 2e-5 * static_cast<double>(cols) + 1e-4 * std::fabs(b[i])) << what << " i=" << i;
+  }
+}
+
+TEST(Packing, GroupsRoundTripAndOnlyBlockTypesOf32Pack) {
+  std::mt19937 rng(3);
+  for (TensorType type : kPackable) {
+    ASSERT_TRUE(kernels::packable(type));
+    const int64_t cols = 96;
+    const std::vector<uint8_t> w = random_matrix(type, kernels::kPackRows, cols, rng);
+    const size_t row_bytes = w.size() / kernels::kPackRows;
+    std::vector<uint8_t> packed(w.size()), back(w.size());
+    ASSERT_TRUE(kernels::pack_group(type, w.data(), row_bytes, cols, packed.data()));
+    EXPECT_NE(packed, w);
+    kernels::unpack_group(type, packed.data(), cols, back.data(), row_bytes);
+    EXPECT_EQ(back, w) << gguf::type_info(type).name;
+  }
+  for (TensorType type : {TensorType::F32, TensorType::Q4_1, TensorType::Q4_K, TensorType::Q6_K}) {
+    EXPECT_FALSE(kernels::packable(type)) << gguf::type_info(type).name;
+  }
+}
+
+TEST(Packing, PackedTilesMatchTheReferenceOnAwkwardShapes) {
+  const kernels::Dispatch& d = kernels::dispatch();
+  if (!d.packed_tile_for(TensorType::Q4_0)) GTEST_SKIP() << "the " << d.name << " kernels have no packed layout";
+  std::mt19937 rng(7);
+  for (TensorType type : kPackable) {
+    const kernels::KernelTraits* t = kernels::kernel_traits(type);
+    const kernels::TileFn packed_tile = d.packed_tile_for(type);
+    ASSERT_NE(packed_tile, nullptr) << gguf::type_info(type).name;
+    for (int64_t cols : {32, 96, 288}) {
+      for (int64_t groups : {1, 3}) {
+        const int64_t rows = groups * kernels::kPackRows;
+        const std::vector<uint8_t> w = random_matrix(type, rows, cols, rng);
+        const size_t row_bytes = w.size() / static_cast<size_t>(rows);
+        std::vector<uint8_t> packed(w.size());
+        for (int64_t g = 0; g < groups; ++g) {
+          const size_t at = static_cast<size_t>(g * kernels::kPackRows) * row_bytes;
+          kernels::pack_group(type, w.data() + at, row_bytes, cols, packed.data() + at);
+        }
+        for (int64_t n = 1; n <= 9; ++n) {
+          const std::vector<float> x = random_activations(n, cols, rng);
+          const int64_t xr = kernels::act_row_bytes(t->act, cols);
+          std::vector<uint8_t> xq(static_cast<size_t>(xr * n));
+          for (int64_t j = 0; j < n; ++j) kernels::quantize_act_ref(t->act, x.data() + j * cols, xq.data() + j * xr, cols);
+          std::vector<float> ref(static_cast<size_t>(n * rows)), fast(ref.size(), -1.0f);
+          kernels::ref_tile(type, {w.data(), row_bytes, rows, cols, xq.data(), static_cast<size_t>(xr), n, ref.data(), rows});
+          packed_tile({packed.data(), kernels::kPackRows * row_bytes, rows, cols, xq.data(), static_cast<size_t>(xr), n,
+                       fast.data(), rows});
+          expect_close(fast, ref, cols,
+                       std::string(gguf::type_info(type).name) + " cols=" + std::to_string(cols) +
+                           " rows=" + std::to_string(rows) + " n=" + std::to_string(n));
+        }
+      }
+    }
+  }
+}
+
+TEST(Packing, MatmulOverPackedGroupsAndLeftOverRows) {
+  std::mt19937 rng(11);
+  ThreadPool pool(2);
+  for (TensorType type : kPackable) {
+    const int64_t rows = 157, cols = 64;  // 19 packed groups + 5 rows in the file layout
+    const std::vector<uint8_t> w = random_matrix(type, rows, cols, rng);
+    const size_t row_bytes = w.size() / static_cast<size_t>(rows);
+    Matrix plain{type, rows, cols, row_bytes, w.data()};
+    Matrix m = plain;
+    const PackedWeights pw = PackedWeights::pack({&m}, false);
+    if (kernels::dispatch().packed_tile_for(type)) {
+      EXPECT_EQ(m.packed_rows, 152);
+      EXPECT_GE(pw.bytes(), 152 * row_bytes);
+    } else {
+      EXPECT_EQ(m.packed, nullptr);
+    }
+    for (int64_t n : {1, 2, 5, 17}) {
+      const std::vector<float> x = random_activations(n, cols, rng);
+      std::vector<float> a(static_cast<size_t>(n * rows)), b(a.size());
+      matmul(plain, x.data(), n, a.data(), pool);
+      matmul(m, x.data(), n, b.data(), pool);
+      expect_close(b, a, cols, std::string(gguf::type_info(type).name) + " n=" + std::to_string(n));
+    }
+  }
+}
+
+// Every position's logits (n_vocab each) of one sequence run as a single batch.
+std::vector<float> all_logits(const Model& m, const std::vector<int32_t>& tokens) {
+  ThreadPool pool(1);
+  Forward fwd(m, static_cast<int64_t>(tokens.size()));
+  KvCache cache(m.hparams(), static_cast<int64_t>(tokens.size()));
+  Batch b;
+  for (size_t i = 0; i < tokens.size(); ++i) b.add(tokens[i], 0, static_cast<int32_t>(i), true);
+  fwd.eval(b, cache, pool);
+  return {fwd.logits(0), fwd.logits(0) + b.size() * m.hparams().n_vocab};
+}
+
+TEST(Packing, ModelLogitsAreTheSameWithAndWithoutRepacking) {
+  for (const char* name : {"synth-llama-Q4_0", "synth-llama-Q8_0", "synth-llama-IQ4_NL"}) {
+    const std::string path = std::string("models/synth/") + name + ".gguf";
+    GGUFD_REQUIRE_SHARED(path);
+    const Model packed = Model::load(ggufd::test::shared_path(path));
+    const Model plain = Model::load(ggufd::test::shared_path(path), false);
+    EXPECT_EQ(plain.packed_bytes(), 0u);
+    if (kernels::dispatch().packed_tile_for(TensorType::Q4_0)) {
+      EXPECT_GT(packed.packed_bytes(), 0u) << name;
+    }
+    const std::vector<int32_t> tokens{1, 15, 27, 300, 42, 7, 99};
+    const std::vector<float> a = all_logits(plain, tokens), b = all_logits(packed, tokens);
+    // These random-weight models amplify f32 rounding (summation order) through attention by up
+    // to ~1e5, so the golden tests' quantized tolerance applies; a layout error is O(1).
+    for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(b[i], a[i], 0.06 + 0.02 * std::fabs(a[i])) << name << " i=" << i;
+  }
+}
+
+}  // namespace
+}  // namespace engine
