@@ -2,8 +2,10 @@
 #pragma once
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <string>
 
@@ -17,9 +19,11 @@ struct RunResult {
 
 // Runs `ggufd <args>` through the shell with `input` on stdin; args are passed verbatim.
 inline RunResult run_ggufd(const std::string& args, const std::string& input = "") {
-  const std::string dir = testing::TempDir();
-  const std::string in_path = dir + "/ggufd_in.txt";
-  const std::string err_path = dir + "/ggufd_err.txt";
+  // Names unique per process and call: ctest runs test processes in parallel in one TempDir.
+  static std::atomic<int> calls{0};
+  const std::string stem = testing::TempDir() + "/ggufd_" + std::to_string(::getpid()) + "_" + std::to_string(calls++);
+  const std::string in_path = stem + "_in.txt";
+  const std::string err_path = stem + "_err.txt";
   if (FILE* f = std::fopen(in_path.c_str(), "wb")) {
     std::fwrite(input.data(), 1, input.size(), f);
     std::fclose(f);
@@ -37,6 +41,8 @@ inline RunResult run_ggufd(const std::string& args, const std::string& input = "
     while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) r.err.append(buf.data(), n);
     std::fclose(f);
   }
+  std::remove(in_path.c_str());
+  std::remove(err_path.c_str());
   return r;
 }
 
