@@ -237,6 +237,7 @@ Model Model::from_file(gguf::File file, bool repack) {
   }
   if (repack) {
     m.packed_ = PackedWeights::pack(matmul_weights_of<Matrix>(m.output, m.layers), f.owns_mapping());
+    if (m.output.data == m.tok_embd.data) m.tok_embd = m.output;  // tied: look rows up in the copy
   }
   return m;
 }

@@ -58,6 +58,14 @@ bool supports(gguf::TensorType type) { return kernels::kernel_traits(type) != nu
 // Row r of W as f32: W[r, :] -> dst (cols,)
 void dequantize_row(const Matrix& w, int64_t r, float* dst) {
   const kernels::KernelTraits& t = traits_or_throw(w);
+  if (r < w.packed_rows) {  // from the packed copy: the file's pages may have been released
+    thread_local std::vector<uint8_t> row;
+    row.resize(w.row_bytes);
+    const auto* group = static_cast<const uint8_t*>(w.packed) + static_cast<size_t>(r / kernels::kPackRows) * kernels::kPackRows * w.row_bytes;
+    kernels::unpack_row(w.type, group, w.cols, static_cast<int>(r % kernels::kPackRows), row.data());
+    t.dequant(row.data(), dst, w.cols);
+    return;
+  }
   t.dequant(static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r) * w.row_bytes, dst, w.cols);
 }
 

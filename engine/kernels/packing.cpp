@@ -52,4 +52,16 @@ void unpack_group(gguf::TensorType type, const uint8_t* src, int64_t cols, uint8
   }
 }
 
+void unpack_row(gguf::TensorType type, const uint8_t* src, int64_t cols, int r, uint8_t* dst) {
+  const int qbytes = quant_bytes(type);
+  const size_t block_bytes = static_cast<size_t>(2 + qbytes);
+  for (int64_t b = 0; qbytes && b < cols / kQK; ++b) {
+    const uint8_t* p = src + b * kPackRows * block_bytes;
+    uint8_t* out = dst + b * block_bytes;
+    for_each_piece(qbytes, [&](int row, int off, int poff, int n) {
+      if (row == r) std::memcpy(out + off, p + poff, n);
+    });
+  }
+}
+
 }  // namespace engine::kernels

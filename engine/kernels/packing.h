@@ -31,7 +31,11 @@ bool pack_group(gguf::TensorType type, const uint8_t* w, size_t w_stride, int64_
 // True when pack_group() handles `type`.
 bool packable(gguf::TensorType type);
 
-// Packed group -> its 8 rows in file layout (the inverse of pack_group; used by tests).
+// Packed group -> its 8 rows in file layout (the inverse of pack_group).
 void unpack_group(gguf::TensorType type, const uint8_t* src, int64_t cols, uint8_t* w, size_t w_stride);
+
+// Packed group -> row `r` (0..7) of it in file layout at dst (row_bytes bytes): embedding lookups
+// in a tied output matrix read the packed copy instead of faulting the file's pages back in.
+void unpack_row(gguf::TensorType type, const uint8_t* src, int64_t cols, int r, uint8_t* dst);
 
 }  // namespace engine::kernels

@@ -109,7 +109,7 @@ TEST(Packing, PackedTilesMatchTheReferenceOnAwkwardShapes) {
   }
 }
 
-TEST(Packing, MatmulOverPackedGroupsAndLeftOverRows) {
+TEST(Packing, MatmulAndLookupsOverPackedGroupsAndLeftOverRows) {
   std::mt19937 rng(11);
   ThreadPool pool(2);
   for (TensorType type : kPackable) {
@@ -124,6 +124,12 @@ TEST(Packing, MatmulOverPackedGroupsAndLeftOverRows) {
       EXPECT_GE(pw.bytes(), 152 * row_bytes);
     } else {
       EXPECT_EQ(m.packed, nullptr);
+    }
+    for (int64_t r : {0, 7, 8, 100, 151, 152, 156}) {  // lookups read the packed copy exactly
+      std::vector<float> a(static_cast<size_t>(cols)), b(a.size());
+      dequantize_row(plain, r, a.data());
+      dequantize_row(m, r, b.data());
+      EXPECT_EQ(a, b) << gguf::type_info(type).name << " row " << r;
     }
     for (int64_t n : {1, 2, 5, 17}) {
       const std::vector<float> x = random_activations(n, cols, rng);
