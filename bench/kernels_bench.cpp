@@ -1,4 +1,5 @@
-// engine::matmul throughput: out (n, rows) = X (n, cols) @ W^T for the common weight types.
+// engine::matmul throughput: out (n, rows) = X (n, cols) @ W^T for the common weight types, in
+// the file layout and ("Q4_0x8") in the packed 8-row layout a loaded model uses.
 //
 // Reports weight bytes streamed per second (GB/s, the decode bound) and multiply-adds per second
 // (GMAC/s, the prefill bound). Several copies of W are rotated so the weights come from DRAM,
@@ -13,7 +14,9 @@
 
 #include "engine/kernels/fp16.h"
 #include "engine/kernels/matmul.h"
+#include "engine/kernels/packing.h"
 #include "engine/kernels/traits.h"
+#include "engine/repack.h"
 #include "engine/thread_pool.h"
 
 namespace {
@@ -40,8 +43,9 @@ std::vector<uint8_t> random_weights(TensorType type, int64_t rows, int64_t cols,
   return w;
 }
 
+// `packed`: the weights in the kernels' packed 8-row layout, as a loaded model has them.
 void BM_matmul(benchmark::State& state, TensorType type, int64_t rows, int64_t cols, int64_t n,
-               int threads) {
+               int threads, bool packed) {
   const engine::kernels::KernelTraits* t = engine::kernels::kernel_traits(type);
   const size_t row_bytes = static_cast<size_t>(cols / t->block_size * t->block_bytes);
   const size_t w_bytes = row_bytes * static_cast<size_t>(rows);
@@ -55,10 +59,15 @@ void BM_matmul(benchmark::State& state, TensorType type, int64_t rows, int64_t c
   std::vector<float> out(static_cast<size_t>(n * rows));
   engine::ThreadPool pool(threads);
 
+  std::vector<engine::Matrix> mats;
+  std::vector<engine::PackedWeights> packs;
+  for (const auto& w : weights) mats.push_back({type, rows, cols, row_bytes, w.data()});
+  for (engine::Matrix& m : mats) {
+    if (packed) packs.push_back(engine::PackedWeights::pack({&m}, false));
+  }
   size_t i = 0;
   for (auto _ : state) {
-    const engine::Matrix w{type, rows, cols, row_bytes, weights[i++ % copies].data()};
-    engine::matmul(w, x.data(), n, out.data(), pool);
+    engine::matmul(mats[i++ % copies], x.data(), n, out.data(), pool);
     benchmark::DoNotOptimize(out.data());
   }
   const double iters = static_cast<double>(state.iterations());
@@ -74,12 +83,15 @@ int register_all() {
     for (const auto& s : shapes) {
       for (int64_t n : {1, 4, 8, 16, 64}) {
         for (int threads : {1, 2}) {
-          const std::string name = std::string(gguf::type_info(type).name) + "/" + std::to_string(s[0]) + "x" +
-                                   std::to_string(s[1]) + "/n:" + std::to_string(n) + "/threads:" +
-                                   std::to_string(threads);
-          benchmark::RegisterBenchmark(name.c_str(), BM_matmul, type, s[0], s[1], n, threads)
-              ->Unit(benchmark::kMicrosecond)
-              ->UseRealTime();
+          for (bool packed : {false, true}) {
+            if (packed && !engine::kernels::packable(type)) continue;
+            const std::string name = std::string(gguf::type_info(type).name) + (packed ? "x8" : "") + "/" +
+                                     std::to_string(s[0]) + "x" + std::to_string(s[1]) + "/n:" +
+                                     std::to_string(n) + "/threads:" + std::to_string(threads);
+            benchmark::RegisterBenchmark(name.c_str(), BM_matmul, type, s[0], s[1], n, threads, packed)
+                ->Unit(benchmark::kMicrosecond)
+                ->UseRealTime();
+          }
         }
       }
     }
