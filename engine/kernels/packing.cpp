@@ -1,64 +1,87 @@
 #include "engine/kernels/packing.h"
 
 #include <cstring>
+#include <vector>
+
+#include "engine/kernels/blocks.h"
 
 namespace engine::kernels {
 
 namespace {
 
-// Packable types: a block is a 2-byte fp16 scale followed by this many bytes of quants.
-int quant_bytes(gguf::TensorType type) {
+// A packable block type as a list of fields: `count` runs of `bytes` bytes from `offset` in the
+// block. The packed block stores the fields in order, each run as 8 rows side by side.
+struct Field {
+  int offset;
+  int bytes;
+  int count;
+};
+
+struct Layout {
+  int block_bytes;
+  int block_elems;
+  std::vector<Field> fields;
+};
+
+const Layout* layout_of(gguf::TensorType type) {
+  using gguf::TensorType;
+  static const Layout q4_0{18, kQK, {{0, 2, 1}, {2, 4, 4}}};    // d, qs
+  static const Layout q8_0{34, kQK, {{0, 2, 1}, {2, 4, 8}}};    // d, qs
+  static const Layout q4_k{144, kQKK, {{0, 2, 1}, {2, 2, 1}, {4, 4, 3}, {16, 4, 32}}};  // d, dmin, scales, qs
   switch (type) {
-    case gguf::TensorType::Q4_0:
-    case gguf::TensorType::IQ4_NL: return 16;
-    case gguf::TensorType::Q8_0: return 32;
-    default: return 0;
+    case TensorType::Q4_0:
+    case TensorType::IQ4_NL: return &q4_0;
+    case TensorType::Q8_0: return &q8_0;
+    case TensorType::Q4_K: return &q4_k;
+    default: return nullptr;
   }
 }
 
 // The pieces of one packed block (see packing.h): f(row, offset in the row's block, offset in
-// the packed block, bytes) for every scale and every 4-byte run of quants.
+// the packed block, bytes) for every run of every field.
 template <class F>
-void for_each_piece(int qbytes, F&& f) {
-  for (int r = 0; r < kPackRows; ++r) {
-    f(r, 0, 2 * r, 2);
-    for (int c = 0; c < qbytes / 4; ++c) f(r, 2 + 4 * c, 2 * kPackRows + 4 * (kPackRows * c + r), 4);
+void for_each_piece(const Layout& l, F&& f) {
+  int base = 0;
+  for (const Field& field : l.fields) {
+    for (int t = 0; t < field.count; ++t, base += kPackRows * field.bytes) {
+      for (int r = 0; r < kPackRows; ++r) f(r, field.offset + t * field.bytes, base + r * field.bytes, field.bytes);
+    }
   }
 }
 
 }  // namespace
 
-bool packable(gguf::TensorType type) { return quant_bytes(type) != 0; }
+bool packable(gguf::TensorType type) { return layout_of(type) != nullptr; }
 
 bool pack_group(gguf::TensorType type, const uint8_t* w, size_t w_stride, int64_t cols, uint8_t* dst) {
-  const int qbytes = quant_bytes(type);
-  if (qbytes == 0) return false;
-  const size_t block_bytes = static_cast<size_t>(2 + qbytes);
-  for (int64_t b = 0; b < cols / kQK; ++b) {
-    const uint8_t* src = w + b * block_bytes;
-    uint8_t* p = dst + b * kPackRows * block_bytes;
-    for_each_piece(qbytes, [&](int r, int off, int poff, int n) { std::memcpy(p + poff, src + r * w_stride + off, n); });
+  const Layout* l = layout_of(type);
+  if (!l) return false;
+  const size_t bb = static_cast<size_t>(l->block_bytes);
+  for (int64_t b = 0; b < cols / l->block_elems; ++b) {
+    const uint8_t* src = w + b * bb;
+    uint8_t* p = dst + b * kPackRows * bb;
+    for_each_piece(*l, [&](int r, int off, int poff, int n) { std::memcpy(p + poff, src + r * w_stride + off, n); });
   }
   return true;
 }
 
 void unpack_group(gguf::TensorType type, const uint8_t* src, int64_t cols, uint8_t* w, size_t w_stride) {
-  const int qbytes = quant_bytes(type);
-  const size_t block_bytes = static_cast<size_t>(2 + qbytes);
-  for (int64_t b = 0; qbytes && b < cols / kQK; ++b) {
-    const uint8_t* p = src + b * kPackRows * block_bytes;
-    uint8_t* dst = w + b * block_bytes;
-    for_each_piece(qbytes, [&](int r, int off, int poff, int n) { std::memcpy(dst + r * w_stride + off, p + poff, n); });
+  const Layout* l = layout_of(type);
+  const size_t bb = l ? static_cast<size_t>(l->block_bytes) : 0;
+  for (int64_t b = 0; l && b < cols / l->block_elems; ++b) {
+    const uint8_t* p = src + b * kPackRows * bb;
+    uint8_t* dst = w + b * bb;
+    for_each_piece(*l, [&](int r, int off, int poff, int n) { std::memcpy(dst + r * w_stride + off, p + poff, n); });
   }
 }
 
 void unpack_row(gguf::TensorType type, const uint8_t* src, int64_t cols, int r, uint8_t* dst) {
-  const int qbytes = quant_bytes(type);
-  const size_t block_bytes = static_cast<size_t>(2 + qbytes);
-  for (int64_t b = 0; qbytes && b < cols / kQK; ++b) {
-    const uint8_t* p = src + b * kPackRows * block_bytes;
-    uint8_t* out = dst + b * block_bytes;
-    for_each_piece(qbytes, [&](int row, int off, int poff, int n) {
+  const Layout* l = layout_of(type);
+  const size_t bb = l ? static_cast<size_t>(l->block_bytes) : 0;
+  for (int64_t b = 0; l && b < cols / l->block_elems; ++b) {
+    const uint8_t* p = src + b * kPackRows * bb;
+    uint8_t* out = dst + b * bb;
+    for_each_piece(*l, [&](int row, int off, int poff, int n) {
       if (row == r) std::memcpy(out + off, p + poff, n);
     });
   }

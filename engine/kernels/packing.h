@@ -9,6 +9,9 @@
 //
 // where chunk c holds bytes qs[4c .. 4c+3] of each row's block (Q4_0: 4 chunks, whose low nibbles
 // are elements 4c..4c+3 and high nibbles 16+4c..16+4c+3; Q8_0: 8 chunks of elements 4c..4c+3).
+// Q4_K super-blocks pack the same way, field by field: d[8], dmin[8], the 12 scale bytes as
+// three 4-byte runs, then 32 runs of qs (run 8i + c: low nibbles are elements 64i + 4c..+3 of
+// sub-block 2i, high nibbles 64i + 32 + 4c..+3 of sub-block 2i + 1).
 // One 32-byte load then feeds all 8 rows, a broadcast of 4 activation bytes is the other operand,
 // and the integer sums land one row per 32-bit lane: no horizontal reductions, one conversion
 // and one fma per 8 blocks, and the scales of 8 rows come in with one vcvtph2ps. A group takes

@@ -24,7 +24,7 @@ namespace {
 
 using gguf::TensorType;
 
-constexpr TensorType kPackable[] = {TensorType::Q4_0, TensorType::IQ4_NL, TensorType::Q8_0};
+constexpr TensorType kPackable[] = {TensorType::Q4_0, TensorType::IQ4_NL, TensorType::Q8_0, TensorType::Q4_K};
 
 // W (rows, cols) of `type`, quantized from N(0, 1) values.
 std::vector<uint8_t> random_matrix(TensorType type, int64_t rows, int64_t cols, std::mt19937& rng) {
@@ -55,11 +55,11 @@ void expect_close(const std::vector<float>& a, const std::vector<float>& b, int6
   }
 }
 
-TEST(Packing, GroupsRoundTripAndOnlyBlockTypesOf32Pack) {
+TEST(Packing, GroupsRoundTripForThePackableTypesOnly) {
   std::mt19937 rng(3);
   for (TensorType type : kPackable) {
     ASSERT_TRUE(kernels::packable(type));
-    const int64_t cols = 96;
+    const int64_t cols = 3 * kernels::kernel_traits(type)->block_size;
     const std::vector<uint8_t> w = random_matrix(type, kernels::kPackRows, cols, rng);
     const size_t row_bytes = w.size() / kernels::kPackRows;
     std::vector<uint8_t> packed(w.size()), back(w.size());
@@ -68,7 +68,7 @@ TEST(Packing, GroupsRoundTripAndOnlyBlockTypesOf32Pack) {
     kernels::unpack_group(type, packed.data(), cols, back.data(), row_bytes);
     EXPECT_EQ(back, w) << gguf::type_info(type).name;
   }
-  for (TensorType type : {TensorType::F32, TensorType::Q4_1, TensorType::Q4_K, TensorType::Q6_K}) {
+  for (TensorType type : {TensorType::F32, TensorType::Q4_1, TensorType::Q5_K, TensorType::Q6_K}) {
     EXPECT_FALSE(kernels::packable(type)) << gguf::type_info(type).name;
   }
 }
@@ -81,7 +81,7 @@ TEST(Packing, PackedTilesMatchTheReferenceOnAwkwardShapes) {
     const kernels::KernelTraits* t = kernels::kernel_traits(type);
     const kernels::TileFn packed_tile = d.packed_tile_for(type);
     ASSERT_NE(packed_tile, nullptr) << gguf::type_info(type).name;
-    for (int64_t cols : {32, 96, 288}) {
+    for (int64_t cols : {t->block_size, 3 * t->block_size, 9 * t->block_size}) {
       for (int64_t groups : {1, 3}) {
         const int64_t rows = groups * kernels::kPackRows;
         const std::vector<uint8_t> w = random_matrix(type, rows, cols, rng);
@@ -113,7 +113,7 @@ TEST(Packing, MatmulAndLookupsOverPackedGroupsAndLeftOverRows) {
   std::mt19937 rng(11);
   ThreadPool pool(2);
   for (TensorType type : kPackable) {
-    const int64_t rows = 157, cols = 64;  // 19 packed groups + 5 rows in the file layout
+    const int64_t rows = 157, cols = 2 * kernels::kernel_traits(type)->block_size;  // 19 packed groups + 5 rows
     const std::vector<uint8_t> w = random_matrix(type, rows, cols, rng);
     const size_t row_bytes = w.size() / static_cast<size_t>(rows);
     Matrix plain{type, rows, cols, row_bytes, w.data()};
@@ -153,7 +153,7 @@ std::vector<float> all_logits(const Model& m, const std::vector<int32_t>& tokens
 }
 
 TEST(Packing, ModelLogitsAreTheSameWithAndWithoutRepacking) {
-  for (const char* name : {"synth-llama-Q4_0", "synth-llama-Q8_0", "synth-llama-IQ4_NL"}) {
+  for (const char* name : {"synth-llama-Q4_0", "synth-llama-Q8_0", "synth-llama-IQ4_NL", "synth-llama-Q4_K_M"}) {
     const std::string path = std::string("models/synth/") + name + ".gguf";
     GGUFD_REQUIRE_SHARED(path);
     const Model packed = Model::load(ggufd::test::shared_path(path));
