@@ -2,6 +2,7 @@
 
 #include "engine/cpu_features.h"
 #include "engine/kernels/avx2.h"
+#include "engine/kernels/avx512.h"
 #include "engine/kernels/ref.h"
 #include "engine/kernels/traits.h"
 
@@ -56,8 +57,17 @@ const Dispatch* avx2_dispatch() {
   return (f.avx2 && f.fma && f.f16c) ? &table : nullptr;
 }
 
+const Dispatch* avx512_dispatch() {
+  static const Dispatch table{"avx512vnni", avx2::quantize_q8a, avx2::quantize_q8k, avx2::tile_for,
+                               &avx2::attn_ops(), avx512vnni::packed_tile_for};
+  const CpuFeatures& f = cpu_features();
+  return avx2_dispatch() && f.avx512f && f.avx512bw && f.avx512vl && f.avx512_vnni ? &table : nullptr;
+}
+
 const Dispatch& dispatch() {
-  static const Dispatch& chosen = avx2_dispatch() ? *avx2_dispatch() : scalar_dispatch();
+  static const Dispatch& chosen = avx512_dispatch() ? *avx512_dispatch()
+                                  : avx2_dispatch() ? *avx2_dispatch()
+                                                    : scalar_dispatch();
   return chosen;
 }
 

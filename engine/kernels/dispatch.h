@@ -32,7 +32,7 @@ using QuantizeQ8AFn = void (*)(const float* x, BlockQ8A* y, int64_t cols);
 using QuantizeQ8KFn = void (*)(const float* x, BlockQ8K* y, int64_t cols);
 
 struct Dispatch {
-  const char* name;  // "avx2" or "scalar"
+  const char* name;  // "avx512vnni", "avx2" or "scalar"
   QuantizeQ8AFn quantize_q8a;
   QuantizeQ8KFn quantize_q8k;
   TileFn (*tile_for)(gguf::TensorType type);  // nullptr for unsupported types
@@ -49,6 +49,8 @@ const Dispatch& dispatch();
 const Dispatch& scalar_dispatch();
 // The AVX2+FMA+F16C table, or nullptr when this CPU lacks those features.
 const Dispatch* avx2_dispatch();
+// The AVX2 table with AVX-512 VNNI packed tiles, or nullptr without AVX-512 F/BW/VL/VNNI.
+const Dispatch* avx512_dispatch();
 
 // Scalar tile over the reference vec_dot of `type` (any supported type).
 void ref_tile(gguf::TensorType type, const TileArgs& a);

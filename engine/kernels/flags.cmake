@@ -2,3 +2,8 @@
 # through the dispatch table when cpu_features() reports them (the binary stays portable).
 file(GLOB GGUFD_AVX2_KERNELS CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/kernels/avx2_*.cpp)
 set_source_files_properties(${GGUFD_AVX2_KERNELS} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c")
+
+# AVX-512 kernels: the dispatch table uses them only when cpu_features() reports F/BW/VL/VNNI.
+file(GLOB GGUFD_AVX512_KERNELS CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/kernels/avx512_*.cpp)
+set_source_files_properties(${GGUFD_AVX512_KERNELS} PROPERTIES COMPILE_OPTIONS
+  "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-mavx512vnni")

@@ -425,10 +425,12 @@ TEST(Quantize, Avx2ActivationsAreBitIdentical) {
   EXPECT_EQ(std::memcmp(c.data(), d.data(), c.size() * sizeof c[0]), 0);
 }
 
-TEST(Dispatch, ChoosesAvx2WhenAvailable) {
+TEST(Dispatch, ChoosesTheWidestTableTheCpuRuns) {
   const CpuFeatures& f = cpu_features();
   const bool avx2 = f.avx2 && f.fma && f.f16c;
-  EXPECT_STREQ(kernels::dispatch().name, avx2 ? "avx2" : "scalar");
+  const bool vnni = avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512_vnni;
+  EXPECT_STREQ(kernels::dispatch().name, vnni ? "avx512vnni" : avx2 ? "avx2" : "scalar");
+  EXPECT_EQ(kernels::avx512_dispatch() != nullptr, vnni);
 }
 
 TEST(Matmul, SupportsTable) {

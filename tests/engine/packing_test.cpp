@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
@@ -73,13 +74,12 @@ TEST(Packing, GroupsRoundTripForThePackableTypesOnly) {
   }
 }
 
-TEST(Packing, PackedTilesMatchTheReferenceOnAwkwardShapes) {
-  const kernels::Dispatch& d = kernels::dispatch();
-  if (!d.packed_tile_for(TensorType::Q4_0)) GTEST_SKIP() << "the " << d.name << " kernels have no packed layout";
+// Packed tiles of one table against the reference tile on the file layout.
+void check_packed_tiles(kernels::TileFn (*packed_tile_for)(TensorType), const std::string& name) {
   std::mt19937 rng(7);
   for (TensorType type : kPackable) {
     const kernels::KernelTraits* t = kernels::kernel_traits(type);
-    const kernels::TileFn packed_tile = d.packed_tile_for(type);
+    const kernels::TileFn packed_tile = packed_tile_for(type);
     ASSERT_NE(packed_tile, nullptr) << gguf::type_info(type).name;
     for (int64_t cols : {t->block_size, 3 * t->block_size, 9 * t->block_size}) {
       for (int64_t groups : {1, 3}) {
@@ -101,12 +101,50 @@ TEST(Packing, PackedTilesMatchTheReferenceOnAwkwardShapes) {
           packed_tile({packed.data(), kernels::kPackRows * row_bytes, rows, cols, xq.data(), static_cast<size_t>(xr), n,
                        fast.data(), rows});
           expect_close(fast, ref, cols,
-                       std::string(gguf::type_info(type).name) + " cols=" + std::to_string(cols) +
+                       name + " " + std::string(gguf::type_info(type).name) + " cols=" + std::to_string(cols) +
                            " rows=" + std::to_string(rows) + " n=" + std::to_string(n));
         }
       }
     }
   }
+}
+
+TEST(Packing, PackedTilesMatchTheReferenceOnAwkwardShapes) {
+  const kernels::Dispatch& d = kernels::dispatch();
+  if (!d.packed_tile_for(TensorType::Q4_0)) GTEST_SKIP() << "the " << d.name << " kernels have no packed layout";
+  check_packed_tiles(d.packed_tile_for, d.name);
+}
+
+// Every table this CPU can run, AVX2 and AVX-512 VNNI alike (dispatch() picks only one).
+TEST(Packing, EveryNativeTableMatchesTheReference) {
+  int checked = 0;
+  for (const kernels::Dispatch* d : {kernels::avx2_dispatch(), kernels::avx512_dispatch()}) {
+    if (d == nullptr) continue;
+    check_packed_tiles(d->packed_tile_for, d->name);
+    ++checked;
+  }
+  if (checked == 0) GTEST_SKIP() << "no SIMD table on this CPU";
+  if (!kernels::avx512_dispatch()) {
+    std::printf("[ packing  ] no AVX-512 VNNI on this CPU: its tiles are checked through SIMDe (VnniEmulated)\n");
+  }
+}
+
+#if GGUFD_HAVE_SIMDE
+}  // namespace
+namespace kernels::vnni_emulated {
+TileFn packed_tile_for(gguf::TensorType type);  // tests/engine/vnni_emulated_tiles.cpp
+}  // namespace kernels::vnni_emulated
+namespace {
+#endif
+
+// The AVX-512 VNNI code of packed_tiles.inc, run with SIMDe's vpdpbusd on AVX2 hardware.
+TEST(Packing, VnniEmulatedTilesMatchTheReference) {
+#if GGUFD_HAVE_SIMDE
+  if (!kernels::avx2_dispatch()) GTEST_SKIP() << "the emulated VNNI tiles are built for AVX2; this CPU lacks it";
+  check_packed_tiles(kernels::vnni_emulated::packed_tile_for, "vnni-emulated");
+#else
+  GTEST_SKIP() << "SIMDe (libsimde-dev) was not found at configure time; scripts/install-deps --test installs it";
+#endif
 }
 
 TEST(Packing, MatmulAndLookupsOverPackedGroupsAndLeftOverRows) {
