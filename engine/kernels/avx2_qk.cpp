@@ -18,12 +18,12 @@ struct UQ2_K {
   static constexpr int kBytes = 84;
   static constexpr bool kSigned = false, kMins = true;
   const uint8_t* qs;
-  uint8_t scales[16];
+  __m256i scales;  // pair_scales()
   __m256i mins;
   float d, dm;
   explicit UQ2_K(const uint8_t* b) : qs(b + 16) {
     const __m128i s = loadu128(b);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(scales), _mm_and_si128(s, _mm_set1_epi8(0x0f)));
+    scales = pair_scales(_mm_and_si128(s, _mm_set1_epi8(0x0f)));
     mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), _mm_set1_epi8(0x0f)));
     d = fp16(b + 80);
     dm = fp16(b + 82);
@@ -32,7 +32,7 @@ struct UQ2_K {
     const __m256i v = loadu(qs + 32 * (k / 4));
     return _mm256_and_si256(_mm256_srli_epi16(v, 2 * (k % 4)), _mm256_set1_epi8(3));
   }
-  __m256i sc(int k) const { return set2_epi16(scales[2 * k], scales[2 * k + 1]); }
+  __m256i sc(int k) const { return pair_scale(scales, k); }
 };
 
 struct UQ3_K {
@@ -40,12 +40,14 @@ struct UQ3_K {
   static constexpr bool kSigned = false, kMins = true;
   const uint8_t* qs;
   __m256i hmask;
-  int8_t scales[16];
+  __m256i pairs;  // pair_scales()
   __m256i mins;
   float d, dm;
   explicit UQ3_K(const uint8_t* b) : qs(b + 32), hmask(loadu(b)) {
+    int8_t scales[16];
     q3k_scales(b + 96, scales);
     mins = _mm256_slli_epi16(_mm256_cvtepi8_epi16(loadu128(scales)), 2);  // 4 * scale
+    pairs = pair_scales(loadu128(scales));
     d = dm = fp16(b + 108);
   }
   __m256i q(int k) const {
@@ -54,7 +56,7 @@ struct UQ3_K {
     const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(hmask, k), _mm256_set1_epi8(1));
     return _mm256_or_si256(lo, _mm256_slli_epi16(hi, 2));
   }
-  __m256i sc(int k) const { return set2_epi16(scales[2 * k], scales[2 * k + 1]); }
+  __m256i sc(int k) const { return pair_scale(pairs, k); }
 };
 
 // Q4_K / Q5_K scales: 12 bytes -> 8 six-bit scales (bytes 0..7) and 8 mins (bytes 8..15).
@@ -102,12 +104,13 @@ struct UQ6_K {
   static constexpr bool kSigned = false, kMins = true;
   const uint8_t* ql;
   const uint8_t* qh;
-  const int8_t* scales;
+  __m256i pairs;  // pair_scales()
   __m256i mins;
   float d, dm;
-  explicit UQ6_K(const uint8_t* b)
-      : ql(b), qh(b + 128), scales(reinterpret_cast<const int8_t*>(b + 192)) {
-    mins = _mm256_slli_epi16(_mm256_cvtepi8_epi16(loadu128(scales)), 5);  // 32 * scale
+  explicit UQ6_K(const uint8_t* b) : ql(b), qh(b + 128) {
+    const __m128i scales = loadu128(b + 192);
+    mins = _mm256_slli_epi16(_mm256_cvtepi8_epi16(scales), 5);  // 32 * scale
+    pairs = pair_scales(scales);
     d = dm = fp16(b + 208);
   }
   __m256i q(int k) const {
@@ -117,7 +120,7 @@ struct UQ6_K {
     const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(loadu(qh + 32 * h), 2 * s), _mm256_set1_epi8(3));
     return _mm256_or_si256(low, _mm256_slli_epi16(hi, 4));
   }
-  __m256i sc(int k) const { return set2_epi16(scales[2 * k], scales[2 * k + 1]); }
+  __m256i sc(int k) const { return pair_scale(pairs, k); }
 };
 
 struct UIQ4_XS {
@@ -170,6 +173,7 @@ struct QK {
           for (int k = 0; k < RX; ++k) {
             const __m256i p = mul_q8<U::kSigned>(q, loadu(x[k][b].qs + 32 * c));
             isum[k] = _mm256_add_epi32(isum[k], _mm256_madd_epi16(p, sc));
+            if constexpr (RX > 1) pin(isum[k]);
           }
         }
         for (int k = 0; k < RX; ++k) {
