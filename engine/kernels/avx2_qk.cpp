@@ -113,12 +113,15 @@ struct UQ6_K {
     pairs = pair_scales(scales);
     d = dm = fp16(b + 208);
   }
+  // The 2 high bits of chunk k sit at bits 2s, 2s+1 of qh (s = k % 4); they are moved straight
+  // to bits 4, 5 and masked once (no shift at all for s = 2).
   __m256i q(int k) const {
     const int h = k / 4, s = k % 4;
     const __m256i l = loadu(ql + 64 * h + 32 * (s & 1));
     const __m256i low = _mm256_and_si256(s >> 1 ? _mm256_srli_epi16(l, 4) : l, _mm256_set1_epi8(0x0f));
-    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(loadu(qh + 32 * h), 2 * s), _mm256_set1_epi8(3));
-    return _mm256_or_si256(low, _mm256_slli_epi16(hi, 4));
+    const __m256i v = loadu(qh + 32 * h);
+    const __m256i at4 = s < 2 ? _mm256_slli_epi16(v, 4 - 2 * s) : s == 2 ? v : _mm256_srli_epi16(v, 2);
+    return _mm256_or_si256(low, _mm256_and_si256(at4, _mm256_set1_epi8(0x30)));
   }
   __m256i sc(int k) const { return pair_scale(pairs, k); }
 };
