@@ -3,6 +3,7 @@
 #include "engine/cpu_features.h"
 #include "engine/kernels/avx2.h"
 #include "engine/kernels/avx512.h"
+#include "engine/kernels/avxvnni.h"
 #include "engine/kernels/ref.h"
 #include "engine/kernels/traits.h"
 
@@ -64,10 +65,18 @@ const Dispatch* avx512_dispatch() {
   return avx2_dispatch() && f.avx512f && f.avx512bw && f.avx512vl && f.avx512_vnni ? &table : nullptr;
 }
 
+const Dispatch* avxvnni_dispatch() {
+  static const Dispatch table{"avxvnni", avx2::quantize_q8a, avx2::quantize_q8k, avx2::tile_for,
+                               &avx2::attn_ops(), avxvnni::packed_tile_for};
+  return avx2_dispatch() && cpu_features().avx_vnni ? &table : nullptr;
+}
+
+// AVX-512 VNNI before AVX-VNNI: the same ymm instruction, and a CPU with both runs either.
 const Dispatch& dispatch() {
-  static const Dispatch& chosen = avx512_dispatch() ? *avx512_dispatch()
-                                  : avx2_dispatch() ? *avx2_dispatch()
-                                                    : scalar_dispatch();
+  static const Dispatch& chosen = avx512_dispatch()    ? *avx512_dispatch()
+                                  : avxvnni_dispatch() ? *avxvnni_dispatch()
+                                  : avx2_dispatch()    ? *avx2_dispatch()
+                                                       : scalar_dispatch();
   return chosen;
 }
 

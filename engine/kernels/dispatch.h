@@ -51,6 +51,8 @@ const Dispatch& scalar_dispatch();
 const Dispatch* avx2_dispatch();
 // The AVX2 table with AVX-512 VNNI packed tiles, or nullptr without AVX-512 F/BW/VL/VNNI.
 const Dispatch* avx512_dispatch();
+// The AVX2 table with AVX-VNNI (VEX) packed tiles, or nullptr without avx_vnni.
+const Dispatch* avxvnni_dispatch();
 
 // Scalar tile over the reference vec_dot of `type` (any supported type).
 void ref_tile(gguf::TensorType type, const TileArgs& a);

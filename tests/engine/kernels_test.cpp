@@ -429,8 +429,10 @@ TEST(Dispatch, ChoosesTheWidestTableTheCpuRuns) {
   const CpuFeatures& f = cpu_features();
   const bool avx2 = f.avx2 && f.fma && f.f16c;
   const bool vnni = avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512_vnni;
-  EXPECT_STREQ(kernels::dispatch().name, vnni ? "avx512vnni" : avx2 ? "avx2" : "scalar");
+  const bool avx_vnni = avx2 && f.avx_vnni;
+  EXPECT_STREQ(kernels::dispatch().name, vnni ? "avx512vnni" : avx_vnni ? "avxvnni" : avx2 ? "avx2" : "scalar");
   EXPECT_EQ(kernels::avx512_dispatch() != nullptr, vnni);
+  EXPECT_EQ(kernels::avxvnni_dispatch() != nullptr, avx_vnni);
 }
 
 TEST(Matmul, SupportsTable) {

@@ -115,17 +115,19 @@ TEST(Packing, PackedTilesMatchTheReferenceOnAwkwardShapes) {
   check_packed_tiles(d.packed_tile_for, d.name);
 }
 
-// Every table this CPU can run, AVX2 and AVX-512 VNNI alike (dispatch() picks only one).
+// Every table this CPU can run, AVX2, AVX-VNNI and AVX-512 VNNI alike (dispatch() picks only one).
 TEST(Packing, EveryNativeTableMatchesTheReference) {
   int checked = 0;
-  for (const kernels::Dispatch* d : {kernels::avx2_dispatch(), kernels::avx512_dispatch()}) {
+  for (const kernels::Dispatch* d :
+       {kernels::avx2_dispatch(), kernels::avxvnni_dispatch(), kernels::avx512_dispatch()}) {
     if (d == nullptr) continue;
     check_packed_tiles(d->packed_tile_for, d->name);
     ++checked;
   }
   if (checked == 0) GTEST_SKIP() << "no SIMD table on this CPU";
-  if (!kernels::avx512_dispatch()) {
-    std::printf("[ packing  ] no AVX-512 VNNI on this CPU: its tiles are checked through SIMDe (VnniEmulated)\n");
+  if (!kernels::avx512_dispatch() || !kernels::avxvnni_dispatch()) {
+    std::printf("[ packing  ] no %s on this CPU: the VNNI tiles are checked through SIMDe (VnniEmulated)\n",
+                kernels::avx512_dispatch() ? "AVX-VNNI" : kernels::avxvnni_dispatch() ? "AVX-512 VNNI" : "AVX-512 VNNI or AVX-VNNI");
   }
 }
 
