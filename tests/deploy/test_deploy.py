@@ -216,11 +216,18 @@ class NginxScaleOut(unittest.TestCase):
             chunks = [json.loads(e[6:]) for e in events[:-1]]
             self.assertGreaterEqual(len(chunks), 24, "one event per token")
             self.assertEqual(chunks[-1]["choices"][0]["finish_reason"], "length")
-        served = []
-        for log in self.logs[:2]:
-            log.flush()
-            log.seek(0)
-            served.append(log.read().count("POST /v1/completions 200"))
+        # A replica logs a request once it has finished with it, which can be just after the client
+        # has read [DONE] (under the sanitizers, noticeably after): poll the logs for a while.
+        deadline = time.monotonic() + 20
+        while True:
+            served = []
+            for log in self.logs[:2]:
+                log.flush()
+                log.seek(0)
+                served.append(log.read().count("POST /v1/completions 200"))
+            if sum(served) >= 4 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
         self.assertEqual(sum(served), 4)
         self.assertTrue(all(n > 0 for n in served), f"requests per replica: {served}")
 
