@@ -18,12 +18,12 @@ struct UQ2_K {
   static constexpr int kBytes = 84;
   static constexpr bool kSigned = false, kMins = true;
   const uint8_t* qs;
-  __m256i scales;  // pair_scales()
+  __m256i pairs;  // pair_scales()
   __m256i mins;
   float d, dm;
   explicit UQ2_K(const uint8_t* b) : qs(b + 16) {
     const __m128i s = loadu128(b);
-    scales = pair_scales(_mm_and_si128(s, _mm_set1_epi8(0x0f)));
+    pairs = pair_scales(_mm_and_si128(s, _mm_set1_epi8(0x0f)));
     mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), _mm_set1_epi8(0x0f)));
     d = fp16(b + 80);
     dm = fp16(b + 82);
@@ -32,7 +32,7 @@ struct UQ2_K {
     const __m256i v = loadu(qs + 32 * (k / 4));
     return _mm256_and_si256(_mm256_srli_epi16(v, 2 * (k % 4)), _mm256_set1_epi8(3));
   }
-  __m256i sc(int k) const { return pair_scale(scales, k); }
+  __m256i sc(int k) const { return pair_scale(pairs, k); }
 };
 
 struct UQ3_K {
