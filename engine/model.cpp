@@ -163,6 +163,17 @@ std::vector<M*> matmul_weights_of(M& output, Layers& layers) {
 
 std::vector<const Matrix*> Model::matmul_weights() const { return matmul_weights_of<const Matrix>(output, layers); }
 
+std::vector<std::span<const uint8_t>> Model::matmul_ranges() const {
+  std::vector<std::span<const uint8_t>> ranges;
+  for (const Matrix* m : matmul_weights()) {
+    const auto packed = static_cast<size_t>(m->packed_rows) * m->row_bytes;
+    if (packed > 0) ranges.emplace_back(static_cast<const uint8_t*>(m->packed), packed);
+    const auto rest = static_cast<size_t>(m->rows - m->packed_rows) * m->row_bytes;
+    if (rest > 0) ranges.emplace_back(static_cast<const uint8_t*>(m->data) + packed, rest);
+  }
+  return ranges;
+}
+
 void Model::page_in(const std::function<void(uint64_t, uint64_t)>& progress) const {
   // The file ranges still read by matmul: rows past the packed ones.
   std::vector<std::span<const uint8_t>> ranges;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "engine/kernels/matmul.h"
@@ -84,6 +85,10 @@ class Model {
 
   // Every matrix matmul reads: output and each layer's projections.
   std::vector<const Matrix*> matmul_weights() const;
+
+  // The memory those matrices occupy as matmul reads it: each one's packed copy and its rows
+  // still in the file mapping. A decode step streams all of it once.
+  std::vector<std::span<const uint8_t>> matmul_ranges() const;
 
   // Reads once every page of the file that matmul reads (not the repacked ranges: packing read
   // them), so the first requests don't pay the page faults of a cold mapping (seconds for a

@@ -32,6 +32,9 @@ TEST(BenchCommand, JsonReportHasBothTestsAndTheRoofline) {
   }
   EXPECT_GT(j["roofline"]["read_bandwidth_gbs"].get<double>(), 0.0);
   EXPECT_GT(j["roofline"]["weight_bytes_per_token"].get<uint64_t>(), 0u);
+  // The pass over the model's own weights after each tg run, and tg against it.
+  EXPECT_GT(j["roofline"]["paired_read_gbs"].get<double>(), 0.0);
+  EXPECT_GT(j["roofline"]["tg_fraction_of_paired_bound"].get<double>(), 0.0);
   EXPECT_GT(j["peak_rss_bytes"].get<uint64_t>(), 0u);
 }
 
