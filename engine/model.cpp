@@ -163,27 +163,34 @@ std::vector<M*> matmul_weights_of(M& output, Layers& layers) {
 
 std::vector<const Matrix*> Model::matmul_weights() const { return matmul_weights_of<const Matrix>(output, layers); }
 
+namespace {
+
+// The rows of m that matmul reads from the file mapping: those past the packed ones.
+std::span<const uint8_t> file_rows(const Matrix& m) {
+  const auto packed = static_cast<size_t>(m.packed_rows) * m.row_bytes;
+  return {static_cast<const uint8_t*>(m.data) + packed, static_cast<size_t>(m.rows - m.packed_rows) * m.row_bytes};
+}
+
+}  // namespace
+
 std::vector<std::span<const uint8_t>> Model::matmul_ranges() const {
   std::vector<std::span<const uint8_t>> ranges;
   for (const Matrix* m : matmul_weights()) {
     const auto packed = static_cast<size_t>(m->packed_rows) * m->row_bytes;
     if (packed > 0) ranges.emplace_back(static_cast<const uint8_t*>(m->packed), packed);
-    const auto rest = static_cast<size_t>(m->rows - m->packed_rows) * m->row_bytes;
-    if (rest > 0) ranges.emplace_back(static_cast<const uint8_t*>(m->data) + packed, rest);
+    if (const auto rows = file_rows(*m); !rows.empty()) ranges.push_back(rows);
   }
   return ranges;
 }
 
 void Model::page_in(const std::function<void(uint64_t, uint64_t)>& progress) const {
-  // The file ranges still read by matmul: rows past the packed ones.
   std::vector<std::span<const uint8_t>> ranges;
   uint64_t total = 0;
   for (const Matrix* m : matmul_weights()) {
-    const auto* p = static_cast<const uint8_t*>(m->data);
-    const auto n = static_cast<size_t>(m->rows - m->packed_rows) * m->row_bytes;
-    if (n == 0) continue;
-    ranges.emplace_back(p + m->packed_rows * m->row_bytes, n);
-    total += n;
+    if (const auto rows = file_rows(*m); !rows.empty()) {
+      ranges.push_back(rows);
+      total += rows.size();
+    }
   }
   constexpr uint64_t kPage = 4096, kReport = uint64_t{64} << 20;
   for (const std::span<const uint8_t> r : ranges) {
