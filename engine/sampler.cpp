@@ -1,7 +1,10 @@
 #include "engine/sampler.h"
 
 #include <algorithm>
+#include <cassert>
+#include <cfloat>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -18,26 +21,60 @@ uint64_t splitmix64(uint64_t& x) {
 
 uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
-void check(bool ok, const char* what) {
-  if (!ok) throw std::invalid_argument(std::string("sampling: ") + what);
+std::string format_number(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
+// The error for `x` outside `r`, or nullopt.
+std::optional<SamplingError> out_of_range(const sampling_rules::Range& r, double x) {
+  if (sampling_rules::contains(r, x)) return std::nullopt;  // false for NaN
+  return SamplingError{std::string(r.name), std::string(r.name) + " must be between " + format_number(r.min) +
+                                                " and " + format_number(r.max) + ", found " + format_number(x)};
+}
+
+// The largest finite float for +inf, -inf for NaN: what the draw may safely see.
+float finite_or_floor(float x) {
+  if (x != x) return -INFINITY;
+  return x == INFINITY ? FLT_MAX : x;
 }
 
 }  // namespace
 
+std::optional<SamplingError> check_sampling(const SamplingParams& p, int64_t n_vocab) {
+  namespace r = sampling_rules;
+  const std::pair<const r::Range*, double> fields[] = {
+      {&r::kTemperature, p.temperature},
+      {&r::kTopP, p.top_p},
+      {&r::kTopK, p.top_k},
+      {&r::kMinP, p.min_p},
+      {&r::kRepeatPenalty, p.repeat_penalty},
+      {&r::kPresencePenalty, p.presence_penalty},
+      {&r::kFrequencyPenalty, p.frequency_penalty},
+      {&r::kPenaltyLastN, p.penalty_last_n},
+      {&r::kLogprobs, p.n_logprobs},
+  };
+  for (const auto& [range, value] : fields) {
+    if (auto e = out_of_range(*range, value)) return e;
+  }
+  for (const auto& [id, bias] : p.logit_bias) {
+    if (id < 0 || id >= n_vocab) {
+      return SamplingError{"logit_bias", "logit_bias names token " + std::to_string(id) +
+                                             ", outside the vocabulary [0, " + std::to_string(n_vocab) + ")"};
+    }
+    // -inf is how a ban (-100) is stored; anything else must be a finite bias within the range.
+    if (bias != -INFINITY) {
+      if (auto e = out_of_range(r::kLogitBias, bias)) return e;
+    }
+  }
+  if (n_vocab <= 0) return SamplingError{"n_vocab", "the vocabulary is empty"};
+  return std::nullopt;
+}
+
 Sampler::Sampler(const SamplingParams& params, int64_t n_vocab)
     : params_(params), n_vocab_(n_vocab) {
-  check(n_vocab > 0, "empty vocabulary");
-  check(std::isfinite(params.temperature), "temperature must be a finite number");
-  check(params.top_k >= 0, "top_k must be >= 0");
-  check(params.top_p > 0.0f && params.top_p <= 1.0f, "top_p must be in (0, 1]");
-  check(params.min_p >= 0.0f && params.min_p <= 1.0f, "min_p must be in [0, 1]");
-  check(params.repeat_penalty > 0.0f, "repeat_penalty must be > 0");
-  check(params.penalty_last_n >= -1, "penalty_last_n must be >= -1");
-  check(params.n_logprobs >= 0, "n_logprobs must be >= 0");
-  for (const auto& [id, bias] : params.logit_bias) {
-    check(id >= 0 && id < n_vocab, "logit_bias names a token outside the vocabulary");
-    (void)bias;
-  }
+  if (auto e = check_sampling(params, n_vocab)) throw std::invalid_argument("sampling: " + e->message);
   uint64_t s = params.seed;
   for (uint64_t& r : rng_) r = splitmix64(s);
   cand_.resize(static_cast<size_t>(n_vocab));
@@ -60,9 +97,16 @@ Sampled Sampler::sample(const float* logits) {
   }
   for (const auto& [id, bias] : params_.logit_bias) cand_[static_cast<size_t>(id)].logit += bias;
   apply_penalties();
+  bool any_finite = false;
+  for (Candidate& c : cand_) {
+    c.logit = finite_or_floor(c.logit);
+    any_finite |= c.logit != -INFINITY;
+  }
 
   int32_t id;
-  if (params_.temperature <= 0.0f) {
+  if (!any_finite) {
+    id = 0;  // every token banned or NaN: nothing to weigh; the lowest id, deterministically
+  } else if (params_.temperature < sampling_rules::kGreedyBelow) {
     id = std::max_element(cand_.begin(), cand_.end(), [](const Candidate& a, const Candidate& b) {
            return a.logit < b.logit;
          })->id;
@@ -70,7 +114,7 @@ Sampled Sampler::sample(const float* logits) {
     id = draw();
   }
   Sampled out{id, 0.0f, {}};
-  if (params_.logprobs) fill_logprobs(logits, id, out);
+  if (params_.logprobs) out = logprobs_of(logits, n_vocab_, id, params_.n_logprobs);
   accept(id);
   return out;
 }
@@ -137,6 +181,7 @@ int32_t Sampler::draw() {
   }
   double total = 0.0;
   for (size_t i = 0; i < n; ++i) total += weight(cand_[i]);
+  assert(std::isfinite(total) && total >= 1.0);  // the best candidate weighs exactly 1
   double r = next_unit() * total;
   for (size_t i = 0; i < n; ++i) {
     r -= weight(cand_[i]);
@@ -145,24 +190,34 @@ int32_t Sampler::draw() {
   return cand_[n - 1].id;  // rounding left r >= 0 after the last candidate
 }
 
-void Sampler::fill_logprobs(const float* logits, int32_t id, Sampled& out) {
+Sampled logprobs_of(const float* logits, int64_t n_vocab, int32_t id, int k) {
   float max = -INFINITY;
-  for (int64_t i = 0; i < n_vocab_; ++i) max = std::max(max, logits[i]);
+  for (int64_t i = 0; i < n_vocab; ++i) max = std::max(max, finite_or_floor(logits[i]));
   double sum = 0.0;
-  for (int64_t i = 0; i < n_vocab_; ++i) sum += std::exp(static_cast<double>(logits[i] - max));
-  const float lse = max + static_cast<float>(std::log(sum));
-  out.logprob = logits[id] - lse;
-  const size_t k = std::min(static_cast<size_t>(params_.n_logprobs), static_cast<size_t>(n_vocab_));
-  if (k == 0) return;
-  for (int64_t i = 0; i < n_vocab_; ++i) {
-    cand_[static_cast<size_t>(i)] = {static_cast<int32_t>(i), logits[i]};
+  if (max != -INFINITY) {
+    for (int64_t i = 0; i < n_vocab; ++i) sum += std::exp(static_cast<double>(finite_or_floor(logits[i]) - max));
   }
-  std::partial_sort(cand_.begin(), cand_.begin() + static_cast<std::ptrdiff_t>(k), cand_.end(),
-                    [](const Candidate& a, const Candidate& b) {
-                      return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-                    });
-  out.top.reserve(k);
-  for (size_t i = 0; i < k; ++i) out.top.push_back({cand_[i].id, cand_[i].logit - lse});
+  // log p = logit - lse, floored at kMinLogprob (also for the -inf of a row with no finite logit).
+  const double lse = static_cast<double>(max) + std::log(sum);
+  auto logprob = [&](int32_t t) {
+    const double lp = static_cast<double>(finite_or_floor(logits[t])) - lse;
+    return lp == lp ? static_cast<float>(std::max(lp, static_cast<double>(kMinLogprob))) : kMinLogprob;
+  };
+  Sampled out{id, logprob(id), {}};
+  // The k best ids, best first (ties: lower id), by insertion into a sorted list of at most k.
+  const size_t n_top = std::min(static_cast<size_t>(std::max(k, 0)), static_cast<size_t>(n_vocab));
+  std::vector<std::pair<float, int32_t>> best;
+  best.reserve(n_top + 1);
+  for (int64_t i = 0; i < n_vocab && n_top > 0; ++i) {
+    const float l = finite_or_floor(logits[i]);
+    if (best.size() == n_top && !(l > best.back().first)) continue;
+    auto pos = std::find_if(best.begin(), best.end(), [l](const auto& e) { return l > e.first; });
+    best.insert(pos, {l, static_cast<int32_t>(i)});
+    if (best.size() > n_top) best.pop_back();
+  }
+  out.top.reserve(best.size());
+  for (const auto& e : best) out.top.push_back({e.second, logprob(e.second)});
+  return out;
 }
 
 uint64_t Sampler::next_u64() {  // xoshiro256**

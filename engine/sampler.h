@@ -3,13 +3,17 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
+
+#include "engine/sampling_rules.h"
 
 namespace engine {
 
 struct SamplingParams {
-  float temperature = 1.0f;      // <= 0: greedy (argmax after penalties and biases)
+  float temperature = 1.0f;      // < kGreedyBelow: greedy (argmax after penalties and biases)
   int top_k = 0;                 // keep the k most likely tokens; 0 = all
   float top_p = 1.0f;            // keep the smallest set whose probability reaches top_p; 1 = all
   float min_p = 0.0f;            // drop tokens less likely than min_p * p(most likely); 0 = off
@@ -22,6 +26,18 @@ struct SamplingParams {
   bool logprobs = false;         // report the chosen token's log-probability ...
   int n_logprobs = 0;            // ... and this many most likely alternatives
 };
+
+// Which field of a SamplingParams breaks sampling_rules, and how ("top_p must be between 0 and 1,
+// found 1.5"). `field` is the rule's name (sampling_rules::Range::name).
+struct SamplingError {
+  std::string field;
+  std::string message;
+};
+
+// Checks every field against sampling_rules and logit_bias ids against [0, n_vocab). nullopt:
+// valid. The Sampler's constructor, the HTTP request layer and the server's configuration all
+// call this, so a value one accepts can never be refused by another.
+std::optional<SamplingError> check_sampling(const SamplingParams& params, int64_t n_vocab);
 
 struct TokenLogprob {
   int32_t id;
@@ -37,11 +53,21 @@ struct Sampled {
   std::vector<TokenLogprob> top;
 };
 
+// Log-probabilities never go below this (OpenAI's floor for "impossible"), so JSON never sees -inf.
+inline constexpr float kMinLogprob = -9999.0f;
+
+// log p(id) under softmax(logits) (n_vocab,), and the k most likely tokens, best first (ties: the
+// lower id). What Sampled reports with logprobs on; also used to score prompt tokens.
+Sampled logprobs_of(const float* logits, int64_t n_vocab, int32_t id, int k);
+
 // The sampler of one sequence: a pipeline applied to each row of logits, in this order:
 //   logit_bias -> repetition / presence / frequency penalties over the last penalty_last_n
 //   accepted tokens -> (greedy: argmax) -> temperature -> top_k -> top_p -> min_p -> draw.
 // Randomness comes from its own PRNG seeded with params.seed, so a sequence's tokens depend only
 // on its seed and its logits, never on other sequences or on batching.
+// Non-finite logits never reach the draw: NaN counts as -inf, +inf as the largest float, and a
+// row with no finite candidate falls back to the lowest id.
+// Errors: the constructor throws std::invalid_argument when check_sampling() fails.
 // Ownership: owns its candidate buffer (n_vocab entries, allocated once) and history.
 // Thread-safety: none; use one Sampler per sequence (different Samplers are independent).
 class Sampler {
@@ -63,7 +89,6 @@ class Sampler {
   int32_t draw();
   uint64_t next_u64();
   double next_unit();  // uniform in [0, 1)
-  void fill_logprobs(const float* logits, int32_t id, Sampled& out);
 
   SamplingParams params_;
   int64_t n_vocab_;

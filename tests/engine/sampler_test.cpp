@@ -119,10 +119,65 @@ TEST(Sampler, LogprobsOfChosenTokenAndAlternatives) {
 }
 
 TEST(Sampler, RejectsBadParameters) {
-  EXPECT_THROW(Sampler(SamplingParams{.top_p = 0.0f}, 4), std::invalid_argument);
+  EXPECT_THROW(Sampler(SamplingParams{.top_p = -0.1f}, 4), std::invalid_argument);
+  EXPECT_THROW(Sampler(SamplingParams{.top_p = NAN}, 4), std::invalid_argument);
+  EXPECT_THROW(Sampler(SamplingParams{.temperature = INFINITY}, 4), std::invalid_argument);
   EXPECT_THROW(Sampler(SamplingParams{.min_p = 1.5f}, 4), std::invalid_argument);
   EXPECT_THROW(Sampler(SamplingParams{.top_k = -1}, 4), std::invalid_argument);
   EXPECT_THROW(Sampler(SamplingParams{.repeat_penalty = 0.0f}, 4), std::invalid_argument);
+}
+
+// The one set of rules (sampling_rules.h) names the field that breaks it.
+TEST(Sampler, CheckSamplingNamesTheField) {
+  EXPECT_FALSE(check_sampling(SamplingParams{}, 4));
+  EXPECT_FALSE(check_sampling(SamplingParams{.top_p = 0.0f}, 4)) << "top_p 0: the most likely token only";
+  const auto e = check_sampling(SamplingParams{.top_p = 1.5f}, 4);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->field, "top_p");
+  EXPECT_EQ(e->message, "top_p must be between 0 and 1, found 1.5");
+  EXPECT_EQ(check_sampling(SamplingParams{.temperature = 2.5f}, 4)->field, "temperature");
+  EXPECT_EQ(check_sampling(SamplingParams{.penalty_last_n = -2}, 4)->field, "penalty_last_n");
+  EXPECT_EQ(check_sampling(SamplingParams{.logit_bias = {{1, 150.0f}}}, 4)->field, "logit_bias");
+  EXPECT_FALSE(check_sampling(SamplingParams{.logit_bias = {{1, -INFINITY}}}, 4)) << "a ban";
+  EXPECT_EQ(check_sampling(SamplingParams{.n_logprobs = 21}, 4)->field, "n_logprobs");
+}
+
+// top_p 0 (and 1e-50) used to throw on the scheduler thread and abort the server.
+TEST(Sampler, TopPZeroKeepsTheMostLikelyToken) {
+  const std::vector<float> logits = {0.1f, 2.0f, -1.0f, 1.9f};
+  for (float top_p : {0.0f, 1e-30f}) {
+    const std::vector<int> h = histogram(SamplingParams{.top_p = top_p, .seed = 9}, logits, 500);
+    EXPECT_EQ(h[1], 500) << top_p;
+  }
+}
+
+// 1/T overflowed for T = 1e-40: every weight NaN and always the last id. Tiny T is greedy.
+TEST(Sampler, TinyTemperatureIsGreedy) {
+  const std::vector<float> logits = {0.1f, 2.0f, -1.0f, 1.9f};
+  for (float t : {1e-40f, 1e-30f, 1e-6f}) {
+    Sampler s(SamplingParams{.temperature = t, .seed = 4}, 4);
+    for (int i = 0; i < 20; ++i) EXPECT_EQ(s.sample(logits.data()).id, 1) << t;
+  }
+}
+
+// NaN and infinite logits (a broken model) never reach the draw as NaN weights.
+TEST(Sampler, NonFiniteLogitsAreTamed) {
+  const std::vector<float> nan_row = {NAN, 1.0f, NAN, 0.5f};
+  Sampler s(SamplingParams{.temperature = 1.0f, .seed = 2, .logprobs = true, .n_logprobs = 2}, 4);
+  for (int i = 0; i < 50; ++i) {
+    const Sampled r = s.sample(nan_row.data());
+    EXPECT_TRUE(r.id == 1 || r.id == 3) << r.id;
+    EXPECT_TRUE(std::isfinite(r.logprob));
+  }
+  const std::vector<float> inf_row = {0.0f, INFINITY, 3.0f, -INFINITY};
+  Sampler g(SamplingParams{.temperature = 0.7f, .seed = 2}, 4);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(g.sample(inf_row.data()).id, 1);
+  // Every token banned: nothing to weigh, the lowest id, and logprobs at the floor, not NaN.
+  const std::vector<float> banned = {-INFINITY, -INFINITY, NAN, -INFINITY};
+  Sampler b(SamplingParams{.temperature = 1.0f, .logprobs = true}, 4);
+  const Sampled r = b.sample(banned.data());
+  EXPECT_EQ(r.id, 0);
+  EXPECT_EQ(r.logprob, kMinLogprob);
 }
 
 // 150k vocabulary: the truncation samplers (partial sorts) pick valid tokens inside the top-k.
