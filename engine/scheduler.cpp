@@ -51,6 +51,13 @@ struct Slot {
   SeqId seq() const { return index; }
 };
 
+// A logits row of the batch: its slot and, for a scored prompt row (prompt_logprobs), the prompt
+// position it was computed at, whose next prompt token it scores; -1 for a row to sample from.
+struct Output {
+  Slot* slot;
+  int64_t prompt_pos;
+};
+
 size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
   const size_t n = std::min(a.size(), b.size());
   size_t i = 0;
@@ -115,9 +122,14 @@ struct Scheduler::Impl {
   void admit();
   void start(Slot& slot, GenerationRequest&& req);
   void check_cancelled(bool cancel_everything);
-  void build_batch(std::vector<std::pair<Slot*, int64_t>>& prefill, std::vector<Slot*>& outputs);
+  void build_batch(std::vector<std::pair<Slot*, int64_t>>& prefill, std::vector<Output>& outputs);
+  void emit_output(const Output& out, const float* logits);
+  void score_prompt_token(Slot& slot, int64_t pos, const float* logits);
   void emit_token(Slot& slot, const float* logits);
   void finish(Slot& slot, FinishReason reason, const std::string& error = {});
+  void fail(Slot& slot, const std::string& error);
+  void fail_all(const std::string& error);
+  SubmitStatus admission(int64_t n_requests) const;  // with mu held
   bool any_active() const {
     return std::ranges::any_of(slots, [](const Slot& s) { return s.active(); });
   }
@@ -156,11 +168,31 @@ void Scheduler::Impl::loop() {
       cancel_everything = cancel_requested;
       cancel_requested = false;
     }
-    check_cancelled(cancel_everything);
-    admit();
-    step();
+    // Nothing may end this thread: an exception no request handler caught fails what is running.
+    try {
+      check_cancelled(cancel_everything);
+      admit();
+      step();
+    } catch (const std::exception& e) {
+      fail_all(e.what());
+    } catch (...) {
+      fail_all("unknown error in the scheduler");
+    }
   }
   check_cancelled(true);
+}
+
+// Ends one request with an error, dropping its cache entries (their state is unknown).
+void Scheduler::Impl::fail(Slot& slot, const std::string& error) {
+  cache.truncate(slot.seq(), 0);
+  slot.cached.clear();
+  finish(slot, FinishReason::Error, error);
+}
+
+void Scheduler::Impl::fail_all(const std::string& error) {
+  for (Slot& s : slots) {
+    if (s.active()) fail(s, error);
+  }
 }
 
 // Finishes requests whose client went away, whose deadline passed, or all of them.
@@ -189,7 +221,10 @@ void Scheduler::Impl::check_cancelled(bool cancel_everything) {
   for (GenerationRequest& r : dropped) {
     Usage u;
     u.prompt_tokens = static_cast<int64_t>(r.prompt.size());
-    r.sink->on_finish(FinishReason::Cancelled, u, now > r.deadline ? "request deadline exceeded" : "");
+    try {
+      r.sink->on_finish(FinishReason::Cancelled, u, now > r.deadline ? "request deadline exceeded" : "");
+    } catch (...) {  // a sink that cannot take its end has nobody left to tell
+    }
   }
 }
 
@@ -223,37 +258,45 @@ void Scheduler::Impl::admit() {
 
 void Scheduler::Impl::start(Slot& slot, GenerationRequest&& req) {
   // Keep the common prefix, but always evaluate the last prompt token again: its logits are
-  // what the first generated token is sampled from.
-  const size_t keep = std::min(common_prefix(slot.cached, req.prompt), req.prompt.size() - 1);
+  // what the first generated token is sampled from. Scoring the prompt needs every position's
+  // logits, so nothing is kept then.
+  const size_t keep = req.prompt_logprobs ? 0 : std::min(common_prefix(slot.cached, req.prompt), req.prompt.size() - 1);
   cache.truncate(slot.seq(), static_cast<int32_t>(keep));
   slot.cached.resize(keep);
   slot.req = std::move(req);
   slot.usage = Usage{};
   slot.usage.prompt_tokens = static_cast<int64_t>(slot.req.prompt.size());
   slot.usage.cached_tokens = static_cast<int64_t>(keep);
-  slot.sampler.emplace(slot.req.sampling, tokenizer.n_vocab());
-  const SamplingParams& sp = slot.req.sampling;
-  const size_t window = sp.penalty_last_n < 0 ? slot.req.prompt.size()
-                                              : std::min<size_t>(sp.penalty_last_n, slot.req.prompt.size());
-  for (size_t i = slot.req.prompt.size() - window; i < slot.req.prompt.size(); ++i) {
-    slot.sampler->accept(slot.req.prompt[i]);
-  }
-  slot.decoder.emplace(tokenizer, StreamDecoder::Options{false, false});
-  slot.stop.emplace(slot.req.stop);
   slot.state = Slot::State::Prefill;
+  try {
+    slot.sampler.emplace(slot.req.sampling, tokenizer.n_vocab());
+    const SamplingParams& sp = slot.req.sampling;
+    const size_t window = sp.penalty_last_n < 0 ? slot.req.prompt.size()
+                                                : std::min<size_t>(sp.penalty_last_n, slot.req.prompt.size());
+    for (size_t i = slot.req.prompt.size() - window; i < slot.req.prompt.size(); ++i) {
+      slot.sampler->accept(slot.req.prompt[i]);
+    }
+    slot.decoder.emplace(tokenizer, StreamDecoder::Options{false, false});
+    slot.stop.emplace(slot.req.stop);
+  } catch (const std::exception& e) {
+    fail(slot, e.what());
+    return;
+  }
+  // Nothing to generate and nothing to score: done before any work.
+  if (slot.req.max_tokens == 0 && !slot.req.prompt_logprobs) finish(slot, FinishReason::Length);
 }
 
 // Decode tokens of generating slots first, then prompt chunks of prefilling slots within the
 // prefill budget. `outputs` gets the slot of each logits row in order; `prefill` the slots that
 // advanced their prompt, and by how many tokens.
 void Scheduler::Impl::build_batch(std::vector<std::pair<Slot*, int64_t>>& prefill,
-                                  std::vector<Slot*>& outputs) {
+                                  std::vector<Output>& outputs) {
   batch.clear();
   for (Slot& s : slots) {
     if (s.state != Slot::State::Generate) continue;
     batch.add(s.next_token, s.seq(), static_cast<int32_t>(s.cached.size()), true);
     s.cached.push_back(s.next_token);
-    outputs.push_back(&s);
+    outputs.push_back({&s, -1});
   }
   int64_t budget = opt.prefill_chunk;
   for (Slot& s : slots) {
@@ -263,9 +306,9 @@ void Scheduler::Impl::build_batch(std::vector<std::pair<Slot*, int64_t>>& prefil
     const int64_t n = std::min<int64_t>(budget, static_cast<int64_t>(prompt.size()) - done);
     for (int64_t i = done; i < done + n; ++i) {
       const bool last = i + 1 == static_cast<int64_t>(prompt.size());
-      batch.add(prompt[i], s.seq(), static_cast<int32_t>(i), last);
+      batch.add(prompt[i], s.seq(), static_cast<int32_t>(i), last || s.req.prompt_logprobs);
       s.cached.push_back(prompt[i]);
-      if (last) outputs.push_back(&s);
+      if (last || s.req.prompt_logprobs) outputs.push_back({&s, last ? -1 : i});
     }
     prefill.emplace_back(&s, n);
     budget -= n;
@@ -274,7 +317,7 @@ void Scheduler::Impl::build_batch(std::vector<std::pair<Slot*, int64_t>>& prefil
 
 void Scheduler::Impl::step() {
   std::vector<std::pair<Slot*, int64_t>> prefill;
-  std::vector<Slot*> outputs;
+  std::vector<Output> outputs;
   build_batch(prefill, outputs);
   if (batch.size() == 0) return;
   try {
@@ -282,12 +325,7 @@ void Scheduler::Impl::step() {
   } catch (const std::exception& e) {
     // Nothing a request did can cause this (prompts are validated at submit); fail the slots of
     // this batch and drop their cache entries rather than the whole server.
-    for (Slot& s : slots) {
-      if (!s.active()) continue;
-      cache.truncate(s.seq(), 0);
-      s.cached.clear();
-      finish(s, FinishReason::Error, e.what());
-    }
+    fail_all(e.what());
     return;
   }
   int64_t n_prompt = 0;
@@ -296,11 +334,39 @@ void Scheduler::Impl::step() {
     if (slot->cached.size() == slot->req.prompt.size()) slot->state = Slot::State::Generate;
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
-    emit_token(*outputs[i], forward.logits(static_cast<int64_t>(i)));
+    if (!outputs[i].slot->active()) continue;  // ended by a failure on an earlier row
+    try {
+      emit_output(outputs[i], forward.logits(static_cast<int64_t>(i)));
+    } catch (const std::exception& e) {
+      fail(*outputs[i].slot, e.what());
+    }
   }
   std::lock_guard lock(mu);
   throughput.add(Clock::now(), static_cast<int64_t>(outputs.size()), n_prompt);
   kv_used = cache.n_cells() - cache.n_free();
+}
+
+void Scheduler::Impl::emit_output(const Output& out, const float* logits) {
+  Slot& slot = *out.slot;
+  if (out.prompt_pos >= 0) {
+    score_prompt_token(slot, out.prompt_pos, logits);
+  } else if (slot.req.max_tokens == 0) {
+    finish(slot, FinishReason::Length);  // the prompt was only scored
+  } else {
+    emit_token(slot, logits);
+  }
+}
+
+// The logits at prompt position `pos` score prompt token pos + 1.
+void Scheduler::Impl::score_prompt_token(Slot& slot, int64_t pos, const float* logits) {
+  const int32_t next = slot.req.prompt[static_cast<size_t>(pos + 1)];
+  const Sampled s = logprobs_of(logits, tokenizer.n_vocab(), next, slot.req.sampling.n_logprobs);
+  TokenEvent ev;
+  ev.token = next;
+  ev.prompt = true;
+  ev.logprob = s.logprob;
+  ev.top = s.top;
+  slot.req.sink->on_token(std::move(ev));
 }
 
 // Samples the slot's next token from its logits row and emits its text.
@@ -331,17 +397,27 @@ void Scheduler::Impl::emit_token(Slot& slot, const float* logits) {
 }
 
 // Emits what the decoder and stop matcher hold back (unless stopped), then ends the request.
+// Never throws: whatever happens, the slot is free afterwards.
 void Scheduler::Impl::finish(Slot& slot, FinishReason reason, const std::string& error) {
-  if (slot.decoder && reason != FinishReason::Cancelled && reason != FinishReason::Error) {
-    StopMatcher::Result r = slot.stop->push(slot.decoder->flush());
-    std::string rest = r.text + (r.stopped ? std::string() : slot.stop->flush());
-    if (!rest.empty()) {
-      TokenEvent ev;
-      ev.text = std::move(rest);
-      slot.req.sink->on_token(std::move(ev));
+  std::string message = error;
+  if (slot.decoder && slot.stop && reason != FinishReason::Cancelled && reason != FinishReason::Error) {
+    try {
+      StopMatcher::Result r = slot.stop->push(slot.decoder->flush());
+      std::string rest = r.text + (r.stopped ? std::string() : slot.stop->flush());
+      if (!rest.empty()) {
+        TokenEvent ev;
+        ev.text = std::move(rest);
+        slot.req.sink->on_token(std::move(ev));
+      }
+    } catch (const std::exception& e) {
+      reason = FinishReason::Error;
+      message = e.what();
     }
   }
-  slot.req.sink->on_finish(reason, slot.usage, error);
+  try {
+    slot.req.sink->on_finish(reason, slot.usage, message);
+  } catch (...) {  // a sink that cannot take its end has nobody left to tell
+  }
   slot.req.sink.reset();
   slot.sampler.reset();
   slot.decoder.reset();
@@ -357,21 +433,37 @@ Scheduler::Scheduler(const Model& model, const Tokenizer& tokenizer, SchedulerOp
 
 Scheduler::~Scheduler() = default;
 
+// Whether n more requests may be queued now (mu held).
+SubmitStatus Scheduler::Impl::admission(int64_t n_requests) const {
+  if (draining || stopping) return SubmitStatus::Draining;
+  if (n_requests > opt.n_slots + opt.max_queue) return SubmitStatus::TooLarge;
+  const int64_t free_slots = opt.n_slots - active_count;
+  if (static_cast<int64_t>(queue.size()) + n_requests > opt.max_queue + free_slots) return SubmitStatus::QueueFull;
+  return SubmitStatus::Accepted;
+}
+
 SubmitStatus Scheduler::submit(GenerationRequest request) {
-  if (request.prompt.empty()) return SubmitStatus::EmptyPrompt;
-  if (static_cast<int64_t>(request.prompt.size()) >= impl_->opt.n_ctx) return SubmitStatus::PromptTooLong;
+  std::vector<GenerationRequest> one;
+  one.push_back(std::move(request));
+  return submit_all(std::move(one));
+}
+
+SubmitStatus Scheduler::submit_all(std::vector<GenerationRequest> requests) {
+  for (const GenerationRequest& r : requests) {
+    if (r.prompt.empty()) return SubmitStatus::EmptyPrompt;
+    if (static_cast<int64_t>(r.prompt.size()) >= impl_->opt.n_ctx) return SubmitStatus::PromptTooLong;
+  }
   {
     std::lock_guard lock(impl_->mu);
-    if (impl_->draining || impl_->stopping) return SubmitStatus::Draining;
-    const int64_t free_slots = impl_->opt.n_slots - impl_->active_count;
-    if (static_cast<int64_t>(impl_->queue.size()) >= impl_->opt.max_queue + free_slots) {
-      return SubmitStatus::QueueFull;
-    }
-    impl_->queue.push_back(std::move(request));
+    const SubmitStatus status = impl_->admission(static_cast<int64_t>(requests.size()));
+    if (status != SubmitStatus::Accepted) return status;
+    for (GenerationRequest& r : requests) impl_->queue.push_back(std::move(r));
   }
   impl_->cv.notify_all();
   return SubmitStatus::Accepted;
 }
+
+int64_t Scheduler::capacity() const { return impl_->opt.n_slots + impl_->opt.max_queue; }
 
 void Scheduler::drain() {
   std::lock_guard lock(impl_->mu);

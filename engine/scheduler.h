@@ -24,9 +24,12 @@ struct Usage {
   int64_t cached_tokens = 0;  // prompt tokens reused from a slot's cache (not recomputed)
 };
 
-// One generated token, with the text it completes.
+// One generated token, with the text it completes; or, with `prompt` set, one scored prompt token
+// (GenerationRequest::prompt_logprobs: the token, its logprob given the tokens before it and the
+// alternatives; no text). Scored prompt tokens come first, for prompt positions 1, 2, ... in order.
 struct TokenEvent {
   int32_t token = -1;
+  bool prompt = false;
   std::string text;                // final text to append: whole UTF-8 characters, stop strings
                                    // held back until they can't match (may be empty)
   float logprob = 0;
@@ -48,7 +51,9 @@ class TokenSink {
 struct GenerationRequest {
   std::vector<int32_t> prompt;       // token ids, BOS included when the model wants it
   SamplingParams sampling;
-  int64_t max_tokens = -1;           // -1: until the context is full
+  int64_t max_tokens = -1;           // -1: until the context is full; 0: no token is generated
+  bool prompt_logprobs = false;      // score every prompt token after the first (sampling.n_logprobs
+                                     // alternatives each): the whole prompt is evaluated again
   std::vector<std::string> stop;     // stop strings; the matched text is not returned
   bool ignore_eos = false;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
@@ -64,7 +69,8 @@ struct SchedulerOptions {
   KvType kv_type = KvType::F16;
 };
 
-enum class SubmitStatus { Accepted, QueueFull, Draining, PromptTooLong, EmptyPrompt };
+// TooLarge: more requests in one submit_all() than the scheduler can ever hold (capacity()).
+enum class SubmitStatus { Accepted, QueueFull, Draining, PromptTooLong, EmptyPrompt, TooLarge };
 
 struct SchedulerStats {
   int64_t queued = 0;
@@ -83,6 +89,8 @@ struct SchedulerStats {
 // sample, detokenize, match stop strings, and emit through each request's sink.
 //
 // A request's tokens depend only on its prompt, sampling params and seed: never on what else runs.
+// No exception leaves the step loop: a failure while serving one request (its sampler, its sink)
+// ends that request with FinishReason::Error and the others go on.
 // Ownership: borrows the Model and Tokenizer (they must outlive it); owns its thread, which the
 // destructor stops after finishing every request with FinishReason::Cancelled.
 // Thread-safety: submit(), drain(), stats() and idle() may be called from any thread.
@@ -95,6 +103,11 @@ class Scheduler {
 
   // Queues a request; when this returns Accepted the sink will get exactly one on_finish().
   SubmitStatus submit(GenerationRequest request);
+  // Queues all the requests or none (the choices of one HTTP request). TooLarge when there are
+  // more than capacity(); QueueFull when they do not fit now.
+  SubmitStatus submit_all(std::vector<GenerationRequest> requests);
+  // Requests running and waiting at most: n_slots + max_queue.
+  int64_t capacity() const;
   // Stops admitting (submit returns Draining); running and queued requests continue.
   void drain();
   // Finishes every running and queued request with Cancelled at the next step.
