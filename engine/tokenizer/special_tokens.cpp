@@ -55,22 +55,34 @@ SpecialTokenMatcher::SpecialTokenMatcher(const Vocab& vocab) : vocab_(vocab) {
   });
   rank_.assign(vocab.size(), 0);
   std::vector<int32_t> user_defined;
+  std::vector<int32_t> control;
   for (size_t i = 0; i < order_.size(); ++i) {
-    rank_[order_[i]] = static_cast<uint32_t>(i);
-    if (!vocab.has_attr(order_[i], kAttrControl | kAttrUnknown)) user_defined.push_back(order_[i]);
+    const int32_t id = order_[i];
+    rank_[id] = static_cast<uint32_t>(i);
+    if (!vocab.has_attr(id, kAttrControl | kAttrUnknown)) {
+      user_defined.push_back(id);
+      continue;
+    }
+    control.push_back(id);
+    const std::string_view t = vocab.text(id);
+    for (uint32_t k = 1; k < t.size(); ++k) inner_[static_cast<uint8_t>(t[k])].emplace_back(id, k);
   }
   always_.build(vocab, user_defined);
   with_special_.build(vocab, order_);
+  control_.build(vocab, control);
 }
 
 std::vector<SpecialTokenMatcher::Occurrence> SpecialTokenMatcher::find_occurrences(
-    std::string_view text, const Trie& trie) const {
+    std::string_view text, const Trie& trie, std::span<const size_t> guarded) const {
   std::vector<Occurrence> found;
   if (trie.nodes.size() <= 1) return found;
+  size_t g = 0;  // the first guarded position at or after `start`
   for (size_t start = 0; start < text.size(); ++start) {
     if (!trie.first_byte[static_cast<uint8_t>(text[start])]) continue;
+    while (g < guarded.size() && guarded[g] < start) ++g;
+    const size_t end = g < guarded.size() ? std::min(guarded[g], text.size()) : text.size();
     uint32_t node = 0;
-    for (size_t i = start; i < text.size(); ++i) {
+    for (size_t i = start; i < end; ++i) {
       const int32_t next = trie.child(node, static_cast<uint8_t>(text[i]));
       if (next < 0) break;
       node = static_cast<uint32_t>(next);
@@ -122,13 +134,13 @@ void SpecialTokenMatcher::split_by_token(std::string_view text, int32_t token,
   fragments.swap(result);
 }
 
-std::vector<Fragment> SpecialTokenMatcher::partition(std::string_view text,
-                                                     bool parse_special) const {
+std::vector<Fragment> SpecialTokenMatcher::partition(std::string_view text, bool parse_special,
+                                                     std::span<const size_t> guarded) const {
   std::vector<Fragment> fragments;
   if (text.empty()) return fragments;
   fragments.push_back({0, text.size(), kNoToken});
   const std::vector<Occurrence> found =
-      find_occurrences(text, parse_special ? with_special_ : always_);
+      find_occurrences(text, parse_special ? with_special_ : always_, guarded);
   std::vector<size_t> positions;
   for (size_t i = 0; i < found.size();) {
     const uint32_t rank = found[i].rank;
@@ -137,6 +149,42 @@ std::vector<Fragment> SpecialTokenMatcher::partition(std::string_view text,
     split_by_token(text, order_[rank], positions.data(), positions.size(), fragments);
   }
   return fragments;
+}
+
+// Whether text[0, m) equals some control token's text[k, k + m) for k >= 1, m = the shorter of the
+// two rests: `text` begins in the middle of such a token.
+bool SpecialTokenMatcher::starts_inside_control(std::string_view text) const {
+  if (text.empty()) return false;
+  for (const auto& [id, k] : inner_[static_cast<uint8_t>(text[0])]) {
+    const std::string_view rest = vocab_.text(id).substr(k);
+    const size_t m = std::min(rest.size(), text.size());
+    if (text.compare(0, m, rest, 0, m) == 0) return true;
+  }
+  return false;
+}
+
+std::vector<size_t> SpecialTokenMatcher::special_starts(std::string_view text) const {
+  std::vector<size_t> out;
+  if (starts_inside_control(text)) out.push_back(0);
+  if (control_.nodes.size() <= 1) return out;
+  for (size_t start = 0; start < text.size(); ++start) {
+    if (!control_.first_byte[static_cast<uint8_t>(text[start])]) continue;
+    uint32_t node = 0;
+    bool hit = false;
+    size_t i = start;
+    for (; i < text.size(); ++i) {
+      const int32_t next = control_.child(node, static_cast<uint8_t>(text[i]));
+      if (next < 0) break;
+      node = static_cast<uint32_t>(next);
+      if (control_.nodes[node].token != kNoToken) {
+        hit = true;
+        break;
+      }
+    }
+    // A whole token, or the text ran out while still inside one.
+    if ((hit || i == text.size()) && (out.empty() || out.back() != start)) out.push_back(start);
+  }
+  return out;
 }
 
 }  // namespace engine::tokenizer

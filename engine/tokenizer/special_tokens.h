@@ -10,7 +10,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "engine/tokenizer/vocab.h"
@@ -30,8 +32,17 @@ class SpecialTokenMatcher {
  public:
   explicit SpecialTokenMatcher(const Vocab& vocab);
 
-  // Splits `text` into raw-text fragments and special tokens, in order.
-  std::vector<Fragment> partition(std::string_view text, bool parse_special) const;
+  // Splits `text` into raw-text fragments and special tokens, in order. No special token is
+  // taken whose text would cover a byte at one of the sorted positions `guarded`.
+  std::vector<Fragment> partition(std::string_view text, bool parse_special,
+                                  std::span<const size_t> guarded = {}) const;
+
+  // Where in `text` a control or unknown token's text starts (every occurrence, overlapping ones
+  // too), where its tail runs into the end of `text` (a prefix of such a token), and 0 when
+  // `text` starts inside one (with a proper suffix of such a token, or as a part of one). Sorted.
+  // Guarding these positions in a string that is later embedded in other text keeps it from
+  // forming any control token, alone or together with what surrounds it.
+  std::vector<size_t> special_starts(std::string_view text) const;
 
  private:
   // A byte trie over the texts of the candidate tokens (flattened; edges sorted by byte).
@@ -61,7 +72,9 @@ class SpecialTokenMatcher {
     }
   };
 
-  std::vector<Occurrence> find_occurrences(std::string_view text, const Trie& trie) const;
+  std::vector<Occurrence> find_occurrences(std::string_view text, const Trie& trie,
+                                           std::span<const size_t> guarded) const;
+  bool starts_inside_control(std::string_view text) const;
   void split_by_token(std::string_view text, int32_t token, const size_t* positions,
                       size_t n_positions, std::vector<Fragment>& fragments) const;
 
@@ -70,6 +83,9 @@ class SpecialTokenMatcher {
   std::vector<uint32_t> rank_;  // id -> index in order_ (for candidates)
   Trie always_;                 // user-defined tokens
   Trie with_special_;           // user-defined, control and unknown tokens
+  Trie control_;                // control and unknown tokens (what parse_special adds)
+  // For each byte b, (id, k) for every control/unknown token whose text has b at k >= 1.
+  std::vector<std::pair<int32_t, uint32_t>> inner_[256];
 };
 
 }  // namespace engine::tokenizer

@@ -96,6 +96,15 @@ void Tokenizer::Impl::encode_wordpiece(std::string_view text,
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special,
                                        bool parse_special) const {
+  return encode(text, add_special, parse_special, {});
+}
+
+std::vector<size_t> Tokenizer::special_starts(std::string_view text) const {
+  return impl_->specials->special_starts(text);
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special,
+                                       std::span<const size_t> guarded) const {
   const tokenizer::Vocab& vocab = *impl_->vocab;
   const auto& special = vocab.special();
   std::vector<int32_t> out;
@@ -104,7 +113,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special,
   if (add_special && (vocab.flags().add_bos || wordpiece) && special.bos != kNoToken) {
     out.push_back(special.bos);
   }
-  const std::vector<Fragment> fragments = impl_->specials->partition(text, parse_special);
+  const std::vector<Fragment> fragments = impl_->specials->partition(text, parse_special, guarded);
   switch (vocab.kind()) {
     case VocabKind::kSentencePiece: impl_->encode_spm(text, fragments, out); break;
     case VocabKind::kBytePairEncoding: impl_->encode_bpe(text, fragments, out); break;

@@ -38,6 +38,15 @@ class Tokenizer {
   // add_special: add BOS/EOS as the model asks (tokenizer.ggml.add_bos_token / add_eos_token,
   // with the reference per-model defaults). parse_special: recognize control tokens in `text`.
   std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const;
+  // As above, but no special token is taken whose text covers a byte at one of the sorted
+  // positions `guarded` (see special_starts): how text assembled from trusted and untrusted
+  // pieces is tokenized with the trusted pieces' control tokens and none of the others'.
+  std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special,
+                              std::span<const size_t> guarded) const;
+  // Positions in `text` that must be guarded so that it forms no control or unknown token when
+  // embedded in other text: where such a token's text starts, where one's beginning ends the
+  // text, and 0 when the text starts inside one. Sorted.
+  std::vector<size_t> special_starts(std::string_view text) const;
 
   // Concatenated bytes of the tokens (not necessarily valid UTF-8 when cut mid-character). On
   // space-prefixed models the first word-start piece loses its leading space, so
