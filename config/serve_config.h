@@ -25,7 +25,10 @@ struct HttpConfig {
   int port = 8080;
   int64_t body_limit = 8 << 20;     // bytes
   int64_t header_limit = 16 << 10;  // bytes
-  int read_timeout = 30;            // seconds to receive a request
+  int64_t tokenize_limit = 1 << 20; // bytes: the largest /tokenize or /detokenize body
+  int max_json_depth = 64;          // nesting of request JSON (objects and arrays)
+  int header_timeout = 10;          // seconds for a new connection to send its request head
+  int read_timeout = 30;            // seconds to receive a request body
   int idle_timeout = 60;            // keep-alive seconds
   int request_timeout = 600;        // seconds a generation may run
   int max_connections = 512;

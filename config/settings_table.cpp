@@ -1,6 +1,8 @@
 // The rows of the settings table (see settings.h). Ranges are inclusive.
 #include "config/settings.h"
 
+#include "engine/sampling_rules.h"
+
 namespace config {
 
 namespace {
@@ -29,7 +31,13 @@ std::vector<Setting> http_settings(HttpConfig& h) {
        1024, 1 << 30},
       {"header-limit", "--header-limit", g, "http", "largest request head (suffix K, M allowed)",
        &h.header_limit, 1024, 1 << 20},
-      {"read-timeout", "--read-timeout", g, "http", "seconds to receive a request", &h.read_timeout, 1, 3600},
+      {"tokenize-limit", "--tokenize-limit", g, "http", "largest /tokenize or /detokenize body (suffix K, M allowed)",
+       &h.tokenize_limit, 1024, 1 << 30},
+      {"max-json-depth", "--max-json-depth", g, "http", "deepest nesting of objects and arrays in request JSON",
+       &h.max_json_depth, 2, 1024},
+      {"header-timeout", "--header-timeout", g, "http", "seconds a new connection has to send its request head",
+       &h.header_timeout, 1, 3600},
+      {"read-timeout", "--read-timeout", g, "http", "seconds to receive a request body", &h.read_timeout, 1, 3600},
       {"idle-timeout", "--idle-timeout", g, "http", "seconds an idle keep-alive connection stays open",
        &h.idle_timeout, 0, 3600},
       {"request-timeout", "--request-timeout", g, "http", "seconds a generation may run", &h.request_timeout, 1,
@@ -58,16 +66,19 @@ std::vector<Setting> engine_settings(EngineConfig& e) {
 }
 
 std::vector<Setting> sampling_settings(SamplingDefaults& s) {
+  namespace rules = engine::sampling_rules;  // the ranges the sampler and requests check too
   const char* g = "Sampling defaults";
   return {
       {"temperature", "--temperature", g, "sampling", "used when a request sets none (0: greedy)",
-       &s.temperature, 0, 2},
-      {"top-p", "--top-p", g, "sampling", "nucleus sampling mass (1: off)", &s.top_p, 0, 1},
-      {"top-k", "--top-k", g, "sampling", "sample from the k likeliest tokens (0: off)", &s.top_k, 0, 1 << 20},
-      {"min-p", "--min-p", g, "sampling", "drop tokens below min-p x the top probability (0: off)", &s.min_p, 0,
-       1},
+       &s.temperature, rules::kTemperature.min, rules::kTemperature.max},
+      {"top-p", "--top-p", g, "sampling", "nucleus sampling mass (1: off)", &s.top_p, rules::kTopP.min,
+       rules::kTopP.max},
+      {"top-k", "--top-k", g, "sampling", "sample from the k likeliest tokens (0: off)", &s.top_k,
+       rules::kTopK.min, rules::kTopK.max},
+      {"min-p", "--min-p", g, "sampling", "drop tokens below min-p x the top probability (0: off)", &s.min_p,
+       rules::kMinP.min, rules::kMinP.max},
       {"repeat-penalty", "--repeat-penalty", g, "sampling", "penalty for repeated tokens (1: off)",
-       &s.repeat_penalty, 0.1, 2},
+       &s.repeat_penalty, rules::kRepeatPenalty.min, rules::kRepeatPenalty.max},
       {"max-tokens", "--max-tokens", g, "sampling", "/v1/completions length when a request sets none",
        &s.max_tokens, 1, 1048576},
   };

@@ -7,7 +7,6 @@
 #include <string>
 
 #include "engine/sampler.h"
-#include "server/http_server.h"
 #include "server/metrics.h"
 
 namespace gguf {
@@ -21,6 +20,8 @@ class Scheduler;
 
 namespace server {
 
+class WorkPool;
+
 // Settings reported by /props and used as request defaults.
 struct ServeSettings {
   int64_t n_ctx = 0;                  // context length per sequence
@@ -31,6 +32,7 @@ struct ServeSettings {
   int64_t max_queue = 0;
   int32_t default_max_tokens = 16;    // OpenAI's default for /v1/completions
   int64_t request_timeout_s = 600;    // a generation still running after this is cancelled
+  int max_json_depth = 64;            // request JSON nesting limit (parse_object)
   engine::SamplingParams default_sampling;
   std::string chat_template_source;   // "model", "file", or "chatml (fallback)"
   std::string chat_template;          // the template text in use
@@ -52,10 +54,17 @@ struct App {
   const engine::Tokenizer* tokenizer = nullptr;
   const engine::ChatTemplate* chat_template = nullptr;
   engine::Scheduler* scheduler = nullptr;
+  WorkPool* work = nullptr;           // the CPU work of requests runs here, off the IO threads
   ServeSettings settings;
   Metrics metrics;
   std::atomic<bool> ready{false};     // model loaded
   std::atomic<bool> draining{false};  // shutting down: refuse new work with 503
 };
+
+// Throws a 404 (model_not_found) unless `id` names the served model.
+void require_model(const App& app, const std::string& id);
+
+// Throws a 503 (with Retry-After) while the model is still loading.
+void require_ready(const App& app);
 
 }  // namespace server

@@ -1,5 +1,7 @@
 #include "server/channel.h"
 
+#include <algorithm>
+
 namespace server {
 
 class Channel::Sink : public engine::TokenSink {
@@ -14,6 +16,7 @@ class Channel::Sink : public engine::TokenSink {
   }
   void on_finish(engine::FinishReason reason, const engine::Usage& usage,
                  const std::string& error) override {
+    channel_->count(index_, usage);
     ChannelItem item;
     item.index = index_;
     item.finished = true;
@@ -29,7 +32,13 @@ class Channel::Sink : public engine::TokenSink {
   int index_;
 };
 
-Channel::Channel(net::any_io_executor strand) : strand_(strand), timer_(strand) {}
+Channel::Channel(net::any_io_executor strand, Metrics* metrics, int n_per_prompt)
+    : strand_(strand), metrics_(metrics), n_per_prompt_(std::max(n_per_prompt, 1)), timer_(strand) {}
+
+void Channel::count(int index, const engine::Usage& usage) {
+  if (metrics_ == nullptr) return;
+  metrics_->count_tokens(index % n_per_prompt_ == 0 ? usage.prompt_tokens : 0, usage.completion_tokens);
+}
 
 std::shared_ptr<engine::TokenSink> Channel::sink(int index) {
   return std::make_shared<Sink>(shared_from_this(), index);

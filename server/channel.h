@@ -9,6 +9,7 @@
 
 #include "engine/scheduler.h"
 #include "server/asio.h"
+#include "server/metrics.h"
 
 namespace server {
 
@@ -25,10 +26,14 @@ struct ChannelItem {
 // Collects the events of one HTTP request's generations (one per choice) and hands them to the
 // session coroutine. The scheduler pushes from its thread (never blocking: a mutex-guarded queue
 // and a post to the session's strand); the session awaits receive() on that strand.
-// Ownership: shared by the session and by each choice's sink. Thread-safety: as described.
+// Each choice's tokens are added to the metrics' token counters as it finishes, however it
+// finishes (a cancelled request's tokens were computed too); the prompt is counted once per
+// `n_per_prompt` choices.
+// Ownership: shared by the session and by each choice's sink; borrows `metrics` (may be null),
+// which must outlive it. Thread-safety: as described.
 class Channel : public std::enable_shared_from_this<Channel> {
  public:
-  explicit Channel(net::any_io_executor strand);
+  Channel(net::any_io_executor strand, Metrics* metrics, int n_per_prompt);
 
   // A TokenSink that feeds this channel as choice `index`.
   std::shared_ptr<engine::TokenSink> sink(int index);
@@ -42,8 +47,11 @@ class Channel : public std::enable_shared_from_this<Channel> {
  private:
   class Sink;
   void push(ChannelItem&& item);
+  void count(int index, const engine::Usage& usage);
 
   net::any_io_executor strand_;
+  Metrics* metrics_;
+  int n_per_prompt_;
   net::steady_timer timer_;      // strand only: waits are woken by cancelling it
   std::mutex mutex_;
   std::deque<ChannelItem> items_;  // guarded by mutex_

@@ -1,48 +1,25 @@
-// What /v1/completions and /v1/chat/completions share: request fields, submission to the
-// scheduler, collecting results, and the server-sent-event stream.
+// What /v1/completions and /v1/chat/completions share after a request is parsed: submission to
+// the scheduler, collecting results, and the server-sent-event stream.
 #pragma once
 
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "engine/scheduler.h"
 #include "server/app.h"
 #include "server/channel.h"
+#include "server/generation_params.h"
 #include "server/http.h"
 
 namespace server {
 
-// The sampling and stopping fields common to both endpoints, validated.
-struct GenerationParams {
-  engine::SamplingParams sampling;
-  int64_t max_tokens = -1;            // -1: until the context is full
-  std::vector<std::string> stop;
-  int n = 1;                          // choices per prompt
-  bool stream = false;
-  bool include_usage = false;         // stream_options.include_usage
-  bool ignore_eos = false;
-  int n_logprobs = -1;                // -1: no logprobs; else alternatives per token
-};
-
-// Reads the common fields (temperature, top_p, top_k, min_p, n, stop, seed, penalties,
-// logit_bias, stream, stream_options, ...). `max_tokens_keys` are the accepted names of the
-// token limit, in priority order. Throws ApiError (400) naming the offending field.
-GenerationParams parse_generation_params(const nlohmann::json& body, const App& app,
-                                         int64_t default_max_tokens,
-                                         const std::vector<std::string>& max_tokens_keys);
-
-// Refuses (400) any field that is not in `known`, or that is known but unsupported.
-void check_fields(const nlohmann::json& body, const std::set<std::string>& known,
-                  const std::set<std::string>& unsupported);
-
-// Submits prompts.size() * params.n generations (choice index = prompt * n + j) feeding one
-// channel that the disconnect signal cancels. Throws ApiError: 400 context_length_exceeded,
-// 429 queue full, 503 draining.
+// Submits prompts.size() * params.n generations (choice index = prompt * n + j), all or none,
+// feeding one channel that the disconnect signal cancels. The request must have passed
+// check_generation(). Throws ApiError: 429 queue full, 503 draining.
 std::shared_ptr<Channel> submit_generations(App& app, RequestContext& ctx,
                                             const std::vector<std::vector<int32_t>>& prompts,
                                             const GenerationParams& params);
@@ -50,10 +27,10 @@ std::shared_ptr<Channel> submit_generations(App& app, RequestContext& ctx,
 // The outcome of one choice, for non-streamed responses.
 struct ChoiceResult {
   std::string text;
-  std::vector<engine::TokenEvent> tokens;  // every generated token (for logprobs)
+  std::vector<engine::TokenEvent> prompt_tokens;  // scored prompt tokens 1.. (prompt_logprobs)
+  std::vector<engine::TokenEvent> tokens;         // every generated token (for logprobs)
   engine::FinishReason reason = engine::FinishReason::Stop;
   engine::Usage usage;
-  std::string error;
 };
 
 // Records time to first token and inter-token latency into metrics and the request's stats.
@@ -70,21 +47,23 @@ class TokenTimer {
   bool first_ = true;
 };
 
-// Waits for every choice to finish. Throws ApiError when a choice failed (500 for an engine
-// error, 504 for a deadline, 499-style cancellation is reported as 400 "request cancelled").
-net::awaitable<std::vector<ChoiceResult>> collect_choices(Channel& channel, int n_choices,
+// Waits for every choice to finish. The usage lands in the request's stats whatever happens.
+// Throws ApiError when a choice failed (500 for an engine error, 504 for a deadline, 503 when
+// cancelled by shutdown).
+net::awaitable<std::vector<ChoiceResult>> collect_choices(Channel& channel, int n_choices, int n_per_prompt,
                                                           App& app, RequestContext& ctx);
 
-// Usage object: prompt tokens counted once per prompt, completion tokens over all choices.
-nlohmann::json usage_json(const std::vector<engine::Usage>& per_choice, int n_per_prompt);
-
-// usage_json, also recorded in the request's stats (access log) and the token counters.
-nlohmann::json account_usage(App& app, RequestStats& stats,
-                             const std::vector<engine::Usage>& per_choice, int n_per_prompt);
+// Usage object: prompt tokens counted once per prompt, completion tokens over all choices; also
+// recorded in the request's stats (access log). Token counters in /metrics are kept by the
+// Channel, so cancelled requests count too.
+nlohmann::json usage_json(RequestStats& stats, const std::vector<engine::Usage>& per_choice, int n_per_prompt);
 
 // Formats the events of a streamed response as SSE "data:" payloads.
 struct StreamFormat {
-  std::function<nlohmann::json(int index)> start;   // optional first chunk per choice (chat role)
+  // Optional first chunk per choice (chat: the role; completions: the echoed prompt, with the
+  // scored prompt tokens when they were asked for: then it is sent once they have all arrived).
+  std::function<nlohmann::json(int index, const std::vector<engine::TokenEvent>& prompt)> start;
+  bool start_after_prompt = false;
   std::function<nlohmann::json(int index, const engine::TokenEvent&)> token;  // null: skip
   std::function<nlohmann::json(int index, engine::FinishReason)> finish;
   std::function<nlohmann::json(const nlohmann::json& usage)> usage;           // the usage chunk

@@ -36,8 +36,19 @@ std::string json_type_name(const json& j) {
   }
 }
 
-json parse_object(const std::string& body) {
-  json j = json::parse(body, nullptr, false);
+json parse_object(std::string_view body, int max_depth) {
+  // The callback sees every container as it opens, `depth` containers deep; throwing there ends
+  // the parse with at most max_depth levels built.
+  const json::parser_callback_t limit = [max_depth](int depth, json::parse_event_t event, json&) {
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        depth >= max_depth) {
+      throw ApiError(400, "request body nests JSON objects and arrays deeper than " + std::to_string(max_depth) +
+                              " levels, the server's limit (--max-json-depth)",
+                     "invalid_request_error", std::nullopt, "json_too_deep");
+    }
+    return true;
+  };
+  json j = json::parse(body.begin(), body.end(), limit, false);
   if (j.is_discarded()) throw ApiError(400, "request body is not valid JSON");
   if (!j.is_object()) throw ApiError(400, "request body must be a JSON object, found " + json_type_name(j));
   return j;
@@ -98,6 +109,11 @@ std::optional<std::vector<int32_t>> get_token_ids(const json& j, const std::stri
                                                   int32_t n_vocab) {
   const json* v = field(j, key);
   if (v == nullptr) return std::nullopt;
+  return to_token_ids(*v, key, n_vocab);
+}
+
+std::vector<int32_t> to_token_ids(const json& array, const std::string& key, int32_t n_vocab) {
+  const json* v = &array;
   if (!v->is_array()) wrong_type(key, "an array of token ids", *v);
   std::vector<int32_t> ids;
   ids.reserve(v->size());
@@ -125,6 +141,11 @@ std::optional<std::vector<std::string>> get_strings(const json& j, const std::st
     out.push_back(e.get<std::string>());
   }
   return out;
+}
+
+std::string excerpt(std::string_view s, size_t max) {
+  if (s.size() <= max) return std::string(s);
+  return std::string(s.substr(0, max)) + "...";
 }
 
 std::string dump_json(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }

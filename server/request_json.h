@@ -5,12 +5,18 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace server {
 
-// The body as a JSON object, or a 400 (malformed JSON, or not an object).
-nlohmann::json parse_object(const std::string& body);
+// How deep a request's JSON may nest (objects and arrays), unless the server sets another limit.
+inline constexpr int kDefaultMaxJsonDepth = 64;
+
+// The body as a JSON object, or a 400: malformed JSON, not an object, or nested deeper than
+// `max_depth` levels. Depth is checked while parsing (nlohmann's callback parser), so no deeper
+// structure is ever built and every later walk over the value stays within the bound.
+nlohmann::json parse_object(std::string_view body, int max_depth);
 
 // Each getter returns nullopt when the key is absent or null, and throws a 400 naming the key
 // when it has the wrong type or is out of range.
@@ -23,8 +29,13 @@ std::optional<double> get_number(const nlohmann::json& j, const std::string& key
 // An array of token ids, each in [0, n_vocab).
 std::optional<std::vector<int32_t>> get_token_ids(const nlohmann::json& j, const std::string& key,
                                                   int32_t n_vocab);
+// The same for a value already found (errors name `key`).
+std::vector<int32_t> to_token_ids(const nlohmann::json& v, const std::string& key, int32_t n_vocab);
 // A string or an array of strings (e.g. "stop").
 std::optional<std::vector<std::string>> get_strings(const nlohmann::json& j, const std::string& key);
+
+// At most `max` bytes of a client's string for an error message, "..." marking a cut.
+std::string excerpt(std::string_view s, size_t max = 64);
 
 // JSON text with invalid UTF-8 replaced (model output can be any bytes).
 std::string dump_json(const nlohmann::json& j);

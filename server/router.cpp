@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "server/api_error.h"
+#include "server/request_json.h"
+#include "server/url.h"
 
 namespace server {
 
@@ -18,16 +20,12 @@ std::string error_body(int status, const std::string& message, const std::string
                                                       nlohmann::json::error_handler_t::replace);
 }
 
-namespace {
-
 HttpResponse error_response(const ApiError& e) {
   HttpResponse r = HttpResponse::json(e.status(), error_body(e.status(), e.what(), e.type(),
                                                              e.param(), e.code()));
   if (e.retry_after) r.headers.emplace_back("Retry-After", std::to_string(*e.retry_after));
   return r;
 }
-
-}  // namespace
 
 std::vector<std::string> split_path(const std::string& path) {
   std::vector<std::string> out;
@@ -41,51 +39,99 @@ std::vector<std::string> split_path(const std::string& path) {
   return out;
 }
 
-void Router::add(std::string method, std::string pattern, Handler handler) {
-  routes_.push_back({std::move(method), split_path(pattern), std::move(handler)});
+namespace {
+
+bool is_param(const std::string& s) { return s.size() > 2 && s.front() == '{' && s.back() == '}'; }
+bool is_rest_param(const std::string& s) { return is_param(s) && s[s.size() - 2] == '+'; }
+
+std::string param_name(const std::string& s) {
+  return s.substr(1, s.size() - (is_rest_param(s) ? 3 : 2));
 }
 
-bool Router::match(const Route& route, const std::vector<std::string>& path,
-                   HttpRequest& request) const {
-  if (route.segments.size() != path.size()) return false;
+// pattern[pi..] against path[si..]; a rest parameter tries every length from 1 up (patterns
+// have at most one, and few segments, so this stays tiny).
+bool match_from(const std::vector<std::string>& pattern, size_t pi, const std::vector<std::string>& path,
+                size_t si, std::map<std::string, std::string>& params) {
+  if (pi == pattern.size()) return si == path.size();
+  if (si == path.size()) return false;
+  const std::string& p = pattern[pi];
+  if (is_rest_param(p)) {
+    std::string joined;
+    for (size_t end = si + 1; end <= path.size(); ++end) {
+      if (end > si + 1) joined += '/';
+      joined += path[end - 1];
+      if (match_from(pattern, pi + 1, path, end, params)) {
+        params[param_name(p)] = joined;
+        return true;
+      }
+    }
+    return false;
+  }
+  if (is_param(p)) {
+    if (!match_from(pattern, pi + 1, path, si + 1, params)) return false;
+    params[param_name(p)] = path[si];
+    return true;
+  }
+  return p == path[si] && match_from(pattern, pi + 1, path, si + 1, params);
+}
+
+}  // namespace
+
+bool match_segments(const std::vector<std::string>& pattern, const std::vector<std::string>& path,
+                    std::map<std::string, std::string>& params) {
+  params.clear();
+  return match_from(pattern, 0, path, 0, params);
+}
+
+void Router::add(std::string method, std::string pattern, Handler handler, RouteOptions options) {
+  Route r{std::move(method), pattern, split_path(pattern), std::move(handler), options, 0};
+  for (const std::string& s : r.segments) r.literals += is_param(s) ? 0 : 1;
+  routes_.push_back(std::move(r));
+}
+
+Router::Match Router::find(const std::string& method, const std::string& raw_path) const {
+  std::vector<std::string> path = split_path(raw_path);
+  for (std::string& s : path) s = url_decode(s, false);
+  Match best;
+  best.status = 404;
+  const Route* chosen = nullptr;
   std::map<std::string, std::string> params;
-  for (size_t i = 0; i < path.size(); ++i) {
-    const std::string& s = route.segments[i];
-    if (s.size() > 2 && s.front() == '{' && s.back() == '}') {
-      params[s.substr(1, s.size() - 2)] = path[i];
-    } else if (s != path[i]) {
-      return false;
+  for (const Route& route : routes_) {
+    if (!match_segments(route.segments, path, params)) continue;
+    if (route.method != method) {
+      if (chosen == nullptr) best.status = 405;
+      continue;
+    }
+    if (chosen == nullptr || route.literals > chosen->literals) {
+      chosen = &route;
+      best.params = params;
     }
   }
-  request.params = std::move(params);
-  return true;
+  if (chosen != nullptr) {
+    best.status = 200;
+    best.options = &chosen->options;
+    best.endpoint = chosen->pattern;
+    best.handler = &chosen->handler;
+  }
+  return best;
 }
 
 net::awaitable<HttpResponse> Router::dispatch(HttpRequest& request, RequestContext& context) const {
-  const std::vector<std::string> path = split_path(request.path);
-  const Route* found = nullptr;
-  bool path_known = false;
-  for (const Route& route : routes_) {
-    if (!match(route, path, request)) continue;
-    path_known = true;
-    if (route.method == request.method) {
-      found = &route;
-      break;
+  Match m = find(request.method, request.path);
+  if (m.handler == nullptr) {
+    if (m.status == 405) {
+      co_return error_response(
+          ApiError(405, "method " + excerpt(request.method) + " not allowed on " + excerpt(request.path, 200)));
     }
+    co_return error_response(ApiError(404, "no such endpoint: " + excerpt(request.method) + " " + excerpt(request.path, 200),
+                                      "invalid_request_error", std::nullopt, "not_found"));
   }
-  if (found == nullptr) {
-    if (path_known) {
-      co_return error_response(ApiError(405, "method " + request.method + " not allowed on " +
-                                                 request.path));
-    }
-    co_return error_response(ApiError(404, "no such endpoint: " + request.method + " " +
-                                               request.path, "invalid_request_error",
-                                      std::nullopt, "not_found"));
-  }
+  context.stats->endpoint = m.endpoint;
+  request.params = std::move(m.params);
   // co_await may not appear in a catch block, so the error is carried out of it.
   std::optional<ApiError> failure;
   try {
-    HttpResponse response = co_await found->handler(request, context);  // see respond()
+    HttpResponse response = co_await (*m.handler)(request, context);  // see respond()
     co_return response;
   } catch (const ApiError& e) {
     failure = e;

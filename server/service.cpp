@@ -19,7 +19,10 @@
 #include "engine/tokenizer/tokenizer.h"
 #include "server/app.h"
 #include "server/handlers/handlers.h"
+#include "server/chat_prompt.h"
 #include "server/router.h"
+#include "server/url.h"
+#include "server/work_pool.h"
 
 namespace server {
 
@@ -41,6 +44,7 @@ struct Service::Impl {
   std::optional<engine::Tokenizer> tokenizer;
   std::optional<engine::ChatTemplate> chat_template;
   std::unique_ptr<engine::Scheduler> scheduler;
+  std::unique_ptr<WorkPool> work;
   Router router;
   std::unique_ptr<HttpServer> http;
   std::optional<net::signal_set> signals;
@@ -53,12 +57,14 @@ struct Service::Impl {
   bool stopped = false;        // guarded by mu
   std::string error;           // set before loaded = true
   bool shutting_down = false;  // io thread only
+  int forced_by = 0;           // io thread only: the signal that cut the drain short
 };
 
 Service::Impl::~Impl() {
   if (loader.joinable()) loader.join();
   io.stop();
   for (std::thread& t : io_threads) t.join();
+  if (work) work->stop();  // before the scheduler and model its jobs may read
 }
 
 std::string Service::Impl::pick_template(const gguf::File& file) {
@@ -67,6 +73,12 @@ std::string Service::Impl::pick_template(const gguf::File& file) {
     return options.chat_template;
   }
   if (auto t = file.find_string("tokenizer.chat_template")) {
+    if (holds_prompt_mark(*t)) {
+      spdlog::warn("the model's chat template contains U+FDD0, which ggufd reserves for marking request text; "
+                   "using ChatML");
+      app.settings.chat_template_source = "chatml (fallback)";
+      return std::string(engine::kChatMLTemplate);
+    }
     try {
       engine::ChatTemplate::parse(*t);
       app.settings.chat_template_source = "model";
@@ -77,6 +89,16 @@ std::string Service::Impl::pick_template(const gguf::File& file) {
   }
   app.settings.chat_template_source = "chatml (fallback)";
   return std::string(engine::kChatMLTemplate);
+}
+
+// Renders run on the work pool, one per request: a tenth of the engine's default step budget
+// (about 2 s of one core here) is far above what real templates spend on long conversations
+// with many tools (tens of thousands of steps) and keeps a hostile template from holding a
+// pool thread for long.
+static engine::ChatTemplateOptions template_options() {
+  engine::ChatTemplateOptions o;
+  o.limits.max_steps = 2'000'000;
+  return o;
 }
 
 // Paging in the weights of a large model takes a while: on a terminal, show how far it got.
@@ -98,7 +120,7 @@ void Service::Impl::load() {
     model->page_in(show_load_progress);
     tokenizer.emplace(engine::Tokenizer::from_gguf(model->file()));
     const std::string tmpl = pick_template(model->file());
-    chat_template.emplace(engine::ChatTemplate::parse(tmpl));
+    chat_template.emplace(engine::ChatTemplate::parse(tmpl, template_options()));
     engine::SchedulerOptions so = options.engine;
     so.n_ctx = std::min<int64_t>(so.n_ctx, model->hparams().n_ctx_train);
     scheduler = std::make_unique<engine::Scheduler>(*model, *tokenizer, so);
@@ -122,6 +144,7 @@ void Service::Impl::load() {
     s.default_max_tokens = options.default_max_tokens;
     s.default_sampling = options.sampling_defaults;
     s.request_timeout_s = options.request_timeout_s;
+    s.max_json_depth = options.max_json_depth;
     s.chat_template = tmpl;
     s.cpu_features = engine::cpu_features().to_string();
     s.kernels = engine::kernels::dispatch().name;
@@ -183,9 +206,10 @@ void Service::Impl::log_access(const AccessRecord& r) {
   // Orchestrator probes and scrapes come every few seconds, and a 503 from /health while
   // loading or draining is their expected answer: keep them out of the default log.
   if (r.path == "/health" || r.path == "/metrics") level = spdlog::level::debug;
+  // Method and path are the client's bytes: escaped, so they can't break or forge a log line.
   spdlog::log(level, "{} {} {} prompt_tokens={} completion_tokens={} ttft_ms={:.1f} total_ms={:.1f}",
-              r.method, r.path, r.status, r.stats.prompt_tokens, r.stats.completion_tokens,
-              r.stats.ttft_ms, r.total_ms);
+              escape_for_log(r.method, 64), escape_for_log(r.path), r.status, r.stats.prompt_tokens,
+              r.stats.completion_tokens, r.stats.ttft_ms, r.total_ms);
 }
 
 Service::Service(ServiceOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
@@ -199,9 +223,11 @@ void Service::start() {
   add_metadata_routes(d.router, d.app);
   add_props_routes(d.router, d.app);
   if (d.options.metrics) add_metrics_routes(d.router, d.app);
-  add_tokenize_routes(d.router, d.app);
+  add_tokenize_routes(d.router, d.app, d.options.tokenize_limit);
   add_completions_routes(d.router, d.app);
   add_chat_completions_routes(d.router, d.app);
+  d.work = std::make_unique<WorkPool>(std::max(1, d.options.work_threads), std::max(1, d.options.work_queue));
+  d.app.work = d.work.get();
   d.http = std::make_unique<HttpServer>(d.io, d.router, d.options.http,
                                         [&d](const AccessRecord& r) { d.log_access(r); });
   d.http->start();
@@ -239,8 +265,17 @@ void Service::shutdown() {
 void Service::handle_signals() {
   Impl& d = *impl_;
   d.signals.emplace(d.io, SIGINT, SIGTERM);
-  d.signals->async_wait([this](const boost::system::error_code& ec, int) {
-    if (!ec) shutdown();
+  d.signals->async_wait([this, &d](const boost::system::error_code& ec, int) {
+    if (ec) return;
+    shutdown();
+    // A second signal while draining: the operator wants out now.
+    d.signals->async_wait([&d](const boost::system::error_code& ec2, int signal) {
+      if (ec2) return;
+      spdlog::warn("second signal ({}): stopping now, cancelling what still runs", signal);
+      d.forced_by = signal;
+      if (d.scheduler) d.scheduler->cancel_all();
+      d.io.stop();
+    });
   });
 }
 
@@ -250,6 +285,7 @@ int Service::wait() {
     impl_->cv.wait(lock, [&] { return impl_->stopped; });
   }
   if (impl_->loader.joinable()) impl_->loader.join();
+  if (impl_->forced_by != 0) return 128 + impl_->forced_by;
   return impl_->error.empty() ? 0 : 1;
 }
 

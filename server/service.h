@@ -25,6 +25,10 @@ struct ServiceOptions {
   int shutdown_grace_s = 30;
   bool metrics = true;
   int io_threads = 1;
+  int work_threads = 2;               // CPU work of requests (parsing, templates, tokenizing)
+  int work_queue = 64;                // requests being prepared at most; more: 503 server_busy
+  int max_json_depth = 64;            // request JSON nesting limit
+  size_t tokenize_limit = 1 << 20;    // largest /tokenize and /detokenize body, bytes
 };
 
 // Ownership: owns the io_context and its threads, the loaded model, tokenizer, chat template,
@@ -45,9 +49,10 @@ class Service {
   // Stops accepting, lets in-flight requests finish for up to shutdown_grace_s, cancels the rest,
   // then stops. Returns at once; wait() blocks until done.
   void shutdown();
-  // SIGINT/SIGTERM call shutdown().
+  // SIGINT/SIGTERM call shutdown(); a second one during the drain stops at once.
   void handle_signals();
-  // Blocks until the service has stopped; returns 0, or 1 if the model failed to load.
+  // Blocks until the service has stopped; returns 0, 1 if the model failed to load, or 128 + the
+  // signal's number when a second signal cut the drain short.
   int wait();
 
  private:

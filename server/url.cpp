@@ -1,5 +1,7 @@
 #include "server/url.h"
 
+#include <algorithm>
+
 namespace server {
 
 namespace {
@@ -29,6 +31,34 @@ std::string url_decode(std::string_view s, bool plus_is_space) {
     }
     out += (plus_is_space && c == '+') ? ' ' : c;
   }
+  return out;
+}
+
+std::string escape_for_log(std::string_view s, size_t max) {
+  std::string out;
+  out.reserve(std::min(s.size(), max) + 8);
+  const size_t n = std::min(s.size(), max);
+  auto hex = [&out](unsigned char c) {
+    static constexpr char kDigits[] = "0123456789abcdef";
+    out += "\\x";
+    out += kDigits[c >> 4];
+    out += kDigits[c & 15];
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f) {
+      hex(c);
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else if (c == 0xC2 && i + 1 < n && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(s[i + 1]) <= 0x9F) {
+      hex(c);  // U+0080..U+009F: C1 controls (e.g. CSI), as two escaped bytes
+      hex(static_cast<unsigned char>(s[++i]));
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (s.size() > max) out += "...";
   return out;
 }
 

@@ -11,14 +11,9 @@ void add_models_routes(Router& router, App& app);
 void add_metadata_routes(Router& router, App& app);
 void add_props_routes(Router& router, App& app);
 void add_metrics_routes(Router& router, App& app);
-void add_tokenize_routes(Router& router, App& app);
+// `body_limit`: the largest /tokenize or /detokenize body (--tokenize-limit).
+void add_tokenize_routes(Router& router, App& app, size_t body_limit);
 void add_completions_routes(Router& router, App& app);
 void add_chat_completions_routes(Router& router, App& app);
-
-// Throws a 404 (model_not_found) unless `id` names the served model.
-void require_model(const App& app, const std::string& id);
-
-// Throws a 503 (with Retry-After) while the model is still loading.
-void require_ready(const App& app);
 
 }  // namespace server

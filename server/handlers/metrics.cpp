@@ -5,8 +5,7 @@
 namespace server {
 
 void add_metrics_routes(Router& router, App& app) {
-  router.add("GET", "/metrics", [&app](HttpRequest&, RequestContext& ctx) -> net::awaitable<HttpResponse> {
-    ctx.stats->endpoint = "/metrics";
+  router.add("GET", "/metrics", [&app](HttpRequest&, RequestContext&) -> net::awaitable<HttpResponse> {
     EngineGauges g;
     if (app.scheduler != nullptr) {
       const engine::SchedulerStats s = app.scheduler->stats();

@@ -22,8 +22,7 @@ nlohmann::json sampling_json(const engine::SamplingParams& s) {
 }  // namespace
 
 void add_props_routes(Router& router, App& app) {
-  router.add("GET", "/props", [&app](HttpRequest&, RequestContext& ctx) -> net::awaitable<HttpResponse> {
-    ctx.stats->endpoint = "/props";
+  router.add("GET", "/props", [&app](HttpRequest&, RequestContext&) -> net::awaitable<HttpResponse> {
     require_ready(app);
     const ServeSettings& s = app.settings;
     const nlohmann::json body = {

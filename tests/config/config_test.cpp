@@ -193,7 +193,8 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
   const std::string k = file("keys", "k3\n");
   const ServeConfig cfg = parse({"-m", m, "--alias", "a", "--chat-template-file", t, "--host", "0.0.0.0",
                                  "--port", "1", "--api-key", "k1", "--api-key-file", k, "--cors-origin", "*",
-                                 "--body-limit", "2048", "--header-limit", "4K", "--read-timeout", "5",
+                                 "--body-limit", "2048", "--header-limit", "4K", "--tokenize-limit", "3K",
+                                 "--max-json-depth", "16", "--header-timeout", "4", "--read-timeout", "5",
                                  "--idle-timeout", "6", "--request-timeout", "7", "--max-connections", "8",
                                  "--shutdown-grace", "9", "--threads", "2", "--ctx-size", "128", "--parallel", "3",
                                  "--queue-limit", "4", "--prefill-chunk", "32", "--kv-type", "f32",
@@ -209,6 +210,9 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
   EXPECT_EQ(cfg.http.cors_origins, std::vector<std::string>{"*"});
   EXPECT_EQ(cfg.http.body_limit, 2048);
   EXPECT_EQ(cfg.http.header_limit, 4096);
+  EXPECT_EQ(cfg.http.tokenize_limit, 3072);
+  EXPECT_EQ(cfg.http.max_json_depth, 16);
+  EXPECT_EQ(cfg.http.header_timeout, 4);
   EXPECT_EQ(cfg.http.read_timeout, 5);
   EXPECT_EQ(cfg.http.idle_timeout, 6);
   EXPECT_EQ(cfg.http.request_timeout, 7);
@@ -386,8 +390,10 @@ TEST_F(ConfigTest, RangeAndChoiceMessages) {
   EXPECT_EQ(error({"--temperature", "2.5"}), "--temperature: 2.5 is out of range 0..2");
   EXPECT_EQ(error({"--top-p", "1.01"}), "--top-p: 1.01 is out of range 0..1");
   EXPECT_EQ(error({"--min-p", "-0.1"}), "--min-p: -0.1 is out of range 0..1");
-  EXPECT_EQ(error({"--top-k", "-5"}), "--top-k: -5 is out of range 0..1048576");
-  EXPECT_EQ(error({"--repeat-penalty", "0"}), "--repeat-penalty: 0 is not allowed: expected 0.1..2");
+  // Sampling ranges are the engine's (engine/sampling_rules.h), the ones requests are held to.
+  EXPECT_EQ(error({"--top-k", "-5"}), "--top-k: -5 is out of range 0..1073741824");
+  EXPECT_EQ(error({"--repeat-penalty", "0"}), "--repeat-penalty: 0 is not allowed: expected 0.01..10");
+  EXPECT_EQ(error({"--max-json-depth", "1"}), "--max-json-depth: 1 is out of range 2..1024");
   EXPECT_EQ(error({"--max-tokens", "0"}), "--max-tokens: 0 is not allowed: expected 1..1048576");
   EXPECT_EQ(error({"--parallel", "0"}), "--parallel: 0 is not allowed: expected 1..256");
   EXPECT_EQ(error({"--threads", "5000"}), "--threads: 5000 is out of range 0..1024");

@@ -1,0 +1,129 @@
+// libFuzzer target: the whole request path of the HTTP API short of the scheduler, as a request
+// body goes through it: JSON with the nesting limit -> field validation -> chat template
+// rendering with marked user strings -> tokenization -> context and capacity checks (or the
+// /tokenize and /detokenize responses). The first byte picks the endpoint and the model; the
+// rest is the body.
+//
+// The only acceptable failure is a 4xx ApiError (what the router turns into a client error).
+// A 5xx, any other exception, a crash, a hang or a sanitizer report is a bug: a request that
+// makes the server answer 500 or die.
+//
+// Models: the shared Qwen3 vocabulary (byte-level BPE with control tokens) with the real Qwen3
+// chat template, and stories260K (SentencePiece) with the ChatML fallback; without ../shared,
+// our own built-in BPE vocabulary (engine/synth) with ChatML.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/chat_template.h"
+#include "engine/synth.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "gguf/file.h"
+#include "gguf/writer.h"
+#include "server/api_error.h"
+#include "server/app.h"
+#include "server/chat_request.h"
+#include "server/completion_request.h"
+#include "server/tokenize_request.h"
+
+namespace {
+
+std::string shared_dir() {
+  const char* env = std::getenv("GGUFD_SHARED_DIR");
+  return env != nullptr ? env : GGUFD_SHARED_DIR;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// One served model: its tokenizer, template and the App the request code reads.
+struct Model {
+  engine::Tokenizer tokenizer;
+  engine::ChatTemplate chat_template;
+  std::unique_ptr<server::App> app = std::make_unique<server::App>();
+
+  Model(engine::Tokenizer tok, const std::string& template_source)
+      : tokenizer(std::move(tok)), chat_template(engine::ChatTemplate::parse(template_source, options())) {
+    server::App& a = *app;
+    a.model_id = "fuzz";
+    a.tokenizer = &tokenizer;
+    a.chat_template = &chat_template;
+    a.settings.n_ctx = 512;
+    a.settings.n_slots = 4;
+    a.settings.max_queue = 8;
+    a.settings.default_max_tokens = 16;
+    a.settings.max_json_depth = 64;
+    a.ready = true;
+  }
+  Model(const Model&) = delete;  // the App points into it
+
+  // Tighter than the server's budget so every input stays fast under the sanitizers.
+  static engine::ChatTemplateOptions options() {
+    engine::ChatTemplateOptions o;
+    o.limits.max_steps = 200'000;
+    o.limits.max_output_bytes = 1u << 20;
+    return o;
+  }
+};
+
+engine::Tokenizer tokenizer_of(const std::string& path) {
+  return engine::Tokenizer::from_gguf(gguf::File::open(path));
+}
+
+std::vector<std::unique_ptr<Model>> load_models() {
+  std::vector<std::unique_ptr<Model>> out;
+  const std::string dir = shared_dir();
+  try {
+    out.push_back(std::make_unique<Model>(tokenizer_of(dir + "/tokenizer/ggml-vocab-qwen3.gguf"),
+                                          read_text(dir + "/templates/Qwen-Qwen3-0.6B.jinja")));
+    out.push_back(std::make_unique<Model>(tokenizer_of(dir + "/models/stories260K.gguf"),
+                                          std::string(engine::kChatMLTemplate)));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fuzz_request: shared models unavailable (%s); using the built-in vocabulary\n", e.what());
+    out.clear();
+    gguf::Writer w;
+    for (auto& [key, value] : engine::synth::builtin_vocabulary(600)) w.set(key, value);
+    static const std::vector<uint8_t> bytes = w.to_bytes();
+    out.push_back(std::make_unique<Model>(engine::Tokenizer::from_gguf(gguf::File::parse(bytes)),
+                                          std::string(engine::kChatMLTemplate)));
+  }
+  return out;
+}
+
+[[noreturn]] void bug(const char* what, const std::string& detail) {
+  std::fprintf(stderr, "fuzz_request: %s: %s\n", what, detail.c_str());
+  std::abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const std::vector<std::unique_ptr<Model>> models = load_models();
+  if (size == 0) return 0;
+  const Model& model = *models[(data[0] >> 2) % models.size()];
+  const std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
+  try {
+    switch (data[0] & 3) {
+      case 0: (void)server::prepare_completion(*model.app, body); break;
+      case 1: (void)server::prepare_chat(*model.app, body); break;
+      case 2: (void)server::tokenize_response(*model.app, body); break;
+      case 3: (void)server::detokenize_response(*model.app, body); break;
+    }
+  } catch (const server::ApiError& e) {
+    if (e.status() < 400 || e.status() >= 500) bug("not a client error", std::to_string(e.status()) + " " + e.what());
+  } catch (const std::exception& e) {
+    bug("an exception the router would turn into a 500", e.what());
+  }
+  return 0;
+}
