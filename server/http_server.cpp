@@ -8,6 +8,9 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <limits>
+#include <list>
+#include <mutex>
 
 #include "server/api_error.h"
 #include "server/url.h"
@@ -18,24 +21,33 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
 using Clock = std::chrono::steady_clock;
+using Parser = http::request_parser<http::string_body>;
 
 namespace {
 
 constexpr auto kAwait = net::use_awaitable;
 
-HttpRequest to_request(http::request<http::string_body>&& req) {
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// Method, target, path, query and headers of a request whose head has been read.
+HttpRequest request_head(const Parser::value_type& m) {
   HttpRequest r;
-  r.method = std::string(req.method_string());
-  r.target = std::string(req.target());
+  r.method = std::string(m.method_string());
+  r.target = std::string(m.target());
   const size_t q = r.target.find('?');
-  r.path = url_decode(r.target.substr(0, q), false);
+  r.path = r.target.substr(0, q);
   if (q != std::string::npos) r.query = parse_query(r.target.substr(q + 1));
-  for (const auto& field : req) {
-    std::string name(field.name_string());
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    r.headers[name] = std::string(field.value());
-  }
-  r.body = std::move(req.body());
+  for (const auto& field : m) r.headers[lower(field.name_string())] = std::string(field.value());
   return r;
 }
 
@@ -46,9 +58,21 @@ bool key_matches(const std::string& given, const std::string& key) {
   return diff == 0;
 }
 
-// State shared between a session and its disconnect watcher (both on the session's strand).
+// "application/json", with any parameters ("; charset=utf-8").
+bool is_json_media_type(std::string_view content_type) {
+  return lower(trim(content_type.substr(0, content_type.find(';')))) == "application/json";
+}
+
+HttpResponse error_json(int status, const std::string& message, std::optional<std::string> code = std::nullopt) {
+  const char* type = status >= 500 ? "server_error" : "invalid_request_error";
+  return HttpResponse::json(status, error_body(status, message, type, std::nullopt, std::move(code)));
+}
+
+// State shared between a session and its connection watcher (both on the session's strand).
 struct Watch {
   bool active = true;
+  bool half_close_ok = false;   // the request said it sends nothing more (Connection: close)
+  size_t buffer_limit = 0;      // how much of a pipelined next request may be read meanwhile
   std::shared_ptr<DisconnectSignal> signal = std::make_shared<DisconnectSignal>();
 };
 
@@ -77,6 +101,60 @@ std::unique_ptr<http::response<http::empty_body>> to_stream_head(const HttpRespo
   return head;
 }
 
+// A session as the connection cap sees it: while it waits for a request head it holds no work
+// and may be closed to make room for a new connection.
+struct Presence {
+  net::any_io_executor executor;
+  beast::tcp_stream* stream = nullptr;  // strand only; null once the session has ended
+  bool evicted = false;                 // strand only
+  std::atomic<bool> idle{false};
+  std::atomic<bool> evicting{false};
+  std::atomic<Clock::rep> idle_since{0};
+};
+
+// Every open session, for choosing which idle one to close at the connection cap.
+// Thread-safety: all methods may be called from any thread.
+class Sessions {
+ public:
+  using Entry = std::list<std::shared_ptr<Presence>>::iterator;
+
+  Entry enter(std::shared_ptr<Presence> p) {
+    std::lock_guard lock(mu_);
+    return sessions_.insert(sessions_.end(), std::move(p));
+  }
+  void leave(Entry e) {
+    std::lock_guard lock(mu_);
+    sessions_.erase(e);
+  }
+  // Closes the session that has waited longest for a request head. False when none waits.
+  bool evict_one() {
+    std::shared_ptr<Presence> victim;
+    {
+      std::lock_guard lock(mu_);
+      for (const auto& p : sessions_) {
+        if (!p->idle || p->evicting) continue;
+        if (!victim || p->idle_since < victim->idle_since) victim = p;
+      }
+      if (!victim) return false;
+      victim->evicting = true;
+    }
+    net::post(victim->executor, [victim] {
+      if (victim->stream == nullptr || !victim->idle) {
+        victim->evicting = false;  // it started a request meanwhile: keep it
+        return;
+      }
+      victim->evicted = true;
+      beast::error_code ec;
+      victim->stream->socket().close(ec);
+    });
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::list<std::shared_ptr<Presence>> sessions_;
+};
+
 }  // namespace
 
 struct HttpServer::Impl : std::enable_shared_from_this<Impl> {
@@ -90,13 +168,18 @@ struct HttpServer::Impl : std::enable_shared_from_this<Impl> {
   tcp::acceptor acceptor;
   std::atomic<int> active{0};
   uint16_t bound_port = 0;
+  Sessions sessions;
 
   net::awaitable<void> accept_loop();
   net::awaitable<void> session(tcp::socket socket);
+  net::awaitable<bool> exchange(beast::tcp_stream& stream, beast::flat_buffer& buffer, Parser& parser,
+                                beast::error_code head_error);
   net::awaitable<void> refuse(tcp::socket socket);
-  net::awaitable<void> watch_disconnect(beast::tcp_stream& stream, std::shared_ptr<Watch> w);
-  net::awaitable<HttpResponse> respond(HttpRequest& req, RequestContext& ctx);
-  std::optional<HttpResponse> check_access(const HttpRequest& req) const;
+  net::awaitable<void> watch(beast::tcp_stream& stream, beast::flat_buffer& buffer, std::shared_ptr<Watch> w);
+  std::optional<HttpResponse> screen(const HttpRequest& req, const Router::Match& route,
+                                     std::optional<uint64_t> content_length) const;
+  std::optional<HttpResponse> check_access(const HttpRequest& req, const Router::Match& route) const;
+  size_t body_limit(const Router::Match& route) const;
   void add_cors(const HttpRequest& req, HttpResponse& res) const;
   net::awaitable<bool> write(beast::tcp_stream& stream, HttpResponse& res, unsigned version,
                              bool keep_alive, DisconnectSignal& disconnect);
@@ -114,7 +197,9 @@ net::awaitable<void> HttpServer::Impl::accept_loop() {
     // until the previous is acknowledged, and delayed ACKs turn that into bursts every ~40 ms.
     socket.set_option(tcp::no_delay(true), ec);
     const auto executor = socket.get_executor();
-    if (active.load() >= opt.max_connections) {
+    // At the cap, a connection that is only waiting makes room; a client that opens sockets and
+    // sends nothing cannot lock the others (or the health probe) out.
+    if (active.load() >= opt.max_connections && !sessions.evict_one()) {
       net::co_spawn(executor, refuse(std::move(socket)), net::detached);
     } else {
       net::co_spawn(executor, session(std::move(socket)), net::detached);
@@ -122,7 +207,8 @@ net::awaitable<void> HttpServer::Impl::accept_loop() {
   }
 }
 
-// Over the connection cap: answer 503 and close, without reading the request.
+// Over the connection cap with no idle connection to close: answer 503 and close, without
+// reading the request.
 net::awaitable<void> HttpServer::Impl::refuse(tcp::socket socket) {
   auto self = shared_from_this();
   beast::tcp_stream stream(std::move(socket));
@@ -136,19 +222,29 @@ net::awaitable<void> HttpServer::Impl::refuse(tcp::socket socket) {
   stream.socket().shutdown(tcp::socket::shutdown_send, ec);
 }
 
-// Fires the request's disconnect signal if the peer closes while we compute the response.
-net::awaitable<void> HttpServer::Impl::watch_disconnect(beast::tcp_stream& stream,
-                                                        std::shared_ptr<Watch> w) {
-  beast::error_code ec;
-  co_await stream.socket().async_wait(tcp::socket::wait_read, net::redirect_error(kAwait, ec));
-  if (!w->active || ec) co_return;  // response done (socket may be gone) or wait cancelled
-  char c = 0;
-  const ssize_t n = ::recv(stream.socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) w->signal->fire();
-  // n > 0: a pipelined request, not a disconnect; it is read after this response.
+// Watches the connection while a response is computed (see the class contract).
+net::awaitable<void> HttpServer::Impl::watch(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                             std::shared_ptr<Watch> w) {
+  for (;;) {
+    beast::error_code ec;
+    co_await stream.socket().async_wait(tcp::socket::wait_read, net::redirect_error(kAwait, ec));
+    if (!w->active || ec) co_return;  // response done (socket may be gone) or wait cancelled
+    if (buffer.size() >= w->buffer_limit) co_return;  // a whole next request is waiting already
+    const auto space = buffer.prepare(std::min<size_t>(w->buffer_limit - buffer.size(), 64 << 10));
+    const ssize_t n = ::recv(stream.socket().native_handle(), space.data(), space.size(), MSG_DONTWAIT);
+    if (n > 0) {
+      buffer.commit(static_cast<size_t>(n));  // a pipelined request: read after this response
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+    if (n == 0 && w->half_close_ok) co_return;  // a half-close: the client still reads
+    w->signal->fire();  // reset, or the end of a keep-alive client's stream: it has gone
+    co_return;
+  }
 }
 
-std::optional<HttpResponse> HttpServer::Impl::check_access(const HttpRequest& req) const {
+std::optional<HttpResponse> HttpServer::Impl::check_access(const HttpRequest& req,
+                                                           const Router::Match& route) const {
   if (req.method == "OPTIONS" && !opt.cors_origins.empty()) {
     HttpResponse r;
     r.status = 204;
@@ -158,7 +254,7 @@ std::optional<HttpResponse> HttpServer::Impl::check_access(const HttpRequest& re
                  {"Access-Control-Max-Age", "86400"}};
     return r;
   }
-  if (opt.api_keys.empty() || req.path == "/health") return std::nullopt;
+  if (opt.api_keys.empty() || (route.options != nullptr && route.options->public_route)) return std::nullopt;
   const std::string auth = req.header("authorization");
   const std::string prefix = "Bearer ";
   if (auth.rfind(prefix, 0) == 0) {
@@ -176,6 +272,35 @@ std::optional<HttpResponse> HttpServer::Impl::check_access(const HttpRequest& re
   return r;
 }
 
+size_t HttpServer::Impl::body_limit(const Router::Match& route) const {
+  if (route.options != nullptr && route.options->body_limit) return std::min(*route.options->body_limit, opt.body_limit);
+  return opt.body_limit;
+}
+
+// What is answered from the head alone: CORS preflight, 401, 404/405, 415, 413, 417.
+std::optional<HttpResponse> HttpServer::Impl::screen(const HttpRequest& req, const Router::Match& route,
+                                                     std::optional<uint64_t> content_length) const {
+  if (std::optional<HttpResponse> denied = check_access(req, route)) return denied;
+  if (route.status == 405) return error_json(405, "method " + req.method + " not allowed on this path");
+  if (route.status != 200) return error_json(404, "no such endpoint: " + req.method + " " + escape_for_log(req.path, 200), "not_found");
+  if (route.options->json_body && !is_json_media_type(req.header("content-type"))) {
+    const std::string given = req.header("content-type");
+    return error_json(415, "this endpoint takes a JSON body: send 'Content-Type: application/json'" +
+                               (given.empty() ? std::string(" (none was sent)") : " (found '" + escape_for_log(given, 100) + "')"),
+                      "unsupported_media_type");
+  }
+  const size_t limit = body_limit(route);
+  if (content_length && *content_length > limit) {
+    return error_json(413, "request body of " + std::to_string(*content_length) + " bytes is over this endpoint's limit of " +
+                               std::to_string(limit) + " bytes", "body_too_large");
+  }
+  const std::string expect = lower(trim(req.header("expect")));
+  if (!expect.empty() && expect != "100-continue") {
+    return error_json(417, "unsupported Expect: only '100-continue' is understood");
+  }
+  return std::nullopt;
+}
+
 void HttpServer::Impl::add_cors(const HttpRequest& req, HttpResponse& res) const {
   const std::string origin = req.header("origin");
   if (origin.empty() || opt.cors_origins.empty()) return;
@@ -186,18 +311,6 @@ void HttpServer::Impl::add_cors(const HttpRequest& req, HttpResponse& res) const
       return;
     }
   }
-}
-
-net::awaitable<HttpResponse> HttpServer::Impl::respond(HttpRequest& req, RequestContext& ctx) {
-  // Plain statements only: GCC 12 miscompiles co_await inside ?: and in `co_return co_await`.
-  HttpResponse res;
-  if (std::optional<HttpResponse> denied = check_access(req)) {
-    res = std::move(*denied);
-  } else {
-    res = co_await router.dispatch(req, ctx);
-  }
-  add_cors(req, res);
-  co_return res;
 }
 
 // Writes a whole response, or a chunked event stream. Returns false if the connection broke.
@@ -233,62 +346,101 @@ net::awaitable<bool> HttpServer::Impl::write(beast::tcp_stream& stream, HttpResp
   co_return !ec;
 }
 
+// One request and its response, once its head has been read (or failed to be: `head_error`).
+// Returns whether the connection may carry another request.
+net::awaitable<bool> HttpServer::Impl::exchange(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                                Parser& parser, beast::error_code head_error) {
+  const auto start = Clock::now();
+  HttpRequest req;
+  HttpResponse res;
+  unsigned version = 11;
+  bool keep_alive = false;
+  auto watch_state = std::make_shared<Watch>();
+  RequestContext ctx{stream.get_executor(), watch_state->signal, std::make_shared<RequestStats>()};
+  if (head_error) {
+    const bool too_big = head_error == http::error::header_limit;
+    res = error_json(too_big ? 431 : 400, (too_big ? "request head too large: " : "malformed HTTP request: ") +
+                                              head_error.message());
+  } else {
+    req = request_head(parser.get());
+    version = parser.get().version();
+    keep_alive = parser.get().keep_alive();
+    const Router::Match route = router.find(req.method, req.path);
+    const auto length = parser.content_length();
+    if (std::optional<HttpResponse> early = screen(req, route, length ? std::optional<uint64_t>(*length) : std::nullopt)) {
+      res = std::move(*early);
+      if (!parser.is_done()) keep_alive = false;  // its body was never read: the stream can't go on
+    } else {
+      beast::error_code ec;
+      if (!parser.is_done() && version == 11 && !req.header("expect").empty()) {
+        static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+        stream.expires_after(opt.write_timeout);
+        co_await net::async_write(stream, net::buffer(kContinue), net::redirect_error(kAwait, ec));
+      }
+      parser.body_limit(body_limit(route));  // a chunked body is checked as it arrives
+      stream.expires_after(opt.read_timeout);
+      if (!ec) co_await http::async_read(stream, buffer, parser, net::redirect_error(kAwait, ec));
+      if (ec == http::error::body_limit) {
+        res = error_json(413, "request body is over this endpoint's limit of " + std::to_string(body_limit(route)) +
+                                  " bytes", "body_too_large");
+        keep_alive = false;
+      } else if (ec) {
+        co_return false;  // the client went away or stalled mid-body: nobody to answer
+      } else {
+        req.body = std::move(parser.get().body());
+        watch_state->half_close_ok = !keep_alive;
+        watch_state->buffer_limit = opt.header_limit + opt.body_limit;
+        stream.expires_never();
+        net::co_spawn(stream.get_executor(), watch(stream, buffer, watch_state), net::detached);
+        res = co_await router.dispatch(req, ctx);
+      }
+    }
+  }
+  add_cors(req, res);
+  const bool ok = co_await write(stream, res, version, keep_alive, *watch_state->signal);
+  watch_state->active = false;
+  beast::error_code ignored;
+  stream.socket().cancel(ignored);  // ends the watcher's pending wait
+  if (log) {
+    AccessRecord rec{req.method, req.path, ctx.stats->endpoint.empty() ? "other" : ctx.stats->endpoint,
+                     res.status, std::chrono::duration<double, std::milli>(Clock::now() - start).count(),
+                     *ctx.stats};
+    log(rec);
+  }
+  co_return ok && keep_alive && !head_error;
+}
+
 net::awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
   auto self = shared_from_this();
   ++active;
   beast::tcp_stream stream(std::move(socket));
   beast::flat_buffer buffer;
-  beast::error_code ec;
+  auto presence = std::make_shared<Presence>();
+  presence->executor = stream.get_executor();
+  presence->stream = &stream;
+  const Sessions::Entry entry = sessions.enter(presence);
   for (bool first = true;; first = false) {
-    auto parser = std::make_unique<http::request_parser<http::string_body>>();  // heap: see to_message
-    parser->body_limit(opt.body_limit);
+    auto parser = std::make_unique<Parser>();  // heap: see to_message
+    // The route's limit is checked (and set) once the head is read. Not boost::none: Beast 1.74
+    // compares Content-Length against the optional and takes "none" for 0.
+    parser->body_limit(std::numeric_limits<std::uint64_t>::max());
     parser->header_limit(static_cast<std::uint32_t>(opt.header_limit));
-    stream.expires_after(first ? opt.read_timeout : opt.idle_timeout);
+    presence->idle_since = Clock::now().time_since_epoch().count();
+    presence->idle = true;
+    stream.expires_after(first ? opt.header_timeout : opt.idle_timeout);
+    beast::error_code ec;
     co_await http::async_read_header(stream, buffer, *parser, net::redirect_error(kAwait, ec));
-    if (!ec) {
-      stream.expires_after(opt.read_timeout);
-      co_await http::async_read(stream, buffer, *parser, net::redirect_error(kAwait, ec));
-    }
-    if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
-        ec == net::error::connection_reset || ec == net::error::eof) {
+    presence->idle = false;
+    if (presence->evicted || ec == http::error::end_of_stream || ec == beast::error::timeout ||
+        ec == net::error::connection_reset || ec == net::error::eof || ec == net::error::operation_aborted) {
       break;
     }
-    const auto start = Clock::now();
-    HttpRequest req;
-    HttpResponse res;
-    unsigned version = 11;
-    bool keep_alive = false;
-    RequestContext ctx{stream.get_executor(), nullptr, std::make_shared<RequestStats>()};
-    auto watch = std::make_shared<Watch>();
-    ctx.disconnect = watch->signal;
-    if (ec) {
-      const bool too_big = ec == http::error::body_limit || ec == http::error::header_limit;
-      const int status = ec == http::error::body_limit ? 413 : ec == http::error::header_limit ? 431 : 400;
-      res = HttpResponse::json(status, error_body(status, too_big ? "request too large: " + ec.message()
-                                                                  : "malformed HTTP request: " + ec.message(),
-                                                  "invalid_request_error", std::nullopt, std::nullopt));
-    } else {
-      auto raw = parser->release();
-      version = raw.version();
-      keep_alive = raw.keep_alive();
-      req = to_request(std::move(raw));
-      stream.expires_never();
-      net::co_spawn(stream.get_executor(), watch_disconnect(stream, watch), net::detached);
-      res = co_await respond(req, ctx);
-    }
-    const bool ok = co_await write(stream, res, version, keep_alive, *watch->signal);
-    watch->active = false;
-    beast::error_code ignored;
-    stream.socket().cancel(ignored);  // ends the watcher's pending wait
-    if (log) {
-      AccessRecord rec{req.method, req.path, ctx.stats->endpoint.empty() ? "other" : ctx.stats->endpoint,
-                       res.status,
-                       std::chrono::duration<double, std::milli>(Clock::now() - start).count(),
-                       *ctx.stats};
-      log(rec);
-    }
-    if (!ok || !keep_alive || ec) break;
+    const bool more = co_await exchange(stream, buffer, *parser, ec);
+    if (!more) break;
   }
+  presence->stream = nullptr;
+  sessions.leave(entry);
+  beast::error_code ec;
   stream.socket().shutdown(tcp::socket::shutdown_send, ec);
   --active;
 }

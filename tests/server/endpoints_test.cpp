@@ -142,7 +142,8 @@ TEST_F(Endpoints, PromptLongerThanContextIsRefused) {
 
 TEST_F(Endpoints, OversizedBodyIs413BeforeItIsRead) {
   const std::string reply = raw_exchange(
-      port(), "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 9437184\r\n\r\n{}");
+      port(), "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              "Content-Length: 9437184\r\n\r\n{}");
   EXPECT_EQ(reply.rfind("HTTP/1.1 413", 0), 0u) << reply;
   EXPECT_NE(reply.find("\"error\""), std::string::npos) << reply;
 }

@@ -64,7 +64,10 @@ server::ServiceOptions to_options(const config::ServeConfig& c) {
   o.http.port = static_cast<uint16_t>(c.http.port);
   o.http.body_limit = static_cast<size_t>(c.http.body_limit);
   o.http.header_limit = static_cast<size_t>(c.http.header_limit);
+  o.http.header_timeout = std::chrono::seconds(c.http.header_timeout);
   o.http.read_timeout = std::chrono::seconds(c.http.read_timeout);
+  o.tokenize_limit = static_cast<size_t>(c.http.tokenize_limit);
+  o.max_json_depth = c.http.max_json_depth;
   o.http.idle_timeout = std::chrono::seconds(c.http.idle_timeout);
   o.http.max_connections = c.http.max_connections;
   o.http.api_keys = c.http.api_keys;
