@@ -65,10 +65,11 @@ RenderedChat unmark(std::string_view rendered) {
 }
 
 // `marks`: the tokenizer whose control tokens request strings are marked against, or null.
+// `depth` levels are left before the walk refuses to go deeper.
 engine::jinja::Value convert(const json& j, const engine::Tokenizer* marks, int depth) {
   using engine::jinja::Value;
-  if (depth > kDefaultMaxJsonDepth) {
-    throw ApiError(400, "request JSON nests deeper than " + std::to_string(kDefaultMaxJsonDepth) + " levels",
+  if (depth < 0) {
+    throw ApiError(400, "request JSON nests deeper than the server's limit (--max-json-depth)",
                    "invalid_request_error", std::nullopt, "json_too_deep");
   }
   switch (j.type()) {
@@ -81,13 +82,13 @@ engine::jinja::Value convert(const json& j, const engine::Tokenizer* marks, int 
     case json::value_t::array: {
       std::vector<Value> items;
       items.reserve(j.size());
-      for (const json& e : j) items.push_back(convert(e, marks, depth + 1));
+      for (const json& e : j) items.push_back(convert(e, marks, depth - 1));
       return Value::array(std::move(items));
     }
     case json::value_t::object: {
       std::vector<engine::jinja::Object::Entry> entries;
       entries.reserve(j.size());
-      for (const auto& [k, v] : j.items()) entries.emplace_back(marked(marks, k), convert(v, marks, depth + 1));
+      for (const auto& [k, v] : j.items()) entries.emplace_back(marked(marks, k), convert(v, marks, depth - 1));
       return Value::object(std::move(entries));
     }
     default: return Value::none();
@@ -124,7 +125,7 @@ void check_message(const json& m, size_t i) {
 
 }  // namespace
 
-engine::jinja::Value to_jinja(const json& j) { return convert(j, nullptr, 0); }
+engine::jinja::Value to_jinja(const json& j, int max_depth) { return convert(j, nullptr, max_depth); }
 
 bool holds_prompt_mark(std::string_view text) { return text.find(kMark) != std::string_view::npos; }
 
@@ -139,11 +140,12 @@ RenderedChat render_chat(const App& app, const json& messages, const json& extra
   }
   const engine::Tokenizer& tok = *app.tokenizer;
   engine::ChatInput input;
-  input.messages = convert(messages, &tok, 0);
+  const int depth = app.settings.max_json_depth;
+  input.messages = convert(messages, &tok, depth);
   input.add_generation_prompt = true;
   if (tok.bos() >= 0) input.bos_token = std::string(tok.token_text(tok.bos()));
   if (tok.eos() >= 0) input.eos_token = std::string(tok.token_text(tok.eos()));
-  if (extra.is_object()) input.extra_variables = convert(extra, &tok, 0);
+  if (extra.is_object()) input.extra_variables = convert(extra, &tok, depth);
   try {
     return unmark(app.chat_template->render(input));
   } catch (const engine::TemplateRaise& e) {

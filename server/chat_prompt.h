@@ -15,6 +15,7 @@
 
 #include "engine/jinja/value.h"
 #include "server/app.h"
+#include "server/request_json.h"
 
 namespace server {
 
@@ -25,9 +26,10 @@ namespace server {
 std::vector<int32_t> chat_prompt_tokens(const App& app, const nlohmann::json& messages,
                                         const nlohmann::json& extra);
 
-// A JSON value as a template value (objects keep their key order). Throws ApiError 400 when the
-// value nests deeper than kDefaultMaxJsonDepth levels (the walk is recursive).
-engine::jinja::Value to_jinja(const nlohmann::json& j);
+// A JSON value as a template value (objects keep their key order). The walk is recursive: it
+// throws ApiError 400 below `max_depth` levels (values from parse_object are within the limit
+// they were parsed with already).
+engine::jinja::Value to_jinja(const nlohmann::json& j, int max_depth = kDefaultMaxJsonDepth);
 
 // A rendered prompt: the text, and the sorted positions in it where no special token may start
 // or run through (the marks of request strings).

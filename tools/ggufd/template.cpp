@@ -9,6 +9,7 @@
 #include "engine/tokenizer/tokenizer.h"
 #include "gguf/file.h"
 #include "server/chat_prompt.h"
+#include "server/request_json.h"
 #include "tools/ggufd/commands.h"
 #include "tools/ggufd/files.h"
 
@@ -44,8 +45,8 @@ Command add_template(CLI::App& app) {
     std::string bos, eos;
     const engine::ChatTemplate tmpl = engine::ChatTemplate::parse(load_template(*o, bos, eos));
     const std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-    const nlohmann::json j = nlohmann::json::parse(input);
-    if (!j.is_object() || !j.contains("messages")) {
+    const nlohmann::json j = server::parse_object(input, server::kDefaultMaxJsonDepth);
+    if (!j.contains("messages")) {
       throw std::invalid_argument("stdin must be a JSON object with \"messages\"");
     }
     engine::ChatInput in;
