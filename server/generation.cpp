@@ -55,7 +55,9 @@ std::shared_ptr<Channel> submit_generations(App& app, RequestContext& ctx,
       // check_generation() refuses all of these first, with the limit in the message.
       throw ApiError(500, "the scheduler refused a request that passed validation", "server_error");
   }
-  ctx.disconnect->subscribe([channel] { channel->cancel(); });
+  // A stream finds out from its writes when the client has really gone; a client that only
+  // stopped sending may still be reading it.
+  ctx.disconnect->subscribe([channel] { channel->cancel(); }, !params.stream);
   return channel;
 }
 

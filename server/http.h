@@ -56,29 +56,47 @@ struct HttpResponse {
   }
 };
 
-// Fired once when the client closes its connection before the response is complete.
+// Fired when the client goes away before the response is complete. `Reset`: the connection
+// broke (a reset, a failed write). `EndOfStream`: the client stopped sending, which looks the same
+// whether it closed the socket or only half-closed it and still reads. A subscriber that learns
+// on its own when the client has really gone (a stream: its next write fails) waits for a Reset.
 // Thread-safety: used on the session's strand only.
 class DisconnectSignal {
  public:
-  // Runs `f` when the signal fires (at once if it already has).
-  void subscribe(std::function<void()> f) {
-    if (fired_) {
+  enum class Kind { EndOfStream, Reset };
+
+  // Runs `f` when the signal fires (at once if it already has): on either kind, or with
+  // `on_end_of_stream` false only on a Reset.
+  void subscribe(std::function<void()> f, bool on_end_of_stream = true) {
+    if (reset_ || (end_of_stream_ && on_end_of_stream)) {
       f();
     } else {
-      subscribers_.push_back(std::move(f));
+      subscribers_.push_back({std::move(f), on_end_of_stream});
     }
   }
-  void fire() {
-    if (fired_) return;
-    fired_ = true;
-    for (auto& f : subscribers_) f();
-    subscribers_.clear();
+  void fire(Kind kind) {
+    if (reset_) return;
+    (kind == Kind::Reset ? reset_ : end_of_stream_) = true;
+    std::vector<Subscriber> waiting;
+    for (Subscriber& s : subscribers_) {
+      if (kind == Kind::Reset || s.on_end_of_stream) {
+        s.f();
+      } else {
+        waiting.push_back(std::move(s));
+      }
+    }
+    subscribers_.swap(waiting);
   }
-  bool fired() const { return fired_; }
+  bool fired() const { return reset_ || end_of_stream_; }
 
  private:
-  bool fired_ = false;
-  std::vector<std::function<void()>> subscribers_;
+  struct Subscriber {
+    std::function<void()> f;
+    bool on_end_of_stream;
+  };
+  bool end_of_stream_ = false;
+  bool reset_ = false;
+  std::vector<Subscriber> subscribers_;
 };
 
 // Token counts and timings a handler reports for the access log and metrics; filled in as the

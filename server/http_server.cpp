@@ -237,9 +237,14 @@ net::awaitable<void> HttpServer::Impl::watch(beast::tcp_stream& stream, beast::f
       continue;
     }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
-    if (n == 0 && w->half_close_ok) co_return;  // a half-close: the client still reads
-    w->signal->fire();  // reset, or the end of a keep-alive client's stream: it has gone
-    co_return;
+    if (n < 0) {
+      w->signal->fire(DisconnectSignal::Kind::Reset);
+    } else if (!w->half_close_ok) {
+      // A keep-alive client stopped sending: gone, or half-closed. Work nobody may read is
+      // cancelled; a stream goes on until a write fails.
+      w->signal->fire(DisconnectSignal::Kind::EndOfStream);
+    }
+    co_return;  // after the end of the stream only writes can tell more
   }
 }
 
@@ -328,7 +333,7 @@ net::awaitable<bool> HttpServer::Impl::write(beast::tcp_stream& stream, HttpResp
   auto sr = std::make_unique<http::response_serializer<http::empty_body>>(*head);
   stream.expires_after(opt.write_timeout);
   co_await http::async_write_header(stream, *sr, net::redirect_error(kAwait, ec));
-  disconnect.subscribe([src = res.stream] { src->cancel(); });
+  disconnect.subscribe([src = res.stream] { src->cancel(); }, false);
   while (!ec) {
     std::optional<std::string> chunk = co_await res.stream->next();
     if (!chunk) break;
@@ -338,7 +343,7 @@ net::awaitable<bool> HttpServer::Impl::write(beast::tcp_stream& stream, HttpResp
                               net::redirect_error(kAwait, ec));
   }
   if (ec) {
-    disconnect.fire();
+    disconnect.fire(DisconnectSignal::Kind::Reset);
     co_return false;
   }
   stream.expires_after(opt.write_timeout);

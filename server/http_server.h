@@ -48,9 +48,10 @@ struct AccessRecord {
 // unauthenticated or unwanted body is ever buffered; "Expect: 100-continue" is answered once the
 // head passed.
 //
-// While a response is computed, the connection is watched: a reset, or the end of the client's
-// stream on a keep-alive connection, cancels the request. A client that asked for
-// "Connection: close" (or spoke HTTP/1.0) may half-close after its request and still gets the
+// While a response is computed, the connection is watched: a reset cancels the request; so does
+// the end of the client's stream on a keep-alive connection, unless the response is a stream,
+// which goes on until a write fails (a half-closed client still reads it). A client that asked
+// for "Connection: close" (or spoke HTTP/1.0) may half-close after its request and still gets any
 // response. Bytes a pipelining client sends meanwhile are kept for its next request.
 //
 // Ownership: borrows the io_context and router, which must outlive it.

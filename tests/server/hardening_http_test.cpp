@@ -86,6 +86,14 @@ TEST(HardeningHttp, HalfCloseAfterTheRequestStillGetsTheResponse) {
     EXPECT_EQ(status_of(c.received()), 200) << c.received();
     EXPECT_NE(c.received().find("\"completion_tokens\":30"), std::string::npos) << c.received();
   }
+  // A stream on a keep-alive connection: the writes tell whether the client still reads.
+  RawConnection c(s.port());
+  const std::string stream = json{{"prompt", "Once upon a time"}, {"max_tokens", 30}, {"ignore_eos", true},
+                                  {"stream", true}, {"stream_options", {{"include_usage", true}}}}.dump();
+  c.send(post_request("/v1/completions", stream));
+  c.shutdown_write();
+  ASSERT_TRUE(c.read_until("[DONE]", 20s)) << c.received();
+  EXPECT_NE(c.received().find("\"completion_tokens\":30"), std::string::npos) << c.received();
 }
 
 // 14. A pipelined request arriving mid-generation switched disconnect detection off: a client
