@@ -81,12 +81,7 @@ class SchedulerTest : public testing::Test {
     GGUFD_REQUIRE_SHARED(kStories);
     model_.emplace(Model::load(ggufd::test::shared_path(kStories)));
     tokenizer_.emplace(Tokenizer::from_gguf(model_->file()));
-    SchedulerOptions o;
-    o.n_slots = 2;
-    o.n_ctx = 256;
-    o.max_queue = 2;
-    o.prefill_chunk = 16;
-    o.n_threads = 1;
+    const SchedulerOptions o{.n_slots = 2, .n_ctx = 256, .max_queue = 2, .prefill_chunk = 16, .n_threads = 1};
     scheduler_ = std::make_unique<Scheduler>(*model_, *tokenizer_, o);
   }
   void TearDown() override { scheduler_.reset(); }

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 
 #include "server/service.h"
@@ -50,6 +51,14 @@ class RunningService {
   server::Service service_;
   bool ready_ = false;
 };
+
+// A service on the shared model with test_options() changed by `edit` (check ready() first).
+inline std::unique_ptr<RunningService> start_service(
+    const std::function<void(server::ServiceOptions&)>& edit = nullptr) {
+  server::ServiceOptions o = test_options();
+  if (edit) edit(o);
+  return std::make_unique<RunningService>(std::move(o));
+}
 
 // One service shared by all tests of a suite (loading it per test would dominate the run time).
 class ServerTest : public testing::Test {

@@ -32,11 +32,11 @@ int status_of(const std::string& raw) {
 // the server hold 8 MB each. Now the head alone gets the 401, and the connection is closed.
 TEST(HardeningHttp, ApiKeyIsCheckedBeforeTheBodyIsRead) {
   GGUFD_REQUIRE_SHARED(kStories);
-  server::ServiceOptions o = test_options();
-  o.http.api_keys = {"sekrit"};
-  RunningService s(o);
-  ASSERT_TRUE(s.ready());
-  RawConnection c(s.port());
+  auto s = start_service([](server::ServiceOptions& o) {
+    o.http.api_keys = {"sekrit"};
+  });
+  ASSERT_TRUE(s->ready());
+  RawConnection c(s->port());
   c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
          "Content-Length: 8000000\r\n\r\n{\"prompt\":");
   EXPECT_TRUE(c.read_to_close(3s)) << "answered and closed without waiting for the body";
@@ -47,27 +47,27 @@ TEST(HardeningHttp, ApiKeyIsCheckedBeforeTheBodyIsRead) {
 // 13. Idle sockets filled the connection cap and locked everyone out, /health included.
 TEST(HardeningHttp, IdleConnectionsMakeRoomAtTheCap) {
   GGUFD_REQUIRE_SHARED(kStories);
-  server::ServiceOptions o = test_options();
-  o.http.max_connections = 4;
-  RunningService s(o);
-  ASSERT_TRUE(s.ready());
+  auto s = start_service([](server::ServiceOptions& o) {
+    o.http.max_connections = 4;
+  });
+  ASSERT_TRUE(s->ready());
   std::vector<std::unique_ptr<RawConnection>> idle;
-  for (int i = 0; i < 6; ++i) idle.push_back(std::make_unique<RawConnection>(s.port()));
+  for (int i = 0; i < 6; ++i) idle.push_back(std::make_unique<RawConnection>(s->port()));
   std::this_thread::sleep_for(100ms);
-  const HttpReply health = http_request(s.port(), "GET", "/health");
+  const HttpReply health = http_request(s->port(), "GET", "/health");
   EXPECT_EQ(health.status, 200) << health.body;
-  EXPECT_EQ(post_json(s.port(), "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 2}}).status, 200);
+  EXPECT_EQ(post_json(s->port(), "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 2}}).status, 200);
 }
 
 TEST(HardeningHttp, ASilentConnectionIsClosedAfterTheHeaderTimeout) {
   GGUFD_REQUIRE_SHARED(kStories);
-  server::ServiceOptions o = test_options();
-  o.http.header_timeout = 1s;
-  RunningService s(o);
-  ASSERT_TRUE(s.ready());
-  RawConnection c(s.port());
+  auto s = start_service([](server::ServiceOptions& o) {
+    o.http.header_timeout = 1s;
+  });
+  ASSERT_TRUE(s->ready());
+  RawConnection c(s->port());
   EXPECT_TRUE(c.read_to_close(4s)) << "still open after the header timeout";
-  RawConnection slow(s.port());
+  RawConnection slow(s->port());
   slow.send("GET /health HTTP/1.1\r\n");  // and never the rest of the head
   EXPECT_TRUE(slow.read_to_close(4s));
 }
@@ -75,10 +75,10 @@ TEST(HardeningHttp, ASilentConnectionIsClosedAfterTheHeaderTimeout) {
 // 14. A half-close after the request ("I'm done sending") cancelled it.
 TEST(HardeningHttp, HalfCloseAfterTheRequestStillGetsTheResponse) {
   GGUFD_REQUIRE_SHARED(kStories);
-  RunningService s(test_options());
-  ASSERT_TRUE(s.ready());
+  auto s = start_service();
+  ASSERT_TRUE(s->ready());
   for (const std::string version : {"HTTP/1.1", "HTTP/1.0"}) {
-    RawConnection c(s.port());
+    RawConnection c(s->port());
     const std::string extra = version == "HTTP/1.1" ? "Connection: close\r\n" : "";
     c.send(post_request("/v1/completions", completion(30), extra, version));
     c.shutdown_write();
@@ -87,7 +87,7 @@ TEST(HardeningHttp, HalfCloseAfterTheRequestStillGetsTheResponse) {
     EXPECT_NE(c.received().find("\"completion_tokens\":30"), std::string::npos) << c.received();
   }
   // A stream on a keep-alive connection: the writes tell whether the client still reads.
-  RawConnection c(s.port());
+  RawConnection c(s->port());
   const std::string stream = json{{"prompt", "Once upon a time"}, {"max_tokens", 30}, {"ignore_eos", true},
                                   {"stream", true}, {"stream_options", {{"include_usage", true}}}}.dump();
   c.send(post_request("/v1/completions", stream));
@@ -100,17 +100,17 @@ TEST(HardeningHttp, HalfCloseAfterTheRequestStillGetsTheResponse) {
 // that then left had its 2000 tokens generated anyway.
 TEST(HardeningHttp, PipelinedRequestDoesNotHideADisconnect) {
   GGUFD_REQUIRE_SHARED(kStories);
-  server::ServiceOptions o = test_options();
-  o.engine.n_ctx = 2048;
-  RunningService s(o);
-  ASSERT_TRUE(s.ready());
+  auto s = start_service([](server::ServiceOptions& o) {
+    o.engine.n_ctx = 2048;
+  });
+  ASSERT_TRUE(s->ready());
   auto metric = [&](const std::string& name) {
-    const std::string m = http_request(s.port(), "GET", "/metrics").body;
+    const std::string m = http_request(s->port(), "GET", "/metrics").body;
     const size_t at = m.find("\n" + name + " ");
     return at == std::string::npos ? -1L : std::stol(m.substr(at + name.size() + 2));
   };
   {
-    RawConnection c(s.port());
+    RawConnection c(s->port());
     c.send(post_request("/v1/completions", completion(2000)) + "GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
     for (int i = 0; i < 400 && metric("ggufd_slots_active") != 1; ++i) std::this_thread::sleep_for(5ms);
     std::this_thread::sleep_for(20ms);
@@ -122,7 +122,7 @@ TEST(HardeningHttp, PipelinedRequestDoesNotHideADisconnect) {
   EXPECT_LT(generated, 2000) << "the generation went on for a client that had left";
 
   // Pipelining itself still works: both answers arrive in order on one connection.
-  RawConnection c(s.port());
+  RawConnection c(s->port());
   c.send(post_request("/v1/completions", completion(3)) + "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   ASSERT_TRUE(c.read_to_close(10s));
   const std::string& got = c.received();
@@ -134,9 +134,9 @@ TEST(HardeningHttp, PipelinedRequestDoesNotHideADisconnect) {
 // 15. "Expect: 100-continue" was never answered: curl waited a second before sending bodies > 1 MB.
 TEST(HardeningHttp, ExpectContinueIsAnswered) {
   GGUFD_REQUIRE_SHARED(kStories);
-  RunningService s(test_options());
-  ASSERT_TRUE(s.ready());
-  RawConnection c(s.port());
+  auto s = start_service();
+  ASSERT_TRUE(s->ready());
+  RawConnection c(s->port());
   const std::string body = completion(2);
   c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n"
          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n");
@@ -147,7 +147,7 @@ TEST(HardeningHttp, ExpectContinueIsAnswered) {
   EXPECT_NE(c.received().find("HTTP/1.1 200 OK"), std::string::npos);
 
   // A refused head gets its final answer instead of 100, and the body is never waited for.
-  RawConnection big(s.port());
+  RawConnection big(s->port());
   big.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n"
            "Content-Length: 99999999\r\n\r\n");
   ASSERT_TRUE(big.read_to_close(3s));
@@ -158,13 +158,13 @@ TEST(HardeningHttp, ExpectContinueIsAnswered) {
 // local server without a CORS preflight.
 TEST(HardeningHttp, JsonRoutesRequireAJsonContentType) {
   GGUFD_REQUIRE_SHARED(kStories);
-  RunningService s(test_options());
-  ASSERT_TRUE(s.ready());
+  auto s = start_service();
+  ASSERT_TRUE(s->ready());
   const std::string body = completion(2);
   for (const char* type : {"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", ""}) {
     std::map<std::string, std::string> headers;
     if (*type != '\0') headers["Content-Type"] = type;
-    RawConnection c(s.port());
+    RawConnection c(s->port());
     c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\n" +
            (*type != '\0' ? "Content-Type: " + std::string(type) + "\r\n" : std::string()) +
            "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
@@ -172,7 +172,7 @@ TEST(HardeningHttp, JsonRoutesRequireAJsonContentType) {
     EXPECT_EQ(status_of(c.received()), 415) << type << ": " << c.received();
     EXPECT_NE(c.received().find("application/json"), std::string::npos);
   }
-  EXPECT_EQ(http_request(s.port(), "POST", "/tokenize", R"({"content":"hi"})",
+  EXPECT_EQ(http_request(s->port(), "POST", "/tokenize", R"({"content":"hi"})",
                          {{"Content-Type", "application/json; charset=utf-8"}}).status,
             200);
 }
@@ -180,45 +180,45 @@ TEST(HardeningHttp, JsonRoutesRequireAJsonContentType) {
 // 11. /tokenize has its own, smaller body limit (7 MB with pieces once peaked at 2.7 GB).
 TEST(HardeningHttp, TokenizeHasItsOwnBodyLimit) {
   GGUFD_REQUIRE_SHARED(kStories);
-  server::ServiceOptions o = test_options();
-  o.tokenize_limit = 64 << 10;
-  RunningService s(o);
-  ASSERT_TRUE(s.ready());
+  auto s = start_service([](server::ServiceOptions& o) {
+    o.tokenize_limit = 64 << 10;
+  });
+  ASSERT_TRUE(s->ready());
   const std::string text(100 << 10, 'a');
-  const HttpReply big = post_json(s.port(), "/tokenize", {{"content", text}, {"with_pieces", true}});
+  const HttpReply big = post_json(s->port(), "/tokenize", {{"content", text}, {"with_pieces", true}});
   EXPECT_EQ(big.status, 413) << big.body.substr(0, 200);
   const std::string ok_text(32 << 10, 'a');
-  const HttpReply ok = post_json(s.port(), "/tokenize", {{"content", ok_text}, {"with_pieces", true}});
+  const HttpReply ok = post_json(s->port(), "/tokenize", {{"content", ok_text}, {"with_pieces", true}});
   ASSERT_EQ(ok.status, 200);
   const json tokens = ok.json()["tokens"];
   std::string joined;
   for (const json& t : tokens) joined += t["piece"].get<std::string>();
   EXPECT_EQ(joined.size(), ok_text.size() + 1) << "SentencePiece's leading space, then the text";
   // Completions keep the server-wide limit.
-  EXPECT_EQ(post_json(s.port(), "/v1/completions", {{"prompt", text}, {"max_tokens", 1}}).status, 400)
+  EXPECT_EQ(post_json(s->port(), "/v1/completions", {{"prompt", text}, {"max_tokens", 1}}).status, 400)
       << "too long for the context, but read";
 }
 
 // 8. Model ids with '/' (Hugging Face names) could not be looked up.
 TEST(HardeningHttp, ModelIdsWithSlashes) {
   GGUFD_REQUIRE_SHARED(kStories);
-  server::ServiceOptions o = test_options();
-  o.alias = "org/my-model";
-  RunningService s(o);
-  ASSERT_TRUE(s.ready());
+  auto s = start_service([](server::ServiceOptions& o) {
+    o.alias = "org/my-model";
+  });
+  ASSERT_TRUE(s->ready());
   for (const char* path : {"/v1/models/org/my-model", "/v1/models/org%2Fmy-model", "/v1/models/org%2fmy-model"}) {
-    const HttpReply r = http_request(s.port(), "GET", path);
+    const HttpReply r = http_request(s->port(), "GET", path);
     EXPECT_EQ(r.status, 200) << path << ": " << r.body;
     if (r.status == 200) {
       EXPECT_EQ(r.json()["id"], "org/my-model");
     }
   }
   for (const char* path : {"/v1/models/org/my-model/metadata", "/v1/models/org%2Fmy-model/metadata"}) {
-    const HttpReply r = http_request(s.port(), "GET", path);
+    const HttpReply r = http_request(s->port(), "GET", path);
     EXPECT_EQ(r.status, 200) << path << ": " << r.body.substr(0, 200);
   }
-  EXPECT_EQ(http_request(s.port(), "GET", "/v1/models/org/other").status, 404);
-  EXPECT_EQ(post_json(s.port(), "/v1/completions", {{"model", "org/my-model"}, {"prompt", "a"}, {"max_tokens", 1}}).status,
+  EXPECT_EQ(http_request(s->port(), "GET", "/v1/models/org/other").status, 404);
+  EXPECT_EQ(post_json(s->port(), "/v1/completions", {{"model", "org/my-model"}, {"prompt", "a"}, {"max_tokens", 1}}).status,
             200);
 }
 
@@ -226,19 +226,19 @@ TEST(HardeningHttp, ModelIdsWithSlashes) {
 // stalled every stream and /health. Now /health answers while a render is still running.
 TEST(HardeningHttp, HealthAnswersWhileASlowRequestIsPrepared) {
   GGUFD_REQUIRE_SHARED(kStories);
-  server::ServiceOptions o = test_options();
-  // A template that spends half a million steps (a good fraction of a second) on every render.
-  o.chat_template = "{% for i in range(500) %}{% for j in range(1000) %}{% endfor %}{% endfor %}x";
-  RunningService s(o);
-  ASSERT_TRUE(s.ready());
+  auto s = start_service([](server::ServiceOptions& o) {
+    // A template that spends half a million steps (a good fraction of a second) on every render.
+    o.chat_template = "{% for i in range(500) %}{% for j in range(1000) %}{% endfor %}{% endfor %}x";
+  });
+  ASSERT_TRUE(s->ready());
   auto slow = std::async(std::launch::async, [&] {
-    return post_json(s.port(), "/v1/chat/completions",
+    return post_json(s->port(), "/v1/chat/completions",
                      {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"max_tokens", 1}});
   });
   std::this_thread::sleep_for(100ms);
   ASSERT_EQ(slow.wait_for(0ms), std::future_status::timeout) << "the render was expected to take a while";
-  EXPECT_EQ(http_request(s.port(), "GET", "/health").status, 200);
-  EXPECT_EQ(http_request(s.port(), "GET", "/metrics").status, 200);
+  EXPECT_EQ(http_request(s->port(), "GET", "/health").status, 200);
+  EXPECT_EQ(http_request(s->port(), "GET", "/metrics").status, 200);
   EXPECT_EQ(slow.wait_for(0ms), std::future_status::timeout) << "health was answered while the render went on";
   EXPECT_EQ(slow.get().status, 200);
 }
@@ -257,9 +257,9 @@ TEST(HardeningHttp, ClientStringsAreEscapedInTheLog) {
   logger->set_pattern("%v");
   spdlog::set_default_logger(logger);
   {
-    RunningService s(test_options());
-    if (s.ready()) {
-      http_request(s.port(), "GET", "/v1/x%0A2026-01-01%20INFO%20forged%0D%0A");
+    auto s = start_service();
+    if (s->ready()) {
+      http_request(s->port(), "GET", "/v1/x%0A2026-01-01%20INFO%20forged%0D%0A");
     }
   }
   spdlog::set_default_logger(previous);

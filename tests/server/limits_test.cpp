@@ -11,19 +11,19 @@ using nlohmann::json;
 
 TEST(Limits, QueueFullIs429WithRetryAfter) {
   GGUFD_REQUIRE_SHARED(kStories);
-  server::ServiceOptions o = test_options();
-  o.engine.n_slots = 1;
-  o.engine.max_queue = 0;
-  o.engine.n_ctx = 2048;
-  RunningService s(o);
-  ASSERT_TRUE(s.ready());
+  auto s = start_service([](server::ServiceOptions& o) {
+    o.engine.n_slots = 1;
+    o.engine.max_queue = 0;
+    o.engine.n_ctx = 2048;
+  });
+  ASSERT_TRUE(s->ready());
   const json long_body = {{"prompt", "Once"}, {"max_tokens", 2000}, {"ignore_eos", true}};
-  auto first = std::async(std::launch::async, [&] { return post_json(s.port(), "/v1/completions", long_body); });
+  auto first = std::async(std::launch::async, [&] { return post_json(s->port(), "/v1/completions", long_body); });
   for (int i = 0; i < 400; ++i) {  // until the first occupies the only slot
-    if (http_request(s.port(), "GET", "/metrics").body.find("ggufd_slots_active 1\n") != std::string::npos) break;
+    if (http_request(s->port(), "GET", "/metrics").body.find("ggufd_slots_active 1\n") != std::string::npos) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  const HttpReply second = post_json(s.port(), "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 1}});
+  const HttpReply second = post_json(s->port(), "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 1}});
   EXPECT_EQ(second.status, 429) << second.body;
   EXPECT_EQ(second.headers.at("retry-after"), "1");
   EXPECT_EQ(second.json()["error"]["code"], "queue_full");
@@ -32,29 +32,29 @@ TEST(Limits, QueueFullIs429WithRetryAfter) {
 
 TEST(Limits, ApiKeysAndPublicHealth) {
   GGUFD_REQUIRE_SHARED(kStories);
-  server::ServiceOptions o = test_options();
-  o.http.api_keys = {"sekrit"};
-  RunningService s(o);
-  ASSERT_TRUE(s.ready());
-  EXPECT_EQ(http_request(s.port(), "GET", "/health").status, 200);
-  const HttpReply denied = http_request(s.port(), "GET", "/v1/models");
+  auto s = start_service([](server::ServiceOptions& o) {
+    o.http.api_keys = {"sekrit"};
+  });
+  ASSERT_TRUE(s->ready());
+  EXPECT_EQ(http_request(s->port(), "GET", "/health").status, 200);
+  const HttpReply denied = http_request(s->port(), "GET", "/v1/models");
   EXPECT_EQ(denied.status, 401);
   EXPECT_EQ(denied.json()["error"]["code"], "invalid_api_key");
-  EXPECT_EQ(http_request(s.port(), "GET", "/v1/models", "", {{"Authorization", "Bearer wrong"}}).status, 401);
-  EXPECT_EQ(http_request(s.port(), "GET", "/v1/models", "", {{"Authorization", "Bearer sekrit"}}).status, 200);
+  EXPECT_EQ(http_request(s->port(), "GET", "/v1/models", "", {{"Authorization", "Bearer wrong"}}).status, 401);
+  EXPECT_EQ(http_request(s->port(), "GET", "/v1/models", "", {{"Authorization", "Bearer sekrit"}}).status, 200);
 }
 
 TEST(Limits, CorsHeadersAndPreflight) {
   GGUFD_REQUIRE_SHARED(kStories);
-  server::ServiceOptions o = test_options();
-  o.http.cors_origins = {"https://app.example"};
-  RunningService s(o);
-  ASSERT_TRUE(s.ready());
-  HttpReply r = http_request(s.port(), "GET", "/v1/models", "", {{"Origin", "https://app.example"}});
+  auto s = start_service([](server::ServiceOptions& o) {
+    o.http.cors_origins = {"https://app.example"};
+  });
+  ASSERT_TRUE(s->ready());
+  HttpReply r = http_request(s->port(), "GET", "/v1/models", "", {{"Origin", "https://app.example"}});
   EXPECT_EQ(r.headers["access-control-allow-origin"], "https://app.example");
-  const HttpReply other = http_request(s.port(), "GET", "/v1/models", "", {{"Origin", "https://evil.example"}});
+  const HttpReply other = http_request(s->port(), "GET", "/v1/models", "", {{"Origin", "https://evil.example"}});
   EXPECT_EQ(other.headers.count("access-control-allow-origin"), 0u);
-  HttpReply pre = http_request(s.port(), "OPTIONS", "/v1/chat/completions", "",
+  HttpReply pre = http_request(s->port(), "OPTIONS", "/v1/chat/completions", "",
                                      {{"Origin", "https://app.example"}});
   EXPECT_EQ(pre.status, 204);
   EXPECT_NE(pre.headers["access-control-allow-methods"].find("POST"), std::string::npos);
@@ -62,7 +62,7 @@ TEST(Limits, CorsHeadersAndPreflight) {
 
 TEST(Limits, ShutdownLetsInFlightRequestsFinish) {
   GGUFD_REQUIRE_SHARED(kStories);
-  auto s = std::make_unique<RunningService>(test_options());
+  auto s = start_service();
   ASSERT_TRUE(s->ready());
   const uint16_t port = s->port();
   auto inflight = std::async(std::launch::async, [port] {
