@@ -18,9 +18,9 @@
 #include "engine/kernels/fp16.h"
 #include "engine/kernels/matmul.h"
 #include "engine/kernels/packing.h"
+#include "engine/kernels/thread_pool.h"
 #include "engine/kernels/traits.h"
-#include "engine/repack.h"
-#include "engine/thread_pool.h"
+#include "engine/model/repack.h"
 
 namespace {
 

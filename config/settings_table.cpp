@@ -1,7 +1,7 @@
 // The rows of the settings table (see settings.h). Ranges are inclusive.
 #include "config/settings.h"
 
-#include "engine/sampling_rules.h"
+#include "engine/runtime/sampling_rules.h"
 
 namespace config {
 

@@ -7,9 +7,9 @@
 #include <mutex>
 #include <string>
 
-#include "engine/scheduler.h"
+#include "engine/runtime/scheduler.h"
+#include "server/api/metrics.h"
 #include "server/asio.h"
-#include "server/metrics.h"
 
 namespace server {
 

@@ -3,9 +3,9 @@
 #include <cmath>
 #include <random>
 
-#include "engine/tokenizer/tokenizer.h"
-#include "server/api_error.h"
-#include "server/request_json.h"
+#include "engine/text/tokenizer/tokenizer.h"
+#include "server/api/api_error.h"
+#include "server/api/request_json.h"
 
 namespace server {
 

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/scheduler.h"
-#include "server/app.h"
+#include "engine/runtime/scheduler.h"
+#include "server/api/app.h"
+#include "server/api/generation_params.h"
 #include "server/channel.h"
-#include "server/generation_params.h"
 #include "server/http.h"
 
 namespace server {

@@ -12,8 +12,8 @@
 #include <list>
 #include <mutex>
 
-#include "server/api_error.h"
-#include "server/url.h"
+#include "server/api/api_error.h"
+#include "server/api/url.h"
 
 namespace server {
 

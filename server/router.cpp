@@ -2,9 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/api_error.h"
-#include "server/request_json.h"
-#include "server/url.h"
+#include "server/api/api_error.h"
+#include "server/api/request_json.h"
+#include "server/api/url.h"
 
 namespace server {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "server/api_error.h"
+#include "server/api/api_error.h"
 #include "server/http.h"
 
 namespace server {

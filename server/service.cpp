@@ -11,17 +11,17 @@
 #include <optional>
 #include <thread>
 
-#include "engine/chat_template.h"
-#include "engine/cpu_features.h"
+#include "engine/kernels/cpu_features.h"
 #include "engine/kernels/dispatch.h"
-#include "engine/model.h"
-#include "engine/thread_pool.h"
-#include "engine/tokenizer/tokenizer.h"
-#include "server/app.h"
+#include "engine/kernels/thread_pool.h"
+#include "engine/model/model.h"
+#include "engine/text/chat_template.h"
+#include "engine/text/tokenizer/tokenizer.h"
+#include "server/api/app.h"
+#include "server/api/chat_prompt.h"
+#include "server/api/url.h"
 #include "server/handlers/handlers.h"
-#include "server/chat_prompt.h"
 #include "server/router.h"
-#include "server/url.h"
 #include "server/work_pool.h"
 
 namespace server {

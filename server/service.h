@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "engine/sampler.h"
-#include "engine/scheduler.h"
+#include "engine/runtime/sampler.h"
+#include "engine/runtime/scheduler.h"
 #include "server/http_server.h"
 
 namespace server {

@@ -12,7 +12,7 @@
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/thread_pool.hpp>
 
-#include "server/api_error.h"
+#include "server/api/api_error.h"
 #include "server/asio.h"
 
 namespace server {

@@ -1,9 +1,9 @@
 #include "engine/kernels/dispatch.h"
 
-#include "engine/cpu_features.h"
 #include "engine/kernels/avx2.h"
 #include "engine/kernels/avx512.h"
 #include "engine/kernels/avxvnni.h"
+#include "engine/kernels/cpu_features.h"
 #include "engine/kernels/ref.h"
 #include "engine/kernels/traits.h"
 

@@ -11,8 +11,8 @@
 
 #include "engine/kernels/dispatch.h"
 #include "engine/kernels/packing.h"
+#include "engine/kernels/thread_pool.h"
 #include "engine/kernels/traits.h"
-#include "engine/thread_pool.h"
 
 namespace engine {
 

@@ -2,11 +2,11 @@
 // chat.completion.chunk events.
 #include <nlohmann/json.hpp>
 
-#include "engine/tokenizer/tokenizer.h"
-#include "server/chat_request.h"
+#include "engine/text/tokenizer/tokenizer.h"
+#include "server/api/chat_request.h"
+#include "server/api/request_json.h"
 #include "server/generation.h"
 #include "server/handlers/handlers.h"
-#include "server/request_json.h"
 #include "server/work_pool.h"
 
 namespace server {

@@ -1,11 +1,11 @@
 // POST /v1/completions: OpenAI's legacy completions (text_completion objects), streamed or not.
 #include <nlohmann/json.hpp>
 
-#include "engine/tokenizer/tokenizer.h"
-#include "server/completion_request.h"
+#include "engine/text/tokenizer/tokenizer.h"
+#include "server/api/completion_request.h"
+#include "server/api/request_json.h"
 #include "server/generation.h"
 #include "server/handlers/handlers.h"
-#include "server/request_json.h"
 #include "server/work_pool.h"
 
 namespace server {

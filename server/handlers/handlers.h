@@ -1,7 +1,7 @@
 // One endpoint (or a closely related pair) per file; each adds its routes to the router.
 #pragma once
 
-#include "server/app.h"
+#include "server/api/app.h"
 #include "server/router.h"
 
 namespace server {

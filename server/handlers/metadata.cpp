@@ -1,5 +1,5 @@
 // GET /v1/models/{id}/metadata[?full=true]: the GGUF header, metadata and tensor table.
-#include "server/gguf_json.h"
+#include "server/api/gguf_json.h"
 #include "server/handlers/handlers.h"
 #include "server/work_pool.h"
 

@@ -1,5 +1,5 @@
 // GET /metrics: Prometheus text exposition.
-#include "engine/scheduler.h"
+#include "engine/runtime/scheduler.h"
 #include "server/handlers/handlers.h"
 
 namespace server {

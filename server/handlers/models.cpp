@@ -1,7 +1,7 @@
 // GET /v1/models and GET /v1/models/{id}: OpenAI's list and model objects.
 #include <nlohmann/json.hpp>
 
-#include "server/api_error.h"
+#include "server/api/api_error.h"
 #include "server/handlers/handlers.h"
 
 namespace server {

@@ -1,7 +1,7 @@
 // GET /props: the server's settings, default sampling, chat template, build and CPU features.
 #include <nlohmann/json.hpp>
 
-#include "server/gguf_json.h"
+#include "server/api/gguf_json.h"
 #include "server/handlers/handlers.h"
 
 namespace server {

@@ -1,6 +1,6 @@
-// POST /tokenize and POST /detokenize (see server/tokenize_request.h), on the work pool.
+// POST /tokenize and POST /detokenize (see server/api/tokenize_request.h), on the work pool.
+#include "server/api/tokenize_request.h"
 #include "server/handlers/handlers.h"
-#include "server/tokenize_request.h"
 #include "server/work_pool.h"
 
 namespace server {

@@ -390,7 +390,7 @@ TEST_F(ConfigTest, RangeAndChoiceMessages) {
   EXPECT_EQ(error({"--temperature", "2.5"}), "--temperature: 2.5 is out of range 0..2");
   EXPECT_EQ(error({"--top-p", "1.01"}), "--top-p: 1.01 is out of range 0..1");
   EXPECT_EQ(error({"--min-p", "-0.1"}), "--min-p: -0.1 is out of range 0..1");
-  // Sampling ranges are the engine's (engine/sampling_rules.h), the ones requests are held to.
+  // Sampling ranges are the engine's (engine/runtime/sampling_rules.h), the ones requests are held to.
   EXPECT_EQ(error({"--top-k", "-5"}), "--top-k: -5 is out of range 0..1073741824");
   EXPECT_EQ(error({"--repeat-penalty", "0"}), "--repeat-penalty: 0 is not allowed: expected 0.01..10");
   EXPECT_EQ(error({"--max-json-depth", "1"}), "--max-json-depth: 1 is out of range 2..1024");

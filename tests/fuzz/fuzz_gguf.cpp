@@ -5,7 +5,7 @@
 #include "gguf/file.h"
 #include "gguf/summary.h"
 #include "gguf/writer.h"
-#include "server/gguf_json.h"
+#include "server/api/gguf_json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -6,7 +6,7 @@
 #include <ctime>
 #include <string_view>
 
-#include "engine/chat_template.h"
+#include "engine/text/chat_template.h"
 
 namespace {
 

@@ -22,16 +22,16 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/chat_template.h"
-#include "engine/synth.h"
-#include "engine/tokenizer/tokenizer.h"
+#include "engine/text/chat_template.h"
+#include "engine/text/tokenizer/tokenizer.h"
 #include "gguf/file.h"
 #include "gguf/writer.h"
-#include "server/api_error.h"
-#include "server/app.h"
-#include "server/chat_request.h"
-#include "server/completion_request.h"
-#include "server/tokenize_request.h"
+#include "server/api/api_error.h"
+#include "server/api/app.h"
+#include "server/api/chat_request.h"
+#include "server/api/completion_request.h"
+#include "server/api/tokenize_request.h"
+#include "tools/synth/synth.h"
 
 namespace {
 

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/tokenizer/tokenizer.h"
-#include "engine/tokenizer/utf8.h"
+#include "engine/text/tokenizer/tokenizer.h"
+#include "engine/text/tokenizer/utf8.h"
 #include "gguf/file.h"
 
 namespace {

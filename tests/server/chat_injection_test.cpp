@@ -8,11 +8,11 @@
 #include <set>
 #include <sstream>
 
-#include "engine/chat_template.h"
-#include "engine/tokenizer/tokenizer.h"
+#include "engine/text/chat_template.h"
+#include "engine/text/tokenizer/tokenizer.h"
 #include "gguf/file.h"
-#include "server/app.h"
-#include "server/chat_prompt.h"
+#include "server/api/app.h"
+#include "server/api/chat_prompt.h"
 #include "tests/support/shared.h"
 
 namespace ggufd::test {

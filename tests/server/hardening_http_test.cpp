@@ -8,7 +8,7 @@
 #include <sstream>
 #include <thread>
 
-#include "server/url.h"
+#include "server/api/url.h"
 #include "tests/server/fixture.h"
 #include "tests/support/raw_connection.h"
 

@@ -16,13 +16,13 @@
 #include <string>
 #include <vector>
 
-#include "engine/cpu_features.h"
-#include "engine/forward.h"
+#include "engine/kernels/cpu_features.h"
 #include "engine/kernels/dispatch.h"
-#include "engine/membw.h"
-#include "engine/model.h"
-#include "engine/thread_pool.h"
+#include "engine/kernels/thread_pool.h"
+#include "engine/model/forward.h"
+#include "engine/model/model.h"
 #include "tools/ggufd/commands.h"
+#include "tools/membw/membw.h"
 
 namespace ggufd {
 
@@ -39,7 +39,7 @@ struct BenchOptions {
   int threads = 0;
   bool json = false;
   bool roofline = true;
-  bool repack = true;    // weights in the kernels' packed layout (engine/repack.h)
+  bool repack = true;    // weights in the kernels' packed layout (engine/model/repack.h)
   int probe_mib = 1024;  // bandwidth probe buffer: far above any last-level cache
 };
 

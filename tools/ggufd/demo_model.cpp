@@ -9,7 +9,7 @@
 #include <system_error>
 #include <vector>
 
-#include "engine/synth.h"
+#include "tools/synth/synth.h"
 
 namespace ggufd {
 

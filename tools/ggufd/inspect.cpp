@@ -4,7 +4,7 @@
 
 #include "gguf/file.h"
 #include "gguf/summary.h"
-#include "server/gguf_json.h"
+#include "server/api/gguf_json.h"
 #include "tools/ggufd/commands.h"
 
 namespace ggufd {

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/forward.h"
-#include "engine/model.h"
-#include "engine/thread_pool.h"
+#include "engine/kernels/thread_pool.h"
+#include "engine/model/forward.h"
+#include "engine/model/model.h"
 #include "tools/ggufd/commands.h"
 
 namespace ggufd {

@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "engine/forward.h"
-#include "engine/model.h"
-#include "engine/sampler.h"
-#include "engine/thread_pool.h"
-#include "engine/tokenizer/decoder.h"
-#include "engine/tokenizer/tokenizer.h"
+#include "engine/kernels/thread_pool.h"
+#include "engine/model/forward.h"
+#include "engine/model/model.h"
+#include "engine/runtime/sampler.h"
+#include "engine/text/tokenizer/decoder.h"
+#include "engine/text/tokenizer/tokenizer.h"
 #include "tools/ggufd/commands.h"
 
 namespace ggufd {

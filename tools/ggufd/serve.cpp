@@ -6,7 +6,7 @@
 #include <cstdio>
 
 #include "config/serve_config.h"
-#include "engine/cpu_features.h"
+#include "engine/kernels/cpu_features.h"
 #include "engine/kernels/dispatch.h"
 #include "server/service.h"
 #include "tools/ggufd/commands.h"

@@ -1,13 +1,13 @@
 // `ggufd synth -o OUT.gguf [--shape NAME] [--type TYPE] [--seed S] [--vocab-from FILE] ...`:
-// writes a random-weight model in a real model's shape (engine/synth.h).
+// writes a random-weight model in a real model's shape (tools/synth/synth.h).
 #include <chrono>
 #include <cstdio>
 #include <memory>
 #include <stdexcept>
 #include <string>
 
-#include "engine/synth.h"
 #include "tools/ggufd/commands.h"
+#include "tools/synth/synth.h"
 
 namespace ggufd {
 

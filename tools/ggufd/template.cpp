@@ -5,11 +5,11 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
-#include "engine/chat_template.h"
-#include "engine/tokenizer/tokenizer.h"
+#include "engine/text/chat_template.h"
+#include "engine/text/tokenizer/tokenizer.h"
 #include "gguf/file.h"
-#include "server/chat_prompt.h"
-#include "server/request_json.h"
+#include "server/api/chat_prompt.h"
+#include "server/api/request_json.h"
 #include "tools/ggufd/commands.h"
 #include "tools/ggufd/files.h"
 

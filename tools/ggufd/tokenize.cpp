@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/tokenizer/tokenizer.h"
+#include "engine/text/tokenizer/tokenizer.h"
 #include "gguf/file.h"
 #include "tools/ggufd/commands.h"
 

@@ -1,0 +1,248 @@
+// The forward pass of a llama-family transformer over a batch of tokens, read top to bottom:
+//   embed -> per layer: [norm, Q/K/V, (bias), (q/k norm), rope, store K/V, attention, output
+//   projection, residual] [norm, gate/up, silu * up, down, residual] -> final norm -> logits.
+#include "engine/model/forward.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "engine/kernels/dispatch.h"
+#include "engine/kernels/matmul.h"
+#include "engine/model/ops.h"
+
+namespace engine {
+
+namespace {
+
+size_t sz(int64_t n) { return static_cast<size_t>(n); }
+
+// src (n,) f32 -> one cache row in the cache's element type.
+void store_row(void* row, KvType type, const float* src, int64_t n) {
+  if (type == KvType::F32) {
+    std::copy(src, src + n, static_cast<float*>(row));
+  } else {
+    to_fp16(static_cast<uint16_t*>(row), src, n);
+  }
+}
+
+}  // namespace
+
+Forward::Forward(const Model& model, int64_t max_batch)
+    : model_(model), hp_(model.hparams()), max_batch_(max_batch), attn_ops_(kernels::dispatch().attn) {
+  if (max_batch <= 0) throw std::invalid_argument("max_batch must be positive");
+  const int64_t B = max_batch;
+  x_.resize(sz(B * hp_.n_embd));
+  xb_.resize(sz(B * hp_.n_embd));
+  xb2_.resize(sz(B * hp_.n_embd));
+  q_.resize(sz(B * hp_.q_dim()));
+  k_.resize(sz(B * hp_.k_dim()));
+  v_.resize(sz(B * hp_.v_dim()));
+  att_.resize(sz(B * hp_.n_head * hp_.head_dim_v));
+  hb_.resize(sz(B * hp_.n_ff));
+  hb2_.resize(sz(B * hp_.n_ff));
+  rope_.resize(sz(B * hp_.n_rot));
+  cells_.resize(sz(B));
+  xout_.resize(sz(B * hp_.n_embd));
+}
+
+void Forward::eval(const Batch& batch, KvCache& cache, ThreadPool& pool) {
+  const int64_t n = batch.size();
+  if (sz(n) != batch.seq.size() || sz(n) != batch.pos.size() || sz(n) != batch.logits.size()) {
+    throw std::invalid_argument("batch: tokens, seq, pos and logits differ in length");
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (batch.tokens[sz(i)] < 0 || batch.tokens[sz(i)] >= hp_.n_vocab) {
+      throw std::invalid_argument("batch: token id " + std::to_string(batch.tokens[sz(i)]) +
+                                  " is outside the vocabulary [0, " + std::to_string(hp_.n_vocab) + ")");
+    }
+    if (batch.pos[sz(i)] < 0) {
+      throw std::invalid_argument("batch: negative position " + std::to_string(batch.pos[sz(i)]));
+    }
+  }
+  n_outputs_ = batch.n_outputs();
+  logits_.resize(sz(n_outputs_ * hp_.n_vocab));
+  att_scratch_.resize(sz(pool.size() * hp_.head_dim_k));
+  float* out = logits_.data();
+  for (int64_t begin = 0; begin < n; begin += max_batch_) {
+    const int64_t end = std::min(n, begin + max_batch_);
+    eval_chunk(batch, begin, end, cache, pool);
+    out = output_head(batch, begin, end, out, pool);
+  }
+}
+
+void Forward::eval_chunk(const Batch& batch, int64_t begin, int64_t end, KvCache& cache,
+                         ThreadPool& pool) {
+  const int64_t n = end - begin, E = hp_.n_embd;
+  const int32_t* tokens = batch.tokens.data() + begin;
+  const SeqId* seq = batch.seq.data() + begin;
+  const int32_t* pos = batch.pos.data() + begin;
+  const float* freq_factors = model_.rope_freqs.empty() ? nullptr : model_.rope_freqs.data();
+
+  for (int64_t t = 0; t < n; ++t) {
+    // x[t] = token_embd[token]   token_embd (n_vocab, E) -> x (E,)
+    dequantize_row(model_.tok_embd, tokens[t], x_.data() + t * E);
+    // the token's cache cell, and its rope angles (n_rot/2, 2)
+    cells_[sz(t)] = cache.slot(seq[t], pos[t]);
+    rope_angles(rope_.data() + t * hp_.n_rot, pos[t], hp_.n_rot, hp_.rope_freq_base,
+                hp_.rope_freq_scale, freq_factors);
+  }
+  for (int64_t il = 0; il < hp_.n_layer; ++il) {
+    attention_block(il, n, seq, pos, cache, pool);
+    ffn_block(il, n, pool);
+  }
+}
+
+void Forward::attention_block(int64_t il, int64_t n, const SeqId* seq, const int32_t* pos,
+                              KvCache& cache, ThreadPool& pool) {
+  const LayerWeights& l = model_.layers[sz(il)];
+  const int64_t E = hp_.n_embd;
+
+  // xb = rmsnorm(x) * attn_norm                  x (n, E) -> xb (n, E)
+  for (int64_t t = 0; t < n; ++t) {
+    rmsnorm(xb_.data() + t * E, x_.data() + t * E, l.attn_norm.data(), E, hp_.rms_eps);
+  }
+  // Q = xb @ Wq^T, K = xb @ Wk^T, V = xb @ Wv^T  xb (n, E) -> q (n, q_dim), k (n, k_dim), v (n, v_dim)
+  matmul(l.wq, xb_.data(), n, q_.data(), pool);
+  matmul(l.wk, xb_.data(), n, k_.data(), pool);
+  matmul(l.wv, xb_.data(), n, v_.data(), pool);
+
+  // Per token: biases, per-head q/k norms, rope; then K/V into the token's cache cell.
+  pool.run([&](int ith, int nth) {
+    for (int64_t t = ith; t < n; t += nth) prepare_qkv(il, t, cache);
+  });
+
+  // att[t, h] = softmax(q[t, h] . K[seq_t, pos <= pos_t] / sqrt(head_dim_k)) @ V[...]
+  const int64_t n_items = n * hp_.n_head;
+  const int64_t scratch_per_thread = hp_.head_dim_k;
+  pool.run([&](int ith, int nth) {
+    float* scratch = att_scratch_.data() + ith * scratch_per_thread;
+    for (int64_t i = ith; i < n_items; i += nth) {
+      attend(il, i / hp_.n_head, i % hp_.n_head, seq[i / hp_.n_head], pos[i / hp_.n_head], cache,
+             scratch);
+    }
+  });
+
+  // xb2 = att @ Wo^T (+ bo)                      att (n, n_head * head_dim_v) -> xb2 (n, E)
+  matmul(l.wo, att_.data(), n, xb2_.data(), pool);
+  for (int64_t t = 0; t < n; ++t) {
+    if (!l.bo.empty()) add(xb2_.data() + t * E, l.bo.data(), E);
+    // x += xb2                                   residual
+    add(x_.data() + t * E, xb2_.data() + t * E, E);
+  }
+}
+
+void Forward::prepare_qkv(int64_t il, int64_t t, KvCache& cache) {
+  const LayerWeights& l = model_.layers[sz(il)];
+  const int64_t hd = hp_.head_dim_k;
+  float* q = q_.data() + t * hp_.q_dim();  // (n_head, head_dim_k)
+  float* k = k_.data() + t * hp_.k_dim();  // (n_head_kv, head_dim_k)
+  float* v = v_.data() + t * hp_.v_dim();  // (n_head_kv, head_dim_v)
+  if (!l.bq.empty()) add(q, l.bq.data(), hp_.q_dim());
+  if (!l.bk.empty()) add(k, l.bk.data(), hp_.k_dim());
+  if (!l.bv.empty()) add(v, l.bv.data(), hp_.v_dim());
+  const float* angles = rope_.data() + t * hp_.n_rot;  // (n_rot/2, 2)
+  for (int64_t h = 0; h < hp_.n_head; ++h) {
+    if (!l.q_norm.empty()) rmsnorm(q + h * hd, q + h * hd, l.q_norm.data(), hd, hp_.rms_eps);
+    rope(q + h * hd, angles, hp_.n_rot, hp_.rope_style);
+  }
+  for (int64_t h = 0; h < hp_.n_head_kv; ++h) {
+    if (!l.k_norm.empty()) rmsnorm(k + h * hd, k + h * hd, l.k_norm.data(), hd, hp_.rms_eps);
+    rope(k + h * hd, angles, hp_.n_rot, hp_.rope_style);
+  }
+  // cache K[il, cell] = k (k_dim,), V[il, cell] = v (v_dim,)
+  const int32_t cell = cells_[sz(t)];
+  store_row(cache.k_row(il, cell), cache.type(), k, hp_.k_dim());
+  store_row(cache.v_row(il, cell), cache.type(), v, hp_.v_dim());
+}
+
+// One head of one token, streaming over its sequence's cached positions <= pos with an online
+// softmax: no score matrix, one pass over K and V, each row read in the cache's own type.
+// With an F16 cache this is llama.cpp's CPU flash attention, rounding for rounding: q is rounded
+// to f16 (the dot is f16 x f16) and the V accumulator is kept in f16. The reference logits
+// (../shared/golden) are produced that way and the small random models amplify any difference;
+// an F32 cache keeps everything in f32.
+void Forward::attend(int64_t il, int64_t t, int64_t h, SeqId seq, int32_t pos,
+                     const KvCache& cache, float* q_scratch) {
+  const kernels::AttnOps& ops = *attn_ops_;
+  const int64_t hd_k = hp_.head_dim_k, hd_v = hp_.head_dim_v;
+  const int64_t kv_head = h / (hp_.n_head / hp_.n_head_kv);  // GQA: heads share a K/V head
+  const float kq_scale = 1.0f / std::sqrt(static_cast<float>(hd_k));
+  const bool f16 = cache.type() == KvType::F16;
+  const size_t k_off = sz(kv_head * hd_k) * cache.elem_bytes();  // this head in a K row
+  const size_t v_off = sz(kv_head * hd_v) * cache.elem_bytes();  // this head in a V row
+  float* out = att_.data() + (t * hp_.n_head + h) * hd_v;  // (head_dim_v,) accumulator
+
+  // q (head_dim_k,) this head's query, in the cache's precision
+  float* q = q_scratch;
+  const float* q_src = q_.data() + t * hp_.q_dim() + h * hd_k;
+  std::copy(q_src, q_src + hd_k, q);
+  if (f16) ops.round_f16(q, hd_k);
+  std::fill(out, out + hd_v, 0.0f);
+  float max = -std::numeric_limits<float>::infinity();
+  float sum = 0.0f;
+  for (const KvCache::Slot& s : cache.slots(seq)) {
+    if (s.pos > pos) break;  // causal: slots are ordered by position
+    const void* k_row = static_cast<const uint8_t*>(cache.k_row(il, s.cell)) + k_off;
+    const void* v_row = static_cast<const uint8_t*>(cache.v_row(il, s.cell)) + v_off;
+    const float score = kq_scale * (f16 ? ops.dot_f16(q, static_cast<const uint16_t*>(k_row), hd_k)
+                                        : ops.dot_f32(q, static_cast<const float*>(k_row), hd_k));
+    float w = 1.0f;
+    if (score > max) {  // rescale what was accumulated under the old maximum
+      const float c = std::exp(max - score);
+      if (f16) {
+        ops.scale_f16(out, c, hd_v);
+      } else {
+        scale(out, c, hd_v);
+      }
+      sum *= c;
+      max = score;
+    } else {
+      w = std::exp(score - max);
+    }
+    if (f16) {  // out += w * v
+      ops.mad_f16(out, w, static_cast<const uint16_t*>(v_row), hd_v);
+    } else {
+      ops.mad_f32(out, w, static_cast<const float*>(v_row), hd_v);
+    }
+    sum += w;
+  }
+  scale(out, 1.0f / sum, hd_v);
+}
+
+void Forward::ffn_block(int64_t il, int64_t n, ThreadPool& pool) {
+  const LayerWeights& l = model_.layers[sz(il)];
+  const int64_t E = hp_.n_embd, F = hp_.n_ff;
+  // xb = rmsnorm(x) * ffn_norm                   x (n, E) -> xb (n, E)
+  for (int64_t t = 0; t < n; ++t) {
+    rmsnorm(xb_.data() + t * E, x_.data() + t * E, l.ffn_norm.data(), E, hp_.rms_eps);
+  }
+  // hb = xb @ Wgate^T, hb2 = xb @ Wup^T          xb (n, E) -> hb, hb2 (n, F)
+  matmul(l.ffn_gate, xb_.data(), n, hb_.data(), pool);
+  matmul(l.ffn_up, xb_.data(), n, hb2_.data(), pool);
+  // hb = silu(hb) * hb2                          (n, F)
+  silu_mul(hb_.data(), hb2_.data(), n * F);
+  // xb2 = hb @ Wdown^T                           hb (n, F) -> xb2 (n, E)
+  matmul(l.ffn_down, hb_.data(), n, xb2_.data(), pool);
+  // x += xb2                                     residual
+  add(x_.data(), xb2_.data(), n * E);
+}
+
+float* Forward::output_head(const Batch& batch, int64_t begin, int64_t end, float* out,
+                            ThreadPool& pool) {
+  const int64_t E = hp_.n_embd;
+  // xout[j] = rmsnorm(x[t]) * output_norm for the j-th token wanting logits   (m, E)
+  int64_t m = 0;
+  for (int64_t t = 0; t < end - begin; ++t) {
+    if (!batch.logits[sz(begin + t)]) continue;
+    rmsnorm(xout_.data() + m * E, x_.data() + t * E, model_.output_norm.data(), E, hp_.rms_eps);
+    ++m;
+  }
+  // logits = xout @ Wout^T                       xout (m, E) -> out (m, n_vocab)
+  if (m > 0) matmul(model_.output, xout_.data(), m, out, pool);
+  return out + m * hp_.n_vocab;
+}
+
+}  // namespace engine

@@ -1,0 +1,76 @@
+// The forward pass: a batch of tokens in, their K/V into the cache, logits out.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/kernels/attn_ops.h"
+#include "engine/kernels/thread_pool.h"
+#include "engine/model/batch.h"
+#include "engine/model/kv_cache.h"
+#include "engine/model/model.h"
+
+namespace engine {
+
+// Evaluates batches of tokens with one Model, reusing scratch buffers sized for `max_batch`
+// tokens (larger batches are processed in chunks of max_batch).
+//
+// Every weight matrix is applied to a whole chunk at once (one read of the weights per chunk);
+// each token attends only to its own sequence's cached positions <= its own, so a token's logits
+// do not depend on what else is in the batch.
+// Ownership: borrows the Model (which must outlive it); owns its scratch and output buffers.
+// Thread-safety: none; one Forward per thread driving a ThreadPool.
+class Forward {
+ public:
+  Forward(const Model& model, int64_t max_batch);
+
+  // Runs `batch`: stores every token's K/V in `cache` (cells assigned with cache.slot()) and
+  // computes the logits of the tokens whose batch.logits flag is set, in batch order.
+  // Throws std::invalid_argument for a bad token id / position / sequence id, std::runtime_error
+  // when the cache is full (cells of the tokens already processed stay assigned).
+  void eval(const Batch& batch, KvCache& cache, ThreadPool& pool);
+
+  // Results of the last eval(): logits(i) is the i-th flagged token's row (n_vocab,).
+  int64_t n_outputs() const { return n_outputs_; }
+  const float* logits(int64_t i) const { return logits_.data() + i * hp_.n_vocab; }
+  int64_t n_vocab() const { return hp_.n_vocab; }
+  int64_t max_batch() const { return max_batch_; }
+
+ private:
+  // One chunk of at most max_batch tokens, [begin, end) of the batch.
+  void eval_chunk(const Batch& batch, int64_t begin, int64_t end, KvCache& cache, ThreadPool& pool);
+  void attention_block(int64_t il, int64_t n, const SeqId* seq, const int32_t* pos,
+                       KvCache& cache, ThreadPool& pool);
+  void prepare_qkv(int64_t il, int64_t t, KvCache& cache);
+  // q_scratch: (head_dim_k,) this thread's query row
+  void attend(int64_t il, int64_t t, int64_t h, SeqId seq, int32_t pos, const KvCache& cache,
+              float* q_scratch);
+  void ffn_block(int64_t il, int64_t n, ThreadPool& pool);
+  // Final norm + output matrix for the chunk's flagged tokens; writes their rows at `out` and
+  // returns the end of what it wrote.
+  float* output_head(const Batch& batch, int64_t begin, int64_t end, float* out, ThreadPool& pool);
+
+  const Model& model_;
+  const HParams& hp_;
+  int64_t max_batch_;
+  const kernels::AttnOps* attn_ops_;  // the dispatch table's attention vector ops
+  int64_t n_outputs_ = 0;
+
+  // Scratch, (max_batch, ...) row-major: row t belongs to the chunk's t-th token.
+  std::vector<float> x_;        // (B, n_embd) residual stream
+  std::vector<float> xb_;       // (B, n_embd) normed input of a block
+  std::vector<float> xb2_;      // (B, n_embd) block output before the residual add
+  std::vector<float> q_;        // (B, n_head * head_dim_k)
+  std::vector<float> k_;        // (B, n_head_kv * head_dim_k)
+  std::vector<float> v_;        // (B, n_head_kv * head_dim_v)
+  std::vector<float> att_;      // (B, n_head * head_dim_v) attention output per head
+  std::vector<float> hb_;       // (B, n_ff) gate, then silu(gate) * up
+  std::vector<float> hb2_;      // (B, n_ff) up
+  std::vector<float> rope_;     // (B, n_rot/2, 2) cos, sin per token
+  std::vector<int32_t> cells_;  // (B,) the cache cell of each token
+  std::vector<float> att_scratch_;  // (threads, head_dim_k) per-thread query rows
+  std::vector<float> xout_;     // (B, n_embd) final-normed rows that want logits
+  std::vector<float> logits_;   // (n_outputs, n_vocab) results of the last eval()
+};
+
+}  // namespace engine

@@ -1,0 +1,115 @@
+// A llama-family model: hyperparameters read from GGUF metadata and weights viewed in place.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "engine/kernels/matmul.h"
+#include "engine/model/ops.h"
+#include "engine/model/repack.h"
+#include "gguf/file.h"
+
+namespace engine {
+
+// The architectures the forward pass implements (general.architecture).
+enum class Arch {
+  Llama,  // RMSNorm, normal RoPE, GQA, SwiGLU; optional q/k/v/o biases and rope_freqs
+  Qwen2,  // llama + q/k/v biases, NeoX RoPE
+  Qwen3,  // llama + per-head q/k RMSNorm, NeoX RoPE, head size from attention.key_length
+};
+
+// Hyperparameters, named after the GGUF keys they come from ("[arch]." prefix omitted).
+struct HParams {
+  Arch arch = Arch::Llama;
+  std::string arch_name;     // general.architecture
+  int64_t n_vocab = 0;       // rows of token_embd.weight
+  int64_t n_ctx_train = 0;   // context_length
+  int64_t n_embd = 0;        // embedding_length
+  int64_t n_layer = 0;       // block_count
+  int64_t n_ff = 0;          // feed_forward_length
+  int64_t n_head = 0;        // attention.head_count
+  int64_t n_head_kv = 0;     // attention.head_count_kv (defaults to n_head)
+  int64_t head_dim_k = 0;    // attention.key_length (defaults to n_embd / n_head)
+  int64_t head_dim_v = 0;    // attention.value_length (defaults to n_embd / n_head)
+  int n_rot = 0;             // rope.dimension_count (defaults to head_dim_k)
+  float rms_eps = 1e-5f;     // attention.layer_norm_rms_epsilon
+  float rope_freq_base = 10000.0f;  // rope.freq_base
+  float rope_freq_scale = 1.0f;     // 1 / rope.scaling.factor (linear), or 1 / rope.scale_linear
+  RopeStyle rope_style = RopeStyle::Normal;
+
+  int64_t q_dim() const { return n_head * head_dim_k; }      // width of Q rows
+  int64_t k_dim() const { return n_head_kv * head_dim_k; }   // width of K rows (one cache row)
+  int64_t v_dim() const { return n_head_kv * head_dim_v; }   // width of V rows (one cache row)
+};
+
+// One transformer block's weights. Matrices are views into the model file; the small vectors
+// (norm weights, biases) are f32 copies owned by the Model. Optional vectors are empty when the
+// file has no such tensor.
+struct LayerWeights {
+  std::vector<float> attn_norm;  // (n_embd,)
+  Matrix wq;                     // (q_dim, n_embd)
+  Matrix wk;                     // (k_dim, n_embd)
+  Matrix wv;                     // (v_dim, n_embd)
+  Matrix wo;                     // (n_embd, n_head * head_dim_v)
+  std::vector<float> bq, bk, bv, bo;      // (q_dim,) (k_dim,) (v_dim,) (n_embd,): qwen2, optional
+  std::vector<float> q_norm, k_norm;      // (head_dim_k,) each: qwen3
+  std::vector<float> ffn_norm;   // (n_embd,)
+  Matrix ffn_gate;               // (n_ff, n_embd)
+  Matrix ffn_up;                 // (n_ff, n_embd)
+  Matrix ffn_down;               // (n_embd, n_ff)
+};
+
+// A loaded model: validated hyperparameters and weight views.
+//
+// load() checks everything the forward pass relies on (architecture, every tensor's presence,
+// shape and type) and throws std::runtime_error naming the file and exactly what is missing or
+// wrong. Unless told not to, it then repacks the weight matrices the kernels have a faster
+// layout for (engine/model/repack.h). Ownership: holds the gguf::File (and so its memory mapping) and
+// the packed copies; every Matrix points into them.
+// Thread-safety: immutable after construction; share one Model across threads freely.
+class Model {
+ public:
+  static Model load(const std::string& path, bool repack = true);
+  static Model from_file(gguf::File file, bool repack = true);
+
+  const HParams& hparams() const { return hp_; }
+  const gguf::File& file() const { return file_; }
+  // Bytes of tensor data (the weights as mapped).
+  uint64_t weight_bytes() const;
+
+  // Bytes of weights held in the packed layout (0 when none were repacked).
+  uint64_t packed_bytes() const { return packed_.bytes(); }
+
+  // Every matrix matmul reads: output and each layer's projections.
+  std::vector<const Matrix*> matmul_weights() const;
+
+  // The memory those matrices occupy as matmul reads it: each one's packed copy and its rows
+  // still in the file mapping. A decode step streams all of it once.
+  std::vector<std::span<const uint8_t>> matmul_ranges() const;
+
+  // Reads once every page of the file that matmul reads (not the repacked ranges: packing read
+  // them), so the first requests don't pay the page faults of a cold mapping (seconds for a
+  // large model on a slow disk). Embedding rows are left to fault in when looked up. `progress(done, total)` is called
+  // every ~64 MiB and at the end. Thread-safety: const; may run while nothing else uses the model.
+  void page_in(const std::function<void(uint64_t done, uint64_t total)>& progress) const;
+
+  Matrix tok_embd;                 // (n_vocab, n_embd): rows are looked up with dequantize_row
+  std::vector<LayerWeights> layers;
+  std::vector<float> output_norm;  // (n_embd,)
+  Matrix output;                   // (n_vocab, n_embd): token_embd itself when tied
+  std::vector<float> rope_freqs;   // (n_rot/2,) frequency divisors (llama3 scaling), optional
+
+ private:
+  explicit Model(gguf::File file) : file_(std::move(file)) {}
+  gguf::File file_;
+  HParams hp_;
+  PackedWeights packed_;  // after file_: Matrices point into both
+};
+
+// Reads and checks the hyperparameters of `file` (no tensors). Throws std::runtime_error.
+HParams read_hparams(const gguf::File& file);
+
+}  // namespace engine

@@ -1,0 +1,71 @@
+#include "engine/model/ops.h"
+
+#include <cmath>
+
+namespace engine {
+
+void rmsnorm(float* out, const float* x, const float* w, int64_t n, float eps) {
+  double ss = 0.0;  // sum of squares in double, as ggml does
+  for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i] * x[i]);
+  const float inv = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(n)) + eps);
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * inv * w[i];
+}
+
+void add(float* x, const float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+void scale(float* x, float s, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+void silu_mul(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void softmax(float* x, int64_t n) {
+  if (n <= 0) return;
+  float max = x[0];
+  for (int64_t i = 1; i < n; ++i) max = std::fmax(max, x[i]);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - max);
+    sum += x[i];
+  }
+  scale(x, 1.0f / sum, n);
+}
+
+void to_fp16(uint16_t* dst, const float* src, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = fp32_to_fp16(src[i]);
+}
+
+// Computed as ggml does (float, theta advanced by a constant ratio), so positions get the exact
+// angles of the reference implementation.
+void rope_angles(float* cos_sin, int32_t pos, int n_rot, float freq_base, float freq_scale,
+                 const float* freq_factors) {
+  const float theta_scale = std::pow(freq_base, -2.0f / static_cast<float>(n_rot));
+  float theta = static_cast<float>(pos);
+  for (int i = 0; i < n_rot / 2; ++i) {
+    const float t = freq_scale * (freq_factors ? theta / freq_factors[i] : theta);
+    cos_sin[2 * i] = std::cos(t);
+    cos_sin[2 * i + 1] = std::sin(t);
+    theta *= theta_scale;
+  }
+}
+
+void rope(float* x, const float* cos_sin, int n_rot, RopeStyle style) {
+  const int half = n_rot / 2;
+  const int stride = style == RopeStyle::Normal ? 1 : half;  // distance between a pair's members
+  for (int i = 0; i < half; ++i) {
+    const int a = style == RopeStyle::Normal ? 2 * i : i;
+    const float c = cos_sin[2 * i], s = cos_sin[2 * i + 1];
+    const float x0 = x[a], x1 = x[a + stride];
+    x[a] = x0 * c - x1 * s;
+    x[a + stride] = x0 * s + x1 * c;
+  }
+}
+
+}  // namespace engine

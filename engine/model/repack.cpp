@@ -1,0 +1,114 @@
+#include "engine/model/repack.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <new>
+#include <thread>
+#include <utility>
+
+#include "engine/kernels/dispatch.h"
+#include "engine/kernels/packing.h"
+
+namespace engine {
+
+namespace {
+
+constexpr size_t kPage = 4096;
+constexpr size_t kAlign = 64;  // each copy starts on a cache line
+
+// One matrix to pack: its rows [0, rows) go to base + offset.
+struct Job {
+  const Matrix* m;
+  int64_t rows;
+  size_t offset;
+};
+
+// Gives the pages wholly inside [p, p + n) back to the kernel. For a read-only file mapping this
+// only drops them from our resident set; a later read faults them in again, unchanged.
+void release_pages(const void* p, size_t n) {
+  const auto begin = (reinterpret_cast<uintptr_t>(p) + kPage - 1) & ~(kPage - 1);
+  const auto end = (reinterpret_cast<uintptr_t>(p) + n) & ~(kPage - 1);
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+// Packs job.m's first job.rows rows into dst. With `release`, the source pages are dropped slice
+// by slice as they are copied, so the model's resident size never holds two copies of a large
+// matrix (a tied 128k-token output would otherwise add ~300 MB to the peak).
+void pack_matrix(const Job& job, uint8_t* dst, bool release) {
+  const Matrix& m = *job.m;
+  const auto* src = static_cast<const uint8_t*>(m.data);
+  const size_t group = kernels::kPackRows * m.row_bytes;
+  const int64_t groups = job.rows / kernels::kPackRows;
+  const int64_t slice = std::max<int64_t>(1, static_cast<int64_t>((size_t{4} << 20) / group));  // ~4 MiB
+  for (int64_t g0 = 0; g0 < groups; g0 += slice) {
+    const int64_t g1 = std::min(groups, g0 + slice);
+    for (int64_t g = g0; g < g1; ++g) kernels::pack_group(m.type, src + g * group, m.row_bytes, m.cols, dst + g * group);
+    if (release) release_pages(src + g0 * group, static_cast<size_t>(g1 - g0) * group);
+  }
+  if (release) release_pages(src, static_cast<size_t>(groups) * group);  // pages the slices shared
+}
+
+}  // namespace
+
+PackedWeights::PackedWeights(PackedWeights&& o) noexcept
+    : base_(std::exchange(o.base_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+
+PackedWeights& PackedWeights::operator=(PackedWeights&& o) noexcept {
+  if (this != &o) {
+    if (base_) ::munmap(base_, size_);
+    base_ = std::exchange(o.base_, nullptr);
+    size_ = std::exchange(o.size_, 0);
+  }
+  return *this;
+}
+
+PackedWeights::~PackedWeights() {
+  if (base_) ::munmap(base_, size_);
+}
+
+PackedWeights PackedWeights::pack(const std::vector<Matrix*>& mats, bool release_source) {
+  const kernels::Dispatch& d = kernels::dispatch();
+  std::vector<Job> jobs;
+  size_t total = 0;
+  for (const Matrix* m : mats) {
+    const bool seen = std::any_of(jobs.begin(), jobs.end(), [m](const Job& j) { return j.m->data == m->data; });
+    const int64_t rows = m->rows / kernels::kPackRows * kernels::kPackRows;
+    if (seen || rows == 0 || !kernels::packable(m->type) || !d.packed_tile_for(m->type)) continue;
+    jobs.push_back({m, rows, total});
+    total += (static_cast<size_t>(rows) * m->row_bytes + kAlign - 1) / kAlign * kAlign;
+  }
+  PackedWeights pw;
+  if (total == 0) return pw;
+  void* base = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) throw std::bad_alloc();
+  ::madvise(base, total, MADV_HUGEPAGE);  // decode streams it: fewer TLB misses
+  pw.base_ = base;
+  pw.size_ = total;
+
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < jobs.size();) {
+      pack_matrix(jobs[i], static_cast<uint8_t*>(base) + jobs[i].offset, release_source);
+    }
+  };
+  const unsigned n_threads = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; t < std::min<size_t>(n_threads, jobs.size()); ++t) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+  ::mprotect(base, total, PROT_READ);
+
+  for (Matrix* m : mats) {
+    for (const Job& j : jobs) {
+      if (j.m->data != m->data) continue;
+      m->packed = static_cast<const uint8_t*>(base) + j.offset;
+      m->packed_rows = j.rows;
+    }
+  }
+  return pw;
+}
+
+}  // namespace engine

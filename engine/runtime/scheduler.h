@@ -1,0 +1,125 @@
+// Continuous batching: many generation requests share one model, one forward pass per step.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/model/kv_cache.h"
+#include "engine/runtime/sampler.h"
+
+namespace engine {
+
+class Model;
+class Tokenizer;
+
+enum class FinishReason { Stop, Length, Cancelled, Error };
+const char* finish_reason_name(FinishReason r);  // "stop", "length", "cancelled", "error"
+
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt tokens reused from a slot's cache (not recomputed)
+};
+
+// One generated token, with the text it completes; or, with `prompt` set, one scored prompt token
+// (GenerationRequest::prompt_logprobs: the token, its logprob given the tokens before it and the
+// alternatives; no text). Scored prompt tokens come first, for prompt positions 1, 2, ... in order.
+struct TokenEvent {
+  int32_t token = -1;
+  bool prompt = false;
+  std::string text;                // final text to append: whole UTF-8 characters, stop strings
+                                   // held back until they can't match (may be empty)
+  float logprob = 0;
+  std::vector<TokenLogprob> top;   // SamplingParams::n_logprobs alternatives
+};
+
+// Where a request's output goes: the one interface between the scheduler and the HTTP side.
+// on_token/on_finish run on the scheduler's thread and must return quickly without blocking
+// (queue and notify). cancelled() is polled once per step, from the same thread.
+// Exactly one on_finish() ends every accepted request.
+class TokenSink {
+ public:
+  virtual ~TokenSink() = default;
+  virtual void on_token(TokenEvent&& event) = 0;
+  virtual void on_finish(FinishReason reason, const Usage& usage, const std::string& error) = 0;
+  virtual bool cancelled() const = 0;
+};
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;       // token ids, BOS included when the model wants it
+  SamplingParams sampling;
+  int64_t max_tokens = -1;           // -1: until the context is full; 0: no token is generated
+  bool prompt_logprobs = false;      // score every prompt token after the first (sampling.n_logprobs
+                                     // alternatives each): the whole prompt is evaluated again
+  std::vector<std::string> stop;     // stop strings; the matched text is not returned
+  bool ignore_eos = false;
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  std::shared_ptr<TokenSink> sink;
+};
+
+struct SchedulerOptions {
+  int n_slots = 4;                   // sequences generated concurrently
+  int64_t n_ctx = 2048;              // context length of each slot (prompt + generated)
+  int64_t max_queue = 64;            // requests waiting for a slot; beyond: QueueFull
+  int64_t prefill_chunk = 512;       // prompt tokens per step, so running streams never stall
+  int n_threads = 0;                 // compute threads; 0 = physical cores
+  KvType kv_type = KvType::F16;
+};
+
+// TooLarge: more requests in one submit_all() than the scheduler can ever hold (capacity()).
+enum class SubmitStatus { Accepted, QueueFull, Draining, PromptTooLong, EmptyPrompt, TooLarge };
+
+struct SchedulerStats {
+  int64_t queued = 0;
+  int64_t active_slots = 0;
+  int64_t total_slots = 0;
+  int64_t kv_cells_used = 0;
+  int64_t kv_cells_total = 0;
+  size_t kv_bytes = 0;  // memory of the whole KV cache
+  double generation_tokens_per_second = 0;  // over the last few seconds
+  double prompt_tokens_per_second = 0;
+};
+
+// Owns the model's KV cache and compute threads, and runs the step loop on its own thread:
+// admit queued requests into free slots (reusing the longest cached prompt prefix), build one
+// batch of every running slot's next token plus prompt chunks of new slots, run the forward pass,
+// sample, detokenize, match stop strings, and emit through each request's sink.
+//
+// A request's tokens depend only on its prompt, sampling params and seed: never on what else runs.
+// No exception leaves the step loop: a failure while serving one request (its sampler, its sink)
+// ends that request with FinishReason::Error and the others go on.
+// Ownership: borrows the Model and Tokenizer (they must outlive it); owns its thread, which the
+// destructor stops after finishing every request with FinishReason::Cancelled.
+// Thread-safety: submit(), drain(), stats() and idle() may be called from any thread.
+class Scheduler {
+ public:
+  Scheduler(const Model& model, const Tokenizer& tokenizer, SchedulerOptions options);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues a request; when this returns Accepted the sink will get exactly one on_finish().
+  SubmitStatus submit(GenerationRequest request);
+  // Queues all the requests or none (the choices of one HTTP request). TooLarge when there are
+  // more than capacity(); QueueFull when they do not fit now.
+  SubmitStatus submit_all(std::vector<GenerationRequest> requests);
+  // Requests running and waiting at most: n_slots + max_queue.
+  int64_t capacity() const;
+  // Stops admitting (submit returns Draining); running and queued requests continue.
+  void drain();
+  // Finishes every running and queued request with Cancelled at the next step.
+  void cancel_all();
+  // No request running or queued.
+  bool idle() const;
+  SchedulerStats stats() const;
+  const SchedulerOptions& options() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace engine

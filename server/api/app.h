@@ -1,0 +1,70 @@
+// Everything the endpoints share: the loaded model, the engine's scheduler, settings, metrics.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/runtime/sampler.h"
+#include "server/api/metrics.h"
+
+namespace gguf {
+class File;
+}
+namespace engine {
+class Tokenizer;
+class ChatTemplate;
+class Scheduler;
+}  // namespace engine
+
+namespace server {
+
+class WorkPool;
+
+// Settings reported by /props and used as request defaults.
+struct ServeSettings {
+  int64_t n_ctx = 0;                  // context length per sequence
+  int n_slots = 0;                    // parallel sequences
+  int n_threads = 0;
+  int64_t prefill_chunk = 0;
+  std::string kv_type;                // "f16" / "f32"
+  int64_t max_queue = 0;
+  int32_t default_max_tokens = 16;    // OpenAI's default for /v1/completions
+  int64_t request_timeout_s = 600;    // a generation still running after this is cancelled
+  int max_json_depth = 64;            // request JSON nesting limit (parse_object)
+  engine::SamplingParams default_sampling;
+  std::string chat_template_source;   // "model", "file", or "chatml (fallback)"
+  std::string chat_template;          // the template text in use
+  std::string cpu_features;
+  std::string kernels;                // the kernel set chosen at start-up
+  std::string build_info;
+};
+
+// State shared by all handlers. Ownership: the composition root (serve command) owns the engine
+// objects and the App, and keeps them alive until the HTTP server has stopped.
+// Thread-safety: the pointed-to engine objects are thread-safe for what handlers do with them
+// (Tokenizer and ChatTemplate are immutable; Scheduler's submit/stats are thread-safe); the
+// atomics are read by any session; Metrics locks internally.
+struct App {
+  std::string model_id;               // alias, or the file name
+  std::string model_path;
+  int64_t model_created = 0;          // file modification time, Unix seconds
+  std::shared_ptr<const gguf::File> file;
+  const engine::Tokenizer* tokenizer = nullptr;
+  const engine::ChatTemplate* chat_template = nullptr;
+  engine::Scheduler* scheduler = nullptr;
+  WorkPool* work = nullptr;           // the CPU work of requests runs here, off the IO threads
+  ServeSettings settings;
+  Metrics metrics;
+  std::atomic<bool> ready{false};     // model loaded
+  std::atomic<bool> draining{false};  // shutting down: refuse new work with 503
+};
+
+// Throws a 404 (model_not_found) unless `id` names the served model.
+void require_model(const App& app, const std::string& id);
+
+// Throws a 503 (with Retry-After) while the model is still loading.
+void require_ready(const App& app);
+
+}  // namespace server

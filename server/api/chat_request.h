@@ -1,0 +1,22 @@
+// POST /v1/chat/completions up to submission: the body parsed and validated, the messages
+// rendered through the chat template and tokenized. Coroutine-free (work pool, fuzzer).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "server/api/app.h"
+#include "server/api/generation_params.h"
+
+namespace server {
+
+struct ChatRequest {
+  GenerationParams params;
+  std::vector<int32_t> prompt;
+};
+
+// Throws ApiError (4xx) naming what is wrong.
+ChatRequest prepare_chat(const App& app, std::string_view body);
+
+}  // namespace server

@@ -1,0 +1,127 @@
+#include "server/api/metrics.h"
+
+#include <cstdio>
+
+namespace server {
+
+namespace {
+
+std::string number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+void header(std::string& out, const char* name, const char* type, const char* help) {
+  out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+void sample(std::string& out, const std::string& name, double value) {
+  out += name + " " + number(value) + "\n";
+}
+
+// Label values are route patterns chosen by us, but escape anyway as the format requires.
+std::string label(const std::string& v) {
+  std::string s;
+  for (char c : v) {
+    if (c == '\\' || c == '"') s += '\\';
+    if (c == '\n') {
+      s += "\\n";
+      continue;
+    }
+    s += c;
+  }
+  return s;
+}
+
+}  // namespace
+
+Histogram::Histogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double value) {
+  size_t i = 0;
+  while (i < bounds_.size() && value > bounds_[i]) ++i;
+  ++counts_[i];
+  sum_ += value;
+  ++count_;
+}
+
+void Histogram::render(const std::string& name, std::string& out) const {
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    cumulative += counts_[i];
+    out += name + "_bucket{le=\"" + number(bounds_[i]) + "\"} " + std::to_string(cumulative) + "\n";
+  }
+  out += name + "_bucket{le=\"+Inf\"} " + std::to_string(count_) + "\n";
+  sample(out, name + "_sum", sum_);
+  out += name + "_count " + std::to_string(count_) + "\n";
+}
+
+Metrics::Metrics()
+    : ttft_({0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}),
+      token_latency_({0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2}),
+      request_duration_({0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300}) {}
+
+void Metrics::count_request(const std::string& endpoint, int status) {
+  std::lock_guard lock(mutex_);
+  ++requests_[{endpoint, status}];
+}
+
+void Metrics::count_tokens(int64_t prompt, int64_t generated) {
+  std::lock_guard lock(mutex_);
+  prompt_tokens_ += static_cast<uint64_t>(std::max<int64_t>(prompt, 0));
+  generated_tokens_ += static_cast<uint64_t>(std::max<int64_t>(generated, 0));
+}
+
+void Metrics::observe_ttft(double seconds) {
+  std::lock_guard lock(mutex_);
+  ttft_.observe(seconds);
+}
+
+void Metrics::observe_token_latency(double seconds) {
+  std::lock_guard lock(mutex_);
+  token_latency_.observe(seconds);
+}
+
+void Metrics::observe_request_duration(double seconds) {
+  std::lock_guard lock(mutex_);
+  request_duration_.observe(seconds);
+}
+
+std::string Metrics::render(const EngineGauges& g) const {
+  std::lock_guard lock(mutex_);
+  std::string out;
+  header(out, "ggufd_requests_total", "counter", "HTTP requests by endpoint and status.");
+  for (const auto& [key, n] : requests_) {
+    out += "ggufd_requests_total{endpoint=\"" + label(key.first) + "\",status=\"" +
+           std::to_string(key.second) + "\"} " + std::to_string(n) + "\n";
+  }
+  header(out, "ggufd_prompt_tokens_total", "counter", "Prompt tokens received.");
+  sample(out, "ggufd_prompt_tokens_total", static_cast<double>(prompt_tokens_));
+  header(out, "ggufd_generated_tokens_total", "counter", "Tokens generated.");
+  sample(out, "ggufd_generated_tokens_total", static_cast<double>(generated_tokens_));
+  header(out, "ggufd_generation_tokens_per_second", "gauge", "Recent generation throughput.");
+  sample(out, "ggufd_generation_tokens_per_second", g.generation_tokens_per_second);
+  header(out, "ggufd_prompt_tokens_per_second", "gauge", "Recent prompt processing throughput.");
+  sample(out, "ggufd_prompt_tokens_per_second", g.prompt_tokens_per_second);
+  header(out, "ggufd_queue_depth", "gauge", "Requests waiting for a slot.");
+  sample(out, "ggufd_queue_depth", static_cast<double>(g.queue_depth));
+  header(out, "ggufd_slots_active", "gauge", "Slots generating or processing a prompt.");
+  sample(out, "ggufd_slots_active", static_cast<double>(g.active_slots));
+  header(out, "ggufd_slots_total", "gauge", "Configured parallel slots.");
+  sample(out, "ggufd_slots_total", static_cast<double>(g.total_slots));
+  header(out, "ggufd_kv_cache_used_cells", "gauge", "KV-cache cells in use.");
+  sample(out, "ggufd_kv_cache_used_cells", static_cast<double>(g.kv_cells_used));
+  header(out, "ggufd_kv_cache_total_cells", "gauge", "KV-cache capacity in cells (tokens).");
+  sample(out, "ggufd_kv_cache_total_cells", static_cast<double>(g.kv_cells_total));
+  header(out, "ggufd_time_to_first_token_seconds", "histogram", "Time to first generated token.");
+  ttft_.render("ggufd_time_to_first_token_seconds", out);
+  header(out, "ggufd_inter_token_latency_seconds", "histogram", "Time between generated tokens.");
+  token_latency_.render("ggufd_inter_token_latency_seconds", out);
+  header(out, "ggufd_request_duration_seconds", "histogram", "Whole request time.");
+  request_duration_.render("ggufd_request_duration_seconds", out);
+  return out;
+}
+
+}  // namespace server

@@ -1,0 +1,153 @@
+#include "server/api/request_json.h"
+
+#include <cmath>
+
+#include "server/api/api_error.h"
+
+namespace server {
+
+using nlohmann::json;
+
+namespace {
+
+const json* field(const json& j, const std::string& key) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+[[noreturn]] void wrong_type(const std::string& key, const char* expected, const json& found) {
+  throw invalid_field(key, "'" + key + "' must be " + expected + ", found " + json_type_name(found));
+}
+
+}  // namespace
+
+std::string json_type_name(const json& j) {
+  switch (j.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return "boolean";
+    case json::value_t::string: return "string";
+    case json::value_t::array: return "array";
+    case json::value_t::object: return "object";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: return "integer";
+    case json::value_t::number_float: return "number";
+    default: return "unknown";
+  }
+}
+
+json parse_object(std::string_view body, int max_depth) {
+  // The callback sees every container as it opens, `depth` containers deep; throwing there ends
+  // the parse with at most max_depth levels built.
+  const json::parser_callback_t limit = [max_depth](int depth, json::parse_event_t event, json&) {
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        depth >= max_depth) {
+      throw ApiError(400, "request body nests JSON objects and arrays deeper than " + std::to_string(max_depth) +
+                              " levels, the server's limit (--max-json-depth)",
+                     "invalid_request_error", std::nullopt, "json_too_deep");
+    }
+    return true;
+  };
+  json j = json::parse(body.begin(), body.end(), limit, false);
+  if (j.is_discarded()) throw ApiError(400, "request body is not valid JSON");
+  if (!j.is_object()) throw ApiError(400, "request body must be a JSON object, found " + json_type_name(j));
+  return j;
+}
+
+std::optional<std::string> get_string(const json& j, const std::string& key) {
+  const json* v = field(j, key);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_string()) wrong_type(key, "a string", *v);
+  return v->get<std::string>();
+}
+
+std::optional<bool> get_bool(const json& j, const std::string& key) {
+  const json* v = field(j, key);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_boolean()) wrong_type(key, "a boolean", *v);
+  return v->get<bool>();
+}
+
+std::optional<int64_t> get_int(const json& j, const std::string& key, int64_t min, int64_t max) {
+  const json* v = field(j, key);
+  if (v == nullptr) return std::nullopt;
+  int64_t x = 0;
+  if (v->is_number_integer()) {
+    if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+      x = INT64_MAX;
+    } else {
+      x = v->get<int64_t>();
+    }
+  } else if (v->is_number_float() && std::floor(v->get<double>()) == v->get<double>() &&
+             std::fabs(v->get<double>()) < 9e18) {
+    x = static_cast<int64_t>(v->get<double>());
+  } else {
+    wrong_type(key, "an integer", *v);
+  }
+  if (x < min || x > max) {
+    throw invalid_field(key, "'" + key + "' must be between " + std::to_string(min) + " and " +
+                                 std::to_string(max) + ", found " + std::to_string(x));
+  }
+  return x;
+}
+
+std::optional<double> get_number(const json& j, const std::string& key, double min, double max) {
+  const json* v = field(j, key);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_number()) wrong_type(key, "a number", *v);
+  const double x = v->get<double>();
+  if (!(x >= min && x <= max)) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "'%s' must be between %g and %g, found %g", key.c_str(), min,
+                  max, x);
+    throw invalid_field(key, buf);
+  }
+  return x;
+}
+
+std::optional<std::vector<int32_t>> get_token_ids(const json& j, const std::string& key,
+                                                  int32_t n_vocab) {
+  const json* v = field(j, key);
+  if (v == nullptr) return std::nullopt;
+  return to_token_ids(*v, key, n_vocab);
+}
+
+std::vector<int32_t> to_token_ids(const json& array, const std::string& key, int32_t n_vocab) {
+  const json* v = &array;
+  if (!v->is_array()) wrong_type(key, "an array of token ids", *v);
+  std::vector<int32_t> ids;
+  ids.reserve(v->size());
+  for (const json& e : *v) {
+    if (!e.is_number_integer()) wrong_type(key, "an array of integers", e);
+    const int64_t id = e.is_number_unsigned() ? static_cast<int64_t>(std::min<uint64_t>(e.get<uint64_t>(), INT32_MAX))
+                                              : e.get<int64_t>();
+    if (id < 0 || id >= n_vocab) {
+      throw invalid_field(key, "'" + key + "' contains token id " + std::to_string(id) +
+                                   ", outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
+    }
+    ids.push_back(static_cast<int32_t>(id));
+  }
+  return ids;
+}
+
+std::optional<std::vector<std::string>> get_strings(const json& j, const std::string& key) {
+  const json* v = field(j, key);
+  if (v == nullptr) return std::nullopt;
+  if (v->is_string()) return std::vector<std::string>{v->get<std::string>()};
+  if (!v->is_array()) wrong_type(key, "a string or an array of strings", *v);
+  std::vector<std::string> out;
+  for (const json& e : *v) {
+    if (!e.is_string()) wrong_type(key, "a string or an array of strings", e);
+    out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
+std::string excerpt(std::string_view s, size_t max) {
+  if (s.size() <= max) return std::string(s);
+  return std::string(s.substr(0, max)) + "...";
+}
+
+std::string dump_json(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+}  // namespace server

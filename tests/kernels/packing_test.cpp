@@ -1,0 +1,124 @@
+// Packed 8-row weight groups: the layout round-trips and the packed tiles of every table match
+// the reference tile on the file layout (also the AVX-512 VNNI code, through SIMDe's emulation).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/kernels/dispatch.h"
+#include "engine/kernels/matmul.h"
+#include "engine/kernels/packing.h"
+#include "engine/kernels/traits.h"
+#include "tests/support/quantized.h"
+
+namespace engine {
+namespace {
+
+using gguf::TensorType;
+using ggufd::test::expect_close;
+using ggufd::test::random_activations;
+using ggufd::test::random_matrix;
+
+constexpr TensorType kPackable[] = {TensorType::Q4_0, TensorType::IQ4_NL, TensorType::Q8_0, TensorType::Q4_K};
+
+TEST(Packing, GroupsRoundTripForThePackableTypesOnly) {
+  std::mt19937 rng(3);
+  for (TensorType type : kPackable) {
+    ASSERT_TRUE(kernels::packable(type));
+    const int64_t cols = 3 * kernels::kernel_traits(type)->block_size;
+    const std::vector<uint8_t> w = random_matrix(type, kernels::kPackRows, cols, rng);
+    const size_t row_bytes = w.size() / kernels::kPackRows;
+    std::vector<uint8_t> packed(w.size()), back(w.size());
+    ASSERT_TRUE(kernels::pack_group(type, w.data(), row_bytes, cols, packed.data()));
+    EXPECT_NE(packed, w);
+    kernels::unpack_group(type, packed.data(), cols, back.data(), row_bytes);
+    EXPECT_EQ(back, w) << gguf::type_info(type).name;
+  }
+  for (TensorType type : {TensorType::F32, TensorType::Q4_1, TensorType::Q5_K, TensorType::Q6_K}) {
+    EXPECT_FALSE(kernels::packable(type)) << gguf::type_info(type).name;
+  }
+}
+
+// Packed tiles of one table against the reference tile on the file layout.
+void check_packed_tiles(kernels::TileFn (*packed_tile_for)(TensorType), const std::string& name) {
+  std::mt19937 rng(7);
+  for (TensorType type : kPackable) {
+    const kernels::KernelTraits* t = kernels::kernel_traits(type);
+    const kernels::TileFn packed_tile = packed_tile_for(type);
+    ASSERT_NE(packed_tile, nullptr) << gguf::type_info(type).name;
+    for (int64_t cols : {t->block_size, 3 * t->block_size, 9 * t->block_size}) {
+      for (int64_t groups : {1, 3}) {
+        const int64_t rows = groups * kernels::kPackRows;
+        const std::vector<uint8_t> w = random_matrix(type, rows, cols, rng);
+        const size_t row_bytes = w.size() / static_cast<size_t>(rows);
+        std::vector<uint8_t> packed(w.size());
+        for (int64_t g = 0; g < groups; ++g) {
+          const size_t at = static_cast<size_t>(g * kernels::kPackRows) * row_bytes;
+          kernels::pack_group(type, w.data() + at, row_bytes, cols, packed.data() + at);
+        }
+        for (int64_t n = 1; n <= 9; ++n) {
+          const std::vector<float> x = random_activations(n, cols, rng);
+          const int64_t xr = kernels::act_row_bytes(t->act, cols);
+          std::vector<uint8_t> xq(static_cast<size_t>(xr * n));
+          for (int64_t j = 0; j < n; ++j) kernels::quantize_act_ref(t->act, x.data() + j * cols, xq.data() + j * xr, cols);
+          std::vector<float> ref(static_cast<size_t>(n * rows)), fast(ref.size(), -1.0f);
+          kernels::ref_tile(type, {w.data(), row_bytes, rows, cols, xq.data(), static_cast<size_t>(xr), n, ref.data(), rows});
+          packed_tile({packed.data(), kernels::kPackRows * row_bytes, rows, cols, xq.data(), static_cast<size_t>(xr), n,
+                       fast.data(), rows});
+          expect_close(fast, ref, cols,
+                       name + " " + std::string(gguf::type_info(type).name) + " cols=" + std::to_string(cols) +
+                           " rows=" + std::to_string(rows) + " n=" + std::to_string(n));
+        }
+      }
+    }
+  }
+}
+
+TEST(Packing, PackedTilesMatchTheReferenceOnAwkwardShapes) {
+  const kernels::Dispatch& d = kernels::dispatch();
+  if (!d.packed_tile_for(TensorType::Q4_0)) GTEST_SKIP() << "the " << d.name << " kernels have no packed layout";
+  check_packed_tiles(d.packed_tile_for, d.name);
+}
+
+// Every table this CPU can run, AVX2, AVX-VNNI and AVX-512 VNNI alike (dispatch() picks only one).
+TEST(Packing, EveryNativeTableMatchesTheReference) {
+  int checked = 0;
+  for (const kernels::Dispatch* d :
+       {kernels::avx2_dispatch(), kernels::avxvnni_dispatch(), kernels::avx512_dispatch()}) {
+    if (d == nullptr) continue;
+    check_packed_tiles(d->packed_tile_for, d->name);
+    ++checked;
+  }
+  if (checked == 0) GTEST_SKIP() << "no SIMD table on this CPU";
+  std::string missing;
+  if (!kernels::avx512_dispatch()) missing += " avx512vnni";
+  if (!kernels::avxvnni_dispatch()) missing += " avxvnni";
+  if (!missing.empty()) {
+    std::printf("[ packing  ] not run on this CPU:%s; their VNNI code is checked through SIMDe (VnniEmulated)\n",
+                missing.c_str());
+  }
+}
+
+#if GGUFD_HAVE_SIMDE
+}  // namespace
+namespace kernels::vnni_emulated {
+TileFn packed_tile_for(gguf::TensorType type);  // tests/kernels/vnni_emulated_tiles.cpp
+}  // namespace kernels::vnni_emulated
+namespace {
+#endif
+
+// The AVX-512 VNNI code of packed_tiles.inc, run with SIMDe's vpdpbusd on AVX2 hardware.
+TEST(Packing, VnniEmulatedTilesMatchTheReference) {
+#if GGUFD_HAVE_SIMDE
+  if (!kernels::avx2_dispatch()) GTEST_SKIP() << "the emulated VNNI tiles are built for AVX2; this CPU lacks it";
+  check_packed_tiles(kernels::vnni_emulated::packed_tile_for, "vnni-emulated");
+#else
+  GTEST_SKIP() << "SIMDe (libsimde-dev) was not found at configure time; scripts/install-deps --test installs it";
+#endif
+}
+
+}  // namespace
+}  // namespace engine

@@ -1,0 +1,220 @@
+// Model loading: hyperparameters from metadata, weight views, and refusals that name the problem.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/model/model.h"
+#include "gguf/writer.h"
+#include "tests/support/shared.h"
+
+namespace engine {
+namespace {
+
+using ggufd::test::shared_path;
+
+// A tiny llama-family model written in memory: embedding 8, 2 heads / 1 kv head, ffn 16, vocab 10.
+// `edit` may change the writer before tensors are added (metadata) and `skip` names a tensor to
+// leave out.
+struct TinyModel {
+  std::string arch = "llama";
+  std::string skip;
+  bool big_endian = false;
+  std::function<void(gguf::Writer&)> edit;
+  std::vector<uint8_t> bytes;
+
+  gguf::File build() {
+    gguf::Writer w(3, big_endian);
+    w.set("general.architecture", gguf::OwnedValue::string(arch));
+    const std::string p = arch + ".";
+    w.set(p + "context_length", gguf::OwnedValue::u32(64));
+    w.set(p + "embedding_length", gguf::OwnedValue::u32(8));
+    w.set(p + "block_count", gguf::OwnedValue::u32(1));
+    w.set(p + "feed_forward_length", gguf::OwnedValue::u32(16));
+    w.set(p + "attention.head_count", gguf::OwnedValue::u32(2));
+    w.set(p + "attention.head_count_kv", gguf::OwnedValue::u32(1));
+    w.set(p + "attention.layer_norm_rms_epsilon", gguf::OwnedValue::f32(1e-5f));
+    if (edit) edit(w);
+    auto add = [&](const std::string& name, std::vector<uint64_t> ne) {
+      if (name == skip) return;
+      uint64_t n = 1;
+      for (uint64_t d : ne) n *= d;
+      w.add_tensor(name, gguf::TensorType::F32, ne, std::vector<uint8_t>(n * 4, 0));
+    };
+    add("token_embd.weight", {8, 10});
+    add("output_norm.weight", {8});
+    add("blk.0.attn_norm.weight", {8});
+    add("blk.0.attn_q.weight", {8, 8});
+    add("blk.0.attn_k.weight", {8, 4});
+    add("blk.0.attn_v.weight", {8, 4});
+    add("blk.0.attn_output.weight", {8, 8});
+    if (arch == "qwen2") {
+      add("blk.0.attn_q.bias", {8});
+      add("blk.0.attn_k.bias", {4});
+      add("blk.0.attn_v.bias", {4});
+    }
+    if (arch == "qwen3") {
+      add("blk.0.attn_q_norm.weight", {4});
+      add("blk.0.attn_k_norm.weight", {4});
+    }
+    add("blk.0.ffn_norm.weight", {8});
+    add("blk.0.ffn_gate.weight", {8, 16});
+    add("blk.0.ffn_up.weight", {8, 16});
+    add("blk.0.ffn_down.weight", {16, 8});
+    bytes = w.to_bytes();
+    return gguf::File::parse(bytes, "tiny.gguf");
+  }
+};
+
+// The message of the exception Model::from_file throws, or "" when it loads.
+std::string load_error(TinyModel& m) {
+  try {
+    Model::from_file(m.build());
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+TEST(Model, TinyLlamaLoadsWithDefaults) {
+  TinyModel m;
+  const Model model = Model::from_file(m.build());
+  const HParams& hp = model.hparams();
+  EXPECT_EQ(hp.arch, Arch::Llama);
+  EXPECT_EQ(hp.n_vocab, 10);
+  EXPECT_EQ(hp.head_dim_k, 4);
+  EXPECT_EQ(hp.head_dim_v, 4);
+  EXPECT_EQ(hp.n_rot, 4);
+  EXPECT_FLOAT_EQ(hp.rope_freq_base, 10000.0f);
+  EXPECT_FLOAT_EQ(hp.rope_freq_scale, 1.0f);
+  EXPECT_EQ(hp.rope_style, RopeStyle::Normal);
+  EXPECT_EQ(model.output.data, model.tok_embd.data) << "no output.weight: tied embeddings";
+  EXPECT_TRUE(model.layers[0].bq.empty());
+}
+
+TEST(Model, RopeScalingKeys) {
+  TinyModel m;
+  m.edit = [](gguf::Writer& w) {
+    w.set("llama.rope.scaling.type", gguf::OwnedValue::string("linear"));
+    w.set("llama.rope.scaling.factor", gguf::OwnedValue::f32(4.0f));
+  };
+  EXPECT_FLOAT_EQ(Model::from_file(m.build()).hparams().rope_freq_scale, 0.25f);
+
+  TinyModel old;
+  old.edit = [](gguf::Writer& w) { w.set("llama.rope.scale_linear", gguf::OwnedValue::f32(2.0f)); };
+  EXPECT_FLOAT_EQ(Model::from_file(old.build()).hparams().rope_freq_scale, 0.5f);
+
+  TinyModel yarn;
+  yarn.edit = [](gguf::Writer& w) {
+    w.set("llama.rope.scaling.type", gguf::OwnedValue::string("yarn"));
+  };
+  EXPECT_CONTAINS(load_error(yarn), "rope scaling type 'yarn'");
+}
+
+TEST(Model, RefusesUnsupportedArchitecture) {
+  TinyModel m;
+  m.arch = "mamba";
+  EXPECT_CONTAINS(load_error(m), "architecture 'mamba' is not supported");
+}
+
+TEST(Model, RefusesMissingTensorByName) {
+  TinyModel m;
+  m.skip = "blk.0.ffn_up.weight";
+  EXPECT_CONTAINS(load_error(m), "tensor 'blk.0.ffn_up.weight' is missing");
+
+  TinyModel q2;
+  q2.arch = "qwen2";
+  q2.skip = "blk.0.attn_k.bias";
+  EXPECT_CONTAINS(load_error(q2), "tensor 'blk.0.attn_k.bias' is missing");
+
+  TinyModel q3;
+  q3.arch = "qwen3";
+  q3.skip = "blk.0.attn_q_norm.weight";
+  EXPECT_CONTAINS(load_error(q3), "tensor 'blk.0.attn_q_norm.weight' is missing");
+}
+
+TEST(Model, RefusesIllShapedTensor) {
+  TinyModel m;
+  m.arch = "qwen2";
+  m.edit = [](gguf::Writer& w) {  // head_count_kv 2 but K is (4, 8): the shapes disagree
+    w.set("qwen2.attention.head_count_kv", gguf::OwnedValue::u32(2));
+  };
+  EXPECT_CONTAINS(load_error(m), "tensor 'blk.0.attn_k.weight' has shape [8, 4], expected [8, 8]");
+}
+
+TEST(Model, RefusesBigEndianFiles) {
+  TinyModel m;
+  m.big_endian = true;
+  EXPECT_CONTAINS(load_error(m), "big-endian");
+}
+
+TEST(Model, Stories260KHyperparameters) {
+  GGUFD_REQUIRE_SHARED("models/stories260K.gguf");
+  const Model m = Model::load(shared_path("models/stories260K.gguf"));
+  const HParams& hp = m.hparams();
+  EXPECT_EQ(hp.arch_name, "llama");
+  EXPECT_EQ(hp.n_layer, 5);
+  EXPECT_EQ(hp.n_embd, 64);
+  EXPECT_EQ(hp.n_head, 8);
+  EXPECT_EQ(hp.n_head_kv, 4);
+  EXPECT_EQ(hp.n_ff, 172);
+  EXPECT_EQ(hp.n_vocab, 512);
+  EXPECT_EQ(hp.n_ctx_train, 2048);
+  EXPECT_EQ(hp.n_rot, 8);
+  EXPECT_NEAR(hp.rms_eps, 1e-5f, 1e-9f);
+  EXPECT_NE(m.output.data, m.tok_embd.data);
+  EXPECT_EQ(m.layers.size(), 5u);
+}
+
+TEST(Model, Qwen2AndQwen3Specifics) {
+  GGUFD_REQUIRE_SHARED("models/synth/synth-qwen2-Q8_0.gguf");
+  GGUFD_REQUIRE_SHARED("models/synth/synth-qwen3-Q8_0.gguf");
+  const Model q2 = Model::load(shared_path("models/synth/synth-qwen2-Q8_0.gguf"));
+  EXPECT_EQ(q2.hparams().arch, Arch::Qwen2);
+  EXPECT_EQ(q2.hparams().rope_style, RopeStyle::NeoX);
+  EXPECT_FLOAT_EQ(q2.hparams().rope_freq_base, 1e6f);
+  EXPECT_EQ(q2.output.data, q2.tok_embd.data);
+  EXPECT_EQ(q2.layers[0].bk.size(), 128u);
+
+  const Model q3 = Model::load(shared_path("models/synth/synth-qwen3-Q8_0.gguf"));
+  EXPECT_EQ(q3.hparams().head_dim_k, 128);
+  EXPECT_EQ(q3.hparams().q_dim(), 512);
+  EXPECT_EQ(q3.layers[1].q_norm.size(), 128u);
+  EXPECT_EQ(q3.layers[1].wo.cols, 512);
+}
+
+}  // namespace
+}  // namespace engine
+
+namespace engine {
+namespace {
+
+// page_in reads the file bytes matmul reads: every matrix but the embedding, minus packed rows.
+uint64_t unpacked_matmul_bytes(const Model& m) {
+  uint64_t n = 0;
+  for (const Matrix* w : m.matmul_weights()) n += static_cast<uint64_t>(w->rows - w->packed_rows) * w->row_bytes;
+  return n;
+}
+
+TEST(Model, PageInReportsProgressUpToTheBytesMatmulReadsFromTheFile) {
+  for (const char* path : {"models/stories260K.gguf", "models/synth/synth-llama-Q4_0.gguf"}) {
+    GGUFD_REQUIRE_SHARED(path);
+    const Model m = Model::load(ggufd::test::shared_path(path));
+    EXPECT_EQ(m.weight_bytes(), m.file().file_size() - m.file().data_offset());
+    const uint64_t expected = unpacked_matmul_bytes(m);
+    EXPECT_LT(expected + m.packed_bytes(), m.weight_bytes()) << path;  // the embedding is left out
+    std::vector<std::pair<uint64_t, uint64_t>> calls;
+    m.page_in([&](uint64_t done, uint64_t total) { calls.emplace_back(done, total); });
+    ASSERT_FALSE(calls.empty());
+    EXPECT_EQ(calls.back(), std::make_pair(expected, expected)) << path;
+    for (size_t i = 1; i < calls.size(); ++i) EXPECT_LE(calls[i - 1].first, calls[i].first);
+  }
+}
+
+}  // namespace
+}  // namespace engine

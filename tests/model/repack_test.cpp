@@ -1,0 +1,92 @@
+// Load-time repacking: matmul and row lookups over packed groups plus left-over rows, and a
+// model's logits with and without repacking.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/kernels/dispatch.h"
+#include "engine/kernels/matmul.h"
+#include "engine/kernels/thread_pool.h"
+#include "engine/kernels/traits.h"
+#include "engine/model/forward.h"
+#include "engine/model/model.h"
+#include "engine/model/repack.h"
+#include "tests/support/quantized.h"
+#include "tests/support/shared.h"
+
+namespace engine {
+namespace {
+
+using gguf::TensorType;
+using ggufd::test::expect_close;
+using ggufd::test::random_activations;
+using ggufd::test::random_matrix;
+
+constexpr TensorType kPackable[] = {TensorType::Q4_0, TensorType::IQ4_NL, TensorType::Q8_0, TensorType::Q4_K};
+
+TEST(Repack, MatmulAndLookupsOverPackedGroupsAndLeftOverRows) {
+  std::mt19937 rng(11);
+  ThreadPool pool(2);
+  for (TensorType type : kPackable) {
+    const int64_t rows = 157, cols = 2 * kernels::kernel_traits(type)->block_size;  // 19 packed groups + 5 rows
+    const std::vector<uint8_t> w = random_matrix(type, rows, cols, rng);
+    const size_t row_bytes = w.size() / static_cast<size_t>(rows);
+    Matrix plain{type, rows, cols, row_bytes, w.data()};
+    Matrix m = plain;
+    const PackedWeights pw = PackedWeights::pack({&m}, false);
+    if (kernels::dispatch().packed_tile_for(type)) {
+      EXPECT_EQ(m.packed_rows, 152);
+      EXPECT_GE(pw.bytes(), 152 * row_bytes);
+    } else {
+      EXPECT_EQ(m.packed, nullptr);
+    }
+    for (int64_t r : {0, 7, 8, 100, 151, 152, 156}) {  // lookups read the packed copy exactly
+      std::vector<float> a(static_cast<size_t>(cols)), b(a.size());
+      dequantize_row(plain, r, a.data());
+      dequantize_row(m, r, b.data());
+      EXPECT_EQ(a, b) << gguf::type_info(type).name << " row " << r;
+    }
+    for (int64_t n : {1, 2, 5, 17}) {
+      const std::vector<float> x = random_activations(n, cols, rng);
+      std::vector<float> a(static_cast<size_t>(n * rows)), b(a.size());
+      matmul(plain, x.data(), n, a.data(), pool);
+      matmul(m, x.data(), n, b.data(), pool);
+      expect_close(b, a, cols, std::string(gguf::type_info(type).name) + " n=" + std::to_string(n));
+    }
+  }
+}
+
+// Every position's logits (n_vocab each) of one sequence run as a single batch.
+std::vector<float> all_logits(const Model& m, const std::vector<int32_t>& tokens) {
+  ThreadPool pool(1);
+  Forward fwd(m, static_cast<int64_t>(tokens.size()));
+  KvCache cache(m.hparams(), static_cast<int64_t>(tokens.size()));
+  Batch b;
+  for (size_t i = 0; i < tokens.size(); ++i) b.add(tokens[i], 0, static_cast<int32_t>(i), true);
+  fwd.eval(b, cache, pool);
+  return {fwd.logits(0), fwd.logits(0) + b.size() * m.hparams().n_vocab};
+}
+
+TEST(Repack, ModelLogitsAreTheSameWithAndWithoutRepacking) {
+  for (const char* name : {"synth-llama-Q4_0", "synth-llama-Q8_0", "synth-llama-IQ4_NL", "synth-llama-Q4_K_M"}) {
+    const std::string path = std::string("models/synth/") + name + ".gguf";
+    GGUFD_REQUIRE_SHARED(path);
+    const Model packed = Model::load(ggufd::test::shared_path(path));
+    const Model plain = Model::load(ggufd::test::shared_path(path), false);
+    EXPECT_EQ(plain.packed_bytes(), 0u);
+    if (kernels::dispatch().packed_tile_for(TensorType::Q4_0)) {
+      EXPECT_GT(packed.packed_bytes(), 0u) << name;
+    }
+    const std::vector<int32_t> tokens{1, 15, 27, 300, 42, 7, 99};
+    const std::vector<float> a = all_logits(plain, tokens), b = all_logits(packed, tokens);
+    // These random-weight models amplify f32 rounding (summation order) through attention by up
+    // to ~1e5, so the golden tests' quantized tolerance applies; a layout error is O(1).
+    for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(b[i], a[i], 0.06 + 0.02 * std::fabs(a[i])) << name << " i=" << i;
+  }
+}
+
+}  // namespace
+}  // namespace engine

@@ -1,0 +1,495 @@
+// Synthetic models: shapes, per-tensor type choice, metadata, and the streaming GGUF writer.
+// The built-in BPE vocabulary is in synth_vocab.cpp.
+#include "tools/synth/synth.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include <unistd.h>
+
+#include "gguf/file.h"
+#include "tools/quantize/quantize.h"
+
+namespace engine::synth {
+
+using gguf::OwnedValue;
+using gguf::TensorType;
+
+// ---------------------------------------------------------------------------------------------
+// Shapes and file types
+
+const std::vector<Shape>& shapes() {
+  // name, arch, vocab, embd, layers, heads, kv heads, head dim, ff, ctx, rope base, eps,
+  // tied, qkv bias, qk norm. demo's vocabulary is the built-in one, unpadded (n_vocab 0).
+  static const std::vector<Shape> table = {
+      {"demo", "llama", 0, 64, 2, 4, 2, 0, 192, 2048, 10000.0f, 1e-5f, false, false, false},
+      {"llama-1b", "llama", 128256, 2048, 16, 32, 8, 0, 8192, 131072, 500000.0f, 1e-5f, true, false, false},
+      {"tinyllama", "llama", 32000, 2048, 22, 32, 4, 0, 5632, 2048, 10000.0f, 1e-5f, false, false, false},
+      {"qwen2.5-0.5b", "qwen2", 151936, 896, 24, 14, 2, 0, 4864, 32768, 1000000.0f, 1e-6f, true, true, false},
+      {"qwen3-1.7b", "qwen3", 151936, 2048, 28, 16, 8, 128, 6144, 40960, 1000000.0f, 1e-6f, true, false, true},
+      {"llama-8b", "llama", 128256, 4096, 32, 32, 8, 0, 14336, 131072, 500000.0f, 1e-5f, false, false, false},
+  };
+  return table;
+}
+
+std::optional<Shape> find_shape(std::string_view name) {
+  for (const Shape& s : shapes()) {
+    if (s.name == name) return s;
+  }
+  return std::nullopt;
+}
+
+const std::vector<FileType>& file_types() {
+  static const std::vector<FileType> table = {
+      {"F32", 0, TensorType::F32},      {"F16", 1, TensorType::F16},
+      {"BF16", 32, TensorType::BF16},   {"Q8_0", 7, TensorType::Q8_0},
+      {"Q4_0", 2, TensorType::Q4_0},    {"Q4_1", 3, TensorType::Q4_1},
+      {"Q5_0", 8, TensorType::Q5_0},    {"Q5_1", 9, TensorType::Q5_1},
+      {"Q2_K", 10, TensorType::Q2_K},   {"Q3_K_S", 11, TensorType::Q3_K},
+      {"Q4_K_S", 14, TensorType::Q4_K}, {"Q4_K_M", 15, TensorType::Q4_K},
+      {"Q5_K_S", 16, TensorType::Q5_K}, {"Q5_K_M", 17, TensorType::Q5_K},
+      {"Q6_K", 18, TensorType::Q6_K},   {"IQ4_NL", 25, TensorType::IQ4_NL},
+      {"IQ4_XS", 30, TensorType::IQ4_XS},
+  };
+  return table;
+}
+
+std::optional<FileType> find_file_type(std::string_view name) {
+  auto upper = [](std::string_view s) {
+    std::string u(s);
+    for (char& c : u) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return u;
+  };
+  for (const FileType& t : file_types()) {
+    if (t.name == upper(name)) return t;
+  }
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tensor plan
+
+uint64_t TensorPlan::n_elements() const {
+  uint64_t n = 1;
+  for (uint64_t d : ne) n *= d;
+  return n;
+}
+
+uint64_t TensorPlan::n_bytes() const {
+  const gguf::TypeInfo& info = gguf::type_info(type);
+  return n_elements() / info.block_size * info.block_bytes;
+}
+
+namespace {
+
+bool is_float_type(TensorType t) {
+  return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16;
+}
+
+// llama.cpp's use_more_bits: the first and last eighth of the layers and every third between.
+bool more_bits(int64_t il, int64_t n) {
+  return il < n / 8 || il >= 7 * n / 8 || (il - n / 8) % 3 == 2;
+}
+
+// llama.cpp's fallback for rows that do not fill whole blocks.
+TensorType fit_row(TensorType t, uint64_t cols) {
+  auto fits = [cols](TensorType x) { return cols % gguf::type_info(x).block_size == 0; };
+  if (fits(t)) return t;
+  switch (t) {
+    case TensorType::Q4_K: t = TensorType::Q5_0; break;
+    case TensorType::Q5_K: t = TensorType::Q5_1; break;
+    case TensorType::Q6_K: t = TensorType::Q8_0; break;
+    case TensorType::Q2_K:
+    case TensorType::Q3_K:
+    case TensorType::IQ4_XS: t = TensorType::IQ4_NL; break;
+    default: break;
+  }
+  if (fits(t)) return t;
+  return fits(TensorType::F16) ? TensorType::F16 : TensorType::F32;
+}
+
+// The type of a weight matrix; `il` is its layer (-1 for token_embd / output).
+TensorType matrix_type(const FileType& ft, const std::string& role, bool is_output, int64_t il,
+                       int64_t n_layer) {
+  if (is_float_type(ft.base)) return ft.base;
+  if (is_output) return ft.base == TensorType::Q8_0 ? TensorType::Q8_0 : TensorType::Q6_K;
+  const bool mixed = ft.name == "Q4_K_M" || ft.name == "Q5_K_M";
+  if (mixed && (role == "attn_v" || role == "ffn_down") && more_bits(il, n_layer)) {
+    return TensorType::Q6_K;
+  }
+  return ft.base;
+}
+
+}  // namespace
+
+std::vector<TensorPlan> plan_tensors(const Shape& s, const FileType& ft) {
+  using Init = TensorPlan::Init;
+  const auto E = static_cast<uint64_t>(s.n_embd), F = static_cast<uint64_t>(s.n_ff);
+  const auto q_dim = static_cast<uint64_t>(s.n_head * s.head_size());
+  const auto kv_dim = static_cast<uint64_t>(s.n_head_kv * s.head_size());
+  const auto V = static_cast<uint64_t>(s.n_vocab);
+  std::vector<TensorPlan> out;
+  auto vec = [&](std::string name, uint64_t n, Init init) {
+    out.push_back({std::move(name), TensorType::F32, {n}, init});
+  };
+  // W (rows, cols) is GGUF [cols, rows].
+  auto mat = [&](std::string name, const std::string& role, bool is_output, int64_t il,
+                 uint64_t rows, uint64_t cols) {
+    const TensorType t = fit_row(matrix_type(ft, role, is_output, il, s.n_layer), cols);
+    out.push_back({std::move(name), t, {cols, rows}, Init::Normal});
+  };
+  mat("token_embd.weight", "token_embd", s.tied, -1, V, E);
+  for (int64_t il = 0; il < s.n_layer; ++il) {
+    const std::string b = "blk." + std::to_string(il) + ".";
+    vec(b + "attn_norm.weight", E, Init::Ones);
+    mat(b + "attn_q.weight", "attn_q", false, il, q_dim, E);
+    mat(b + "attn_k.weight", "attn_k", false, il, kv_dim, E);
+    mat(b + "attn_v.weight", "attn_v", false, il, kv_dim, E);
+    if (s.qkv_bias) {
+      vec(b + "attn_q.bias", q_dim, Init::Normal);
+      vec(b + "attn_k.bias", kv_dim, Init::Normal);
+      vec(b + "attn_v.bias", kv_dim, Init::Normal);
+    }
+    if (s.qk_norm) {
+      vec(b + "attn_q_norm.weight", static_cast<uint64_t>(s.head_size()), Init::Ones);
+      vec(b + "attn_k_norm.weight", static_cast<uint64_t>(s.head_size()), Init::Ones);
+    }
+    mat(b + "attn_output.weight", "attn_output", false, il, E, q_dim);
+    vec(b + "ffn_norm.weight", E, Init::Ones);
+    mat(b + "ffn_gate.weight", "ffn_gate", false, il, F, E);
+    mat(b + "ffn_up.weight", "ffn_up", false, il, F, E);
+    mat(b + "ffn_down.weight", "ffn_down", false, il, E, F);
+  }
+  vec("output_norm.weight", E, Init::Ones);
+  if (!s.tied) mat("output.weight", "output", true, -1, V, E);
+  return out;
+}
+
+Metadata vocabulary_from(const std::string& path) {
+  const gguf::File file = gguf::File::open(path);
+  Metadata out;
+  for (const gguf::KeyValue& kv : file.metadata()) {
+    if (kv.key.starts_with("tokenizer.")) out.emplace_back(std::string(kv.key), OwnedValue::from(kv.value));
+  }
+  if (!file.find_array("tokenizer.ggml.tokens")) {
+    throw std::runtime_error(path + ": has no tokenizer.ggml.tokens to copy");
+  }
+  return out;
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Metadata
+
+uint64_t token_count(const Metadata& vocab) {
+  for (const auto& [key, v] : vocab) {
+    if (key == "tokenizer.ggml.tokens") return v.items.size();
+  }
+  throw std::runtime_error("vocabulary has no tokenizer.ggml.tokens");
+}
+
+Metadata model_metadata(const Shape& s, const FileType& ft) {
+  const std::string p = s.arch + ".";
+  auto u32 = [](int64_t v) { return OwnedValue::u32(static_cast<uint32_t>(v)); };
+  Metadata m = {
+      {"general.architecture", OwnedValue::string(s.arch)},
+      {"general.name", OwnedValue::string("synth-" + s.name)},
+      {"general.file_type", OwnedValue::u32(ft.ftype)},
+      {"general.quantization_version", OwnedValue::u32(2)},
+      {p + "context_length", u32(s.n_ctx)},
+      {p + "embedding_length", u32(s.n_embd)},
+      {p + "block_count", u32(s.n_layer)},
+      {p + "feed_forward_length", u32(s.n_ff)},
+      {p + "attention.head_count", u32(s.n_head)},
+      {p + "attention.head_count_kv", u32(s.n_head_kv)},
+      {p + "attention.layer_norm_rms_epsilon", OwnedValue::f32(s.rms_eps)},
+      {p + "rope.freq_base", OwnedValue::f32(s.rope_base)},
+      {p + "rope.dimension_count", u32(s.head_size())},
+      {p + "vocab_size", u32(s.n_vocab)},
+  };
+  if (s.head_dim != 0) {
+    m.emplace_back(p + "attention.key_length", u32(s.head_dim));
+    m.emplace_back(p + "attention.value_length", u32(s.head_dim));
+  }
+  return m;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streaming GGUF v3 writer (little-endian). gguf::Writer keeps all tensor data in memory; this
+// one writes the header from the plan and then each tensor's bytes as they are produced.
+
+class Sink {
+ public:
+  explicit Sink(std::string path) : path_(std::move(path)), f_(std::fopen(path_.c_str(), "wb")) {
+    if (!f_) fail("cannot create");
+    std::setvbuf(f_, nullptr, _IOFBF, 1 << 20);
+  }
+  ~Sink() {
+    if (f_) std::fclose(f_);
+  }
+  Sink(const Sink&) = delete;
+  Sink& operator=(const Sink&) = delete;
+
+  void bytes(const void* p, size_t n) {
+    if (n && std::fwrite(p, 1, n, f_) != n) fail("write failed");
+    pos_ += n;
+  }
+  void number(uint64_t v, size_t size) {
+    uint8_t b[8];
+    for (size_t i = 0; i < size; ++i) b[i] = static_cast<uint8_t>(v >> (8 * i));
+    bytes(b, size);
+  }
+  void string(std::string_view s) {
+    number(s.size(), 8);
+    bytes(s.data(), s.size());
+  }
+  void value(const OwnedValue& v) {
+    if (v.type == gguf::ValueType::STRING) {
+      string(v.str);
+    } else if (v.type == gguf::ValueType::ARRAY) {
+      number(static_cast<uint32_t>(v.elem), 4);
+      number(v.items.size(), 8);
+      for (const OwnedValue& item : v.items) value(item);
+    } else {
+      number(v.bits, gguf::value_type_size(v.type));
+    }
+  }
+  void pad(uint64_t align) {
+    static const uint8_t zeros[64] = {};
+    bytes(zeros, (align - pos_ % align) % align);
+  }
+  void close() {
+    const int rc = std::fclose(f_);
+    f_ = nullptr;
+    if (rc != 0) fail("close failed");
+  }
+  uint64_t pos() const { return pos_; }
+
+ private:
+  [[noreturn]] void fail(const char* what) {
+    throw std::runtime_error(path_ + ": " + what + ": " + std::strerror(errno));
+  }
+  std::string path_;
+  std::FILE* f_;
+  uint64_t pos_ = 0;
+};
+
+constexpr uint64_t kAlign = 32;
+constexpr size_t kBatchBytes = 32u << 20;  // output bytes quantized per parallel batch
+
+void write_header(Sink& out, const Metadata& meta, const std::vector<TensorPlan>& plan) {
+  out.bytes("GGUF", 4);
+  out.number(3, 4);
+  out.number(plan.size(), 8);
+  out.number(meta.size(), 8);
+  for (const auto& [key, v] : meta) {
+    out.string(key);
+    out.number(static_cast<uint32_t>(v.type), 4);
+    out.value(v);
+  }
+  uint64_t offset = 0;
+  for (const TensorPlan& t : plan) {
+    out.string(t.name);
+    out.number(t.ne.size(), 4);
+    for (uint64_t d : t.ne) out.number(d, 8);
+    out.number(static_cast<uint32_t>(t.type), 4);
+    out.number(offset, 8);
+    offset += (t.n_bytes() + kAlign - 1) / kAlign * kAlign;
+  }
+  out.pad(kAlign);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random weights: every row has its own generator, seeded from (seed, tensor name, row), so the
+// values do not depend on how rows are spread over threads.
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+uint64_t fnv1a(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : s) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ull;
+  return h;
+}
+
+// Normal deviates by Marsaglia & Tsang's ziggurat (128 layers): one 64-bit draw per value on the
+// fast path (~99%), exact N(0, 1) including the tails. The layer comes from bits independent of
+// the magnitude.
+class Ziggurat {
+ public:
+  Ziggurat() {
+    const double m1 = 2147483648.0, vn = 9.91256303526217e-3;
+    double dn = kR, tn = dn;
+    const double q = vn / std::exp(-0.5 * dn * dn);
+    kn_[0] = static_cast<uint32_t>((dn / q) * m1);
+    kn_[1] = 0;
+    wn_[0] = static_cast<float>(q / m1);
+    wn_[127] = static_cast<float>(dn / m1);
+    fn_[0] = 1.0f;
+    fn_[127] = static_cast<float>(std::exp(-0.5 * dn * dn));
+    for (int i = 126; i >= 1; --i) {
+      dn = std::sqrt(-2.0 * std::log(vn / dn + std::exp(-0.5 * dn * dn)));
+      kn_[i + 1] = static_cast<uint32_t>((dn / tn) * m1);
+      tn = dn;
+      fn_[i] = static_cast<float>(std::exp(-0.5 * dn * dn));
+      wn_[i] = static_cast<float>(dn / m1);
+    }
+  }
+
+  float operator()(uint64_t& state) const {
+    for (;;) {
+      const uint64_t r = splitmix64(state);
+      const auto hz = static_cast<int32_t>(static_cast<uint32_t>(r >> 32));
+      const int iz = static_cast<int>(r & 127);
+      const float x = static_cast<float>(hz) * wn_[iz];
+      if (static_cast<uint64_t>(std::llabs(hz)) < kn_[iz]) return x;  // inside the layer
+      if (iz == 0) return tail(state, hz > 0);
+      // Wedge: accept x with the density's probability.
+      const float y = fn_[iz] + uniform(state) * (fn_[iz - 1] - fn_[iz]);
+      if (y < std::exp(-0.5f * x * x)) return x;
+    }
+  }
+
+ private:
+  static constexpr double kR = 3.442619855899;  // start of the tail
+  static float uniform(uint64_t& state) {  // (0, 1)
+    return (static_cast<float>(splitmix64(state) >> 40) + 0.5f) * (1.0f / 16777216.0f);
+  }
+  static float tail(uint64_t& state, bool positive) {
+    float x, y;
+    do {
+      x = -std::log(uniform(state)) / static_cast<float>(kR);
+      y = -std::log(uniform(state));
+    } while (y + y < x * x);
+    const float v = static_cast<float>(kR) + x;
+    return positive ? v : -v;
+  }
+  uint32_t kn_[128];
+  float wn_[128], fn_[128];
+};
+
+const Ziggurat kNormal;
+
+// x (n,) ~ N(0, sigma), from the generator state `state`.
+void fill_normal(uint64_t state, float sigma, float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = sigma * kNormal(state);
+}
+
+// Runs fn(begin, end) over [0, n) split into `threads` contiguous ranges.
+template <class Fn>
+void parallel_for(int threads, int64_t n, const Fn& fn) {
+  const int64_t nt = std::max<int64_t>(1, std::min<int64_t>(threads, n));
+  std::vector<std::thread> pool;
+  std::exception_ptr error;
+  std::mutex mu;
+  for (int64_t t = 1; t < nt; ++t) {
+    pool.emplace_back([&, t] {
+      try {
+        fn(n * t / nt, n * (t + 1) / nt);
+      } catch (...) {
+        std::lock_guard lock(mu);
+        error = std::current_exception();
+      }
+    });
+  }
+  try {
+    fn(0, n / nt);
+  } catch (...) {
+    std::lock_guard lock(mu);
+    error = std::current_exception();
+  }
+  for (std::thread& th : pool) th.join();
+  if (error) std::rethrow_exception(error);
+}
+
+void write_tensor(Sink& out, const TensorPlan& t, uint64_t seed, int threads) {
+  const auto cols = static_cast<int64_t>(t.ne[0]);
+  const auto rows = static_cast<int64_t>(t.n_elements() / t.ne[0]);
+  const size_t row_bytes = t.n_bytes() / static_cast<uint64_t>(rows);
+  const int64_t batch = std::clamp<int64_t>(static_cast<int64_t>(kBatchBytes / row_bytes), 1, rows);
+  std::vector<uint8_t> buf(static_cast<size_t>(batch) * row_bytes);
+  uint64_t tensor_seed = seed ^ fnv1a(t.name);
+  tensor_seed = splitmix64(tensor_seed);
+  for (int64_t r0 = 0; r0 < rows; r0 += batch) {
+    const int64_t nb = std::min(batch, rows - r0);
+    parallel_for(threads, nb, [&](int64_t lo, int64_t hi) {
+      std::vector<float> x(static_cast<size_t>(cols));
+      for (int64_t r = lo; r < hi; ++r) {
+        if (t.init == TensorPlan::Init::Ones) {
+          std::fill(x.begin(), x.end(), 1.0f);
+        } else {
+          fill_normal(tensor_seed + static_cast<uint64_t>(r0 + r) * 0xD1B54A32D192ED03ull, 0.02f,
+                      x.data(), cols);
+        }
+        quantize::quantize_row(t.type, x.data(), buf.data() + static_cast<size_t>(r) * row_bytes, cols);
+      }
+    });
+    out.bytes(buf.data(), static_cast<size_t>(nb) * row_bytes);
+  }
+  out.pad(kAlign);
+}
+
+}  // namespace
+
+Options demo_options() {
+  Options o;
+  o.shape = *find_shape("demo");
+  o.type = *find_file_type("Q8_0");
+  o.seed = 20240601;
+  return o;
+}
+
+Result write_model(const Options& o, const std::string& path) {
+  Shape shape = o.shape;
+  if (shape.n_layer < 1 || shape.n_embd < 1 || shape.n_head < 1 || shape.n_head_kv < 1 ||
+      shape.n_head % shape.n_head_kv != 0 || shape.n_ff < 1 || shape.head_size() % 2 != 0) {
+    throw std::runtime_error("synth: inconsistent shape '" + shape.name + "'");
+  }
+  Metadata vocab = o.vocab_from.empty() ? builtin_vocabulary(shape.n_vocab) : vocabulary_from(o.vocab_from);
+  shape.n_vocab = static_cast<int64_t>(token_count(vocab));
+
+  Metadata meta = model_metadata(shape, o.type);
+  for (auto& kv : vocab) meta.push_back(std::move(kv));
+  const std::vector<TensorPlan> plan = plan_tensors(shape, o.type);
+  const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+
+  static std::atomic<unsigned> counter{0};
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  Result r;
+  try {
+    Sink out(tmp);
+    write_header(out, meta, plan);
+    for (const TensorPlan& t : plan) {
+      write_tensor(out, t, o.seed, threads);
+      r.n_params += t.n_elements();
+    }
+    r.bytes = out.pos();
+    out.close();
+    std::filesystem::rename(tmp, path);
+  } catch (...) {
+    std::error_code ec;
+    std::filesystem::remove(tmp, ec);
+    throw;
+  }
+  r.n_vocab = shape.n_vocab;
+  r.n_tensors = plan.size();
+  return r;
+}
+
+}  // namespace engine::synth
