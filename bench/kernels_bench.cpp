@@ -21,6 +21,7 @@
 #include "engine/kernels/thread_pool.h"
 #include "engine/kernels/traits.h"
 #include "engine/model/repack.h"
+#include "gguf/blocks.h"
 
 namespace {
 
@@ -37,16 +38,16 @@ bool cached_weights() {
 // at the end of the block, see fp16_offsets).
 std::vector<uint8_t> random_weights(TensorType type, int64_t rows, int64_t cols, unsigned seed) {
   const engine::kernels::KernelTraits* t = engine::kernels::kernel_traits(type);
-  const int64_t n_blocks = rows * cols / t->block_size;
-  std::vector<uint8_t> w(static_cast<size_t>(n_blocks * t->block_bytes));
+  const int64_t n_blocks = rows * cols / t->block_size();
+  std::vector<uint8_t> w(static_cast<size_t>(n_blocks * t->block_bytes()));
   std::mt19937 rng(seed);
   for (auto& b : w) b = static_cast<uint8_t>(rng());
-  std::vector<int> offsets{0};
-  if (type == TensorType::Q4_K) offsets = {0, 2};
-  if (type == TensorType::Q6_K) offsets = {208};
+  std::vector<size_t> offsets{0};
+  if (type == TensorType::Q4_K) offsets = {offsetof(gguf::BlockQ4_K, d), offsetof(gguf::BlockQ4_K, dmin)};
+  if (type == TensorType::Q6_K) offsets = {offsetof(gguf::BlockQ6_K, d)};
   const uint16_t scale = engine::kernels::fp32_to_fp16(0.01f);
   for (int64_t b = 0; b < n_blocks; ++b) {
-    for (int off : offsets) std::memcpy(&w[static_cast<size_t>(b * t->block_bytes + off)], &scale, 2);
+    for (size_t off : offsets) std::memcpy(&w[static_cast<size_t>(b * t->block_bytes() + off)], &scale, 2);
   }
   return w;
 }
@@ -55,7 +56,7 @@ std::vector<uint8_t> random_weights(TensorType type, int64_t rows, int64_t cols,
 void BM_matmul(benchmark::State& state, TensorType type, int64_t rows, int64_t cols, int64_t n,
                int threads, bool packed) {
   const engine::kernels::KernelTraits* t = engine::kernels::kernel_traits(type);
-  const size_t row_bytes = static_cast<size_t>(cols / t->block_size * t->block_bytes);
+  const size_t row_bytes = static_cast<size_t>(cols / t->block_size() * t->block_bytes());
   const size_t w_bytes = row_bytes * static_cast<size_t>(rows);
   const size_t copies = cached_weights() ? 1 : std::max<size_t>(1, kMinBytesInFlight / w_bytes);
   std::vector<std::vector<uint8_t>> weights;

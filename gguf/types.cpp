@@ -4,6 +4,8 @@
 #include <array>
 #include <cctype>
 
+#include "gguf/blocks.h"
+
 namespace gguf {
 
 namespace {
@@ -19,40 +21,41 @@ constexpr std::array<ValueTypeRow, kValueTypeCount> kValueTypes = {{
 }};
 
 using T = TensorType;
-// Block layouts from ggml-common.h; bytes per block = sum of the block struct's fields.
+// One row per ggml type. Block sizes come from the block structs (blocks.h); the few types whose
+// layout we have not written down keep ggml-common.h's byte counts.
 constexpr TypeInfo kTypes[] = {
     {T::F32, "F32", 1, 4, false},
     {T::F16, "F16", 1, 2, false},
-    {T::Q4_0, "Q4_0", 32, 2 + 16, true},
-    {T::Q4_1, "Q4_1", 32, 2 + 2 + 16, true},
-    {T::Q5_0, "Q5_0", 32, 2 + 4 + 16, true},
-    {T::Q5_1, "Q5_1", 32, 2 + 2 + 4 + 16, true},
-    {T::Q8_0, "Q8_0", 32, 2 + 32, true},
-    {T::Q8_1, "Q8_1", 32, 2 + 2 + 32, true},
-    {T::Q2_K, "Q2_K", 256, 16 + 64 + 2 + 2, true},
-    {T::Q3_K, "Q3_K", 256, 32 + 64 + 12 + 2, true},
-    {T::Q4_K, "Q4_K", 256, 2 + 2 + 12 + 128, true},
-    {T::Q5_K, "Q5_K", 256, 2 + 2 + 12 + 32 + 128, true},
-    {T::Q6_K, "Q6_K", 256, 128 + 64 + 16 + 2, true},
-    {T::Q8_K, "Q8_K", 256, 4 + 256 + 32, true},
-    {T::IQ2_XXS, "IQ2_XXS", 256, 2 + 64, true},
-    {T::IQ2_XS, "IQ2_XS", 256, 2 + 64 + 8, true},
-    {T::IQ3_XXS, "IQ3_XXS", 256, 2 + 96, true},
-    {T::IQ1_S, "IQ1_S", 256, 2 + 32 + 16, true},
-    {T::IQ4_NL, "IQ4_NL", 32, 2 + 16, true},
-    {T::IQ3_S, "IQ3_S", 256, 2 + 64 + 32 + 8 + 4, true},
-    {T::IQ2_S, "IQ2_S", 256, 2 + 64 + 8 + 8, true},
-    {T::IQ4_XS, "IQ4_XS", 256, 2 + 2 + 4 + 128, true},
+    {T::Q4_0, "Q4_0", kQK, sizeof(BlockQ4_0), true},
+    {T::Q4_1, "Q4_1", kQK, sizeof(BlockQ4_1), true},
+    {T::Q5_0, "Q5_0", kQK, sizeof(BlockQ5_0), true},
+    {T::Q5_1, "Q5_1", kQK, sizeof(BlockQ5_1), true},
+    {T::Q8_0, "Q8_0", kQK, sizeof(BlockQ8_0), true},
+    {T::Q8_1, "Q8_1", kQK, sizeof(BlockQ8_1), true},
+    {T::Q2_K, "Q2_K", kQKK, sizeof(BlockQ2_K), true},
+    {T::Q3_K, "Q3_K", kQKK, sizeof(BlockQ3_K), true},
+    {T::Q4_K, "Q4_K", kQKK, sizeof(BlockQ4_K), true},
+    {T::Q5_K, "Q5_K", kQKK, sizeof(BlockQ5_K), true},
+    {T::Q6_K, "Q6_K", kQKK, sizeof(BlockQ6_K), true},
+    {T::Q8_K, "Q8_K", kQKK, sizeof(BlockQ8_K), true},
+    {T::IQ2_XXS, "IQ2_XXS", kQKK, sizeof(BlockIQ2_XXS), true},
+    {T::IQ2_XS, "IQ2_XS", kQKK, sizeof(BlockIQ2_XS), true},
+    {T::IQ3_XXS, "IQ3_XXS", kQKK, sizeof(BlockIQ3_XXS), true},
+    {T::IQ1_S, "IQ1_S", kQKK, sizeof(BlockIQ1_S), true},
+    {T::IQ4_NL, "IQ4_NL", kQK, sizeof(BlockIQ4_NL), true},
+    {T::IQ3_S, "IQ3_S", kQKK, sizeof(BlockIQ3_S), true},
+    {T::IQ2_S, "IQ2_S", kQKK, sizeof(BlockIQ2_S), true},
+    {T::IQ4_XS, "IQ4_XS", kQKK, sizeof(BlockIQ4_XS), true},
     {T::I8, "I8", 1, 1, false},
     {T::I16, "I16", 1, 2, false},
     {T::I32, "I32", 1, 4, false},
     {T::I64, "I64", 1, 8, false},
     {T::F64, "F64", 1, 8, false},
-    {T::IQ1_M, "IQ1_M", 256, 32 + 16 + 8, true},
+    {T::IQ1_M, "IQ1_M", kQKK, sizeof(BlockIQ1_M), true},
     {T::BF16, "BF16", 1, 2, false},
-    {T::TQ1_0, "TQ1_0", 256, 48 + 4 + 2, true},
-    {T::TQ2_0, "TQ2_0", 256, 64 + 2, true},
-    {T::MXFP4, "MXFP4", 32, 1 + 16, true},
+    {T::TQ1_0, "TQ1_0", kQKK, sizeof(BlockTQ1_0), true},
+    {T::TQ2_0, "TQ2_0", kQKK, sizeof(BlockTQ2_0), true},
+    {T::MXFP4, "MXFP4", kQK, sizeof(BlockMXFP4), true},
     {T::NVFP4, "NVFP4", 64, 4 + 32, true},
     {T::Q1_0, "Q1_0", 128, 2 + 16, true},
     {T::Q2_0, "Q2_0", 64, 2 + 16, true},

@@ -1,23 +1,37 @@
 // AVX2 + FMA + F16C kernels (avx2_*.cpp, compiled with those target flags). Call only when
-// cpu_features() reports avx2, fma and f16c; dispatch.cpp does.
+// cpu_features() reports avx2, fma and f16c; dispatch.cpp does. The type table (traits.cpp)
+// names each type's tiles.
 #pragma once
 
 #include "engine/kernels/dispatch.h"
 
 namespace engine::kernels::avx2 {
 
-void quantize_q8a(const float* x, BlockQ8A* y, int64_t cols);
-void quantize_q8k(const float* x, BlockQ8K* y, int64_t cols);
+void quantize_q8a(const float* x, ActQ8A* y, int64_t cols);
+void quantize_q8k(const float* x, ActQ8K* y, int64_t cols);
 
-// The AVX2 tile for `type`, or nullptr.
-TileFn tile_for(gguf::TensorType type);
+// Tiles over the file layout: f32-family (avx2_float.cpp), 32-element blocks against Q8A
+// (avx2_q32.cpp), 256-element super-blocks against Q8K (avx2_qk.cpp).
+void tile_f32(const TileArgs& a);
+void tile_f16(const TileArgs& a);
+void tile_bf16(const TileArgs& a);
+void tile_q4_0(const TileArgs& a);
+void tile_q4_1(const TileArgs& a);
+void tile_q5_0(const TileArgs& a);
+void tile_q5_1(const TileArgs& a);
+void tile_q8_0(const TileArgs& a);
+void tile_iq4_nl(const TileArgs& a);
+void tile_q2_k(const TileArgs& a);
+void tile_q3_k(const TileArgs& a);
+void tile_q4_k(const TileArgs& a);
+void tile_q5_k(const TileArgs& a);
+void tile_q6_k(const TileArgs& a);
+void tile_iq4_xs(const TileArgs& a);
 
-// Per-family tiles (see avx2_q32.cpp, avx2_qk.cpp, avx2_float.cpp).
-TileFn tile_q32(gguf::TensorType type);
-TileFn tile_qk(gguf::TensorType type);
-TileFn tile_float(gguf::TensorType type);
-
-// The tile over packed 8-row groups (packing.h) for `type`, or nullptr (avx2_packed.cpp).
-TileFn packed_tile_for(gguf::TensorType type);
+// Tiles over packed 8-row groups (packing.h; avx2_packed.cpp: packed_tiles.inc with maddubs).
+void packed_q4_0(const TileArgs& a);
+void packed_q8_0(const TileArgs& a);
+void packed_iq4_nl(const TileArgs& a);
+void packed_q4_k(const TileArgs& a);
 
 }  // namespace engine::kernels::avx2

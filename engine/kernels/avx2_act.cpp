@@ -1,5 +1,4 @@
-// AVX2 activation quantization (bit-identical to ref::quantize_q8a / quantize_q8k) and the
-// AVX2 tile table.
+// AVX2 activation quantization (bit-identical to ref::quantize_q8a / quantize_q8k).
 #include "engine/kernels/avx2.h"
 #include "engine/kernels/avx2_common.h"
 
@@ -51,7 +50,7 @@ inline int quant32(const float* x, __m256 id, int8_t* q) {
 }  // namespace
 
 // x (cols,) -> cols/32 Q8A blocks
-void quantize_q8a(const float* x, BlockQ8A* y, int64_t cols) {
+void quantize_q8a(const float* x, ActQ8A* y, int64_t cols) {
   for (int64_t i = 0; i < cols / kQK; ++i, x += kQK) {
     const float d = amax32(x) / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
@@ -62,7 +61,7 @@ void quantize_q8a(const float* x, BlockQ8A* y, int64_t cols) {
 }
 
 // x (cols,) -> cols/256 Q8K blocks
-void quantize_q8k(const float* x, BlockQ8K* y, int64_t cols) {
+void quantize_q8k(const float* x, ActQ8K* y, int64_t cols) {
   for (int64_t i = 0; i < cols / kQKK; ++i, x += kQKK) {
     float amax = 0.0f;
     for (int c = 0; c < kQKK; c += 32) {
@@ -86,12 +85,6 @@ void quantize_q8k(const float* x, BlockQ8K* y, int64_t cols) {
     }
     y[i].d = d;
   }
-}
-
-TileFn tile_for(gguf::TensorType type) {
-  if (TileFn f = tile_q32(type)) return f;
-  if (TileFn f = tile_qk(type)) return f;
-  return tile_float(type);
 }
 
 }  // namespace engine::kernels::avx2

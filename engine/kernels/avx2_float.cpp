@@ -77,14 +77,8 @@ struct FloatDot {
 
 }  // namespace
 
-TileFn tile_float(gguf::TensorType type) {
-  using gguf::TensorType;
-  switch (type) {
-    case TensorType::F32: return FloatDot<LF32>::tile;
-    case TensorType::F16: return FloatDot<LF16>::tile;
-    case TensorType::BF16: return FloatDot<LBF16>::tile;
-    default: return nullptr;
-  }
-}
+void tile_f32(const TileArgs& a) { FloatDot<LF32>::tile(a); }
+void tile_f16(const TileArgs& a) { FloatDot<LF16>::tile(a); }
+void tile_bf16(const TileArgs& a) { FloatDot<LBF16>::tile(a); }
 
 }  // namespace engine::kernels::avx2

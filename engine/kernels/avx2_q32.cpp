@@ -11,7 +11,7 @@ namespace {
 
 // Unpackers: block -> 32 quants (ymm), scale d and offset coefficient m (see unpacked.h).
 struct UQ4_0 {
-  static constexpr int kBytes = 18;
+  static constexpr int kBytes = sizeof(BlockQ4_0);
   static constexpr bool kSigned = false, kOffset = true;
   static __m256i load(const uint8_t* b, float& d, float& m) {
     d = fp16(b);
@@ -21,7 +21,7 @@ struct UQ4_0 {
 };
 
 struct UQ4_1 {
-  static constexpr int kBytes = 20;
+  static constexpr int kBytes = sizeof(BlockQ4_1);
   static constexpr bool kSigned = false, kOffset = true;
   static __m256i load(const uint8_t* b, float& d, float& m) {
     d = fp16(b);
@@ -43,7 +43,7 @@ inline __m256i fifth_bits(const uint8_t* qh) {
 }
 
 struct UQ5_0 {
-  static constexpr int kBytes = 22;
+  static constexpr int kBytes = sizeof(BlockQ5_0);
   static constexpr bool kSigned = false, kOffset = true;
   static __m256i load(const uint8_t* b, float& d, float& m) {
     d = fp16(b);
@@ -53,7 +53,7 @@ struct UQ5_0 {
 };
 
 struct UQ5_1 {
-  static constexpr int kBytes = 24;
+  static constexpr int kBytes = sizeof(BlockQ5_1);
   static constexpr bool kSigned = false, kOffset = true;
   static __m256i load(const uint8_t* b, float& d, float& m) {
     d = fp16(b);
@@ -63,7 +63,7 @@ struct UQ5_1 {
 };
 
 struct UQ8_0 {
-  static constexpr int kBytes = 34;
+  static constexpr int kBytes = sizeof(BlockQ8_0);
   static constexpr bool kSigned = true, kOffset = false;
   static __m256i load(const uint8_t* b, float& d, float& m) {
     d = fp16(b);
@@ -73,7 +73,7 @@ struct UQ8_0 {
 };
 
 struct UIQ4_NL {
-  static constexpr int kBytes = 18;
+  static constexpr int kBytes = sizeof(BlockIQ4_NL);
   static constexpr bool kSigned = true, kOffset = false;
   static __m256i load(const uint8_t* b, float& d, float& m) {
     d = fp16(b);
@@ -92,10 +92,10 @@ struct Q32 {
     static void run(const TileArgs& a, int64_t r, int64_t j) {
       const int64_t nb = a.cols / kQK;
       const uint8_t* w[RW];
-      const BlockQ8A* x[RX];
+      const ActQ8A* x[RX];
       for (int i = 0; i < RW; ++i) w[i] = a.w + static_cast<size_t>(r + i) * a.w_stride;
       for (int k = 0; k < RX; ++k) {
-        x[k] = reinterpret_cast<const BlockQ8A*>(a.x + static_cast<size_t>(j + k) * a.x_stride);
+        x[k] = reinterpret_cast<const ActQ8A*>(a.x + static_cast<size_t>(j + k) * a.x_stride);
       }
       __m256 acc[RW][RX];
       float off[RW][RX];
@@ -112,7 +112,7 @@ struct Q32 {
         float d[RW], m[RW];
         for (int i = 0; i < RW; ++i) q[i] = U::load(w[i] + b * U::kBytes, d[i], m[i]);
         for (int k = 0; k < RX; ++k) {
-          const BlockQ8A& xb = x[k][b];
+          const ActQ8A& xb = x[k][b];
           const __m256i xv = loadu(xb.qs);
           for (int i = 0; i < RW; ++i) {
             const __m256i p = _mm256_madd_epi16(mul_q8<U::kSigned>(q[i], xv), _mm256_set1_epi16(1));
@@ -131,17 +131,11 @@ struct Q32 {
 
 }  // namespace
 
-TileFn tile_q32(gguf::TensorType type) {
-  using gguf::TensorType;
-  switch (type) {
-    case TensorType::Q4_0: return Q32<UQ4_0>::tile;
-    case TensorType::Q4_1: return Q32<UQ4_1>::tile;
-    case TensorType::Q5_0: return Q32<UQ5_0>::tile;
-    case TensorType::Q5_1: return Q32<UQ5_1>::tile;
-    case TensorType::Q8_0: return Q32<UQ8_0>::tile;
-    case TensorType::IQ4_NL: return Q32<UIQ4_NL>::tile;
-    default: return nullptr;
-  }
-}
+void tile_q4_0(const TileArgs& a) { Q32<UQ4_0>::tile(a); }
+void tile_q4_1(const TileArgs& a) { Q32<UQ4_1>::tile(a); }
+void tile_q5_0(const TileArgs& a) { Q32<UQ5_0>::tile(a); }
+void tile_q5_1(const TileArgs& a) { Q32<UQ5_1>::tile(a); }
+void tile_q8_0(const TileArgs& a) { Q32<UQ8_0>::tile(a); }
+void tile_iq4_nl(const TileArgs& a) { Q32<UIQ4_NL>::tile(a); }
 
 }  // namespace engine::kernels::avx2

@@ -15,7 +15,7 @@ namespace {
 // `mins` the 16 int16 min/offset multipliers of the bsums, d and dm the f32 factors.
 
 struct UQ2_K {
-  static constexpr int kBytes = 84;
+  static constexpr int kBytes = sizeof(BlockQ2_K);
   static constexpr bool kSigned = false, kMins = true;
   const uint8_t* qs;
   __m256i pairs;  // pair_scales()
@@ -36,7 +36,7 @@ struct UQ2_K {
 };
 
 struct UQ3_K {
-  static constexpr int kBytes = 110;
+  static constexpr int kBytes = sizeof(BlockQ3_K);
   static constexpr bool kSigned = false, kMins = true;
   const uint8_t* qs;
   __m256i hmask;
@@ -74,7 +74,7 @@ inline void k4_unpack_scales(const uint8_t* s, uint8_t out[16]) {
 
 template <bool Five>
 struct UQ45_K {
-  static constexpr int kBytes = Five ? 176 : 144;
+  static constexpr int kBytes = Five ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
   static constexpr bool kSigned = false, kMins = true;
   const uint8_t* qs;
   __m256i qh;
@@ -100,7 +100,7 @@ struct UQ45_K {
 };
 
 struct UQ6_K {
-  static constexpr int kBytes = 210;
+  static constexpr int kBytes = sizeof(BlockQ6_K);
   static constexpr bool kSigned = false, kMins = true;
   const uint8_t* ql;
   const uint8_t* qh;
@@ -127,7 +127,7 @@ struct UQ6_K {
 };
 
 struct UIQ4_XS {
-  static constexpr int kBytes = 136;
+  static constexpr int kBytes = sizeof(BlockIQ4_XS);
   static constexpr bool kSigned = true, kMins = false;
   const uint8_t* qs;
   int16_t ls[8];
@@ -158,9 +158,9 @@ struct QK {
     static void run(const TileArgs& a, int64_t r, int64_t j) {
       const int64_t nb = a.cols / kQKK;
       const uint8_t* w = a.w + static_cast<size_t>(r) * a.w_stride;
-      const BlockQ8K* x[RX];
+      const ActQ8K* x[RX];
       for (int k = 0; k < RX; ++k) {
-        x[k] = reinterpret_cast<const BlockQ8K*>(a.x + static_cast<size_t>(j + k) * a.x_stride);
+        x[k] = reinterpret_cast<const ActQ8K*>(a.x + static_cast<size_t>(j + k) * a.x_stride);
       }
       __m256 acc[RX];
       for (int k = 0; k < RX; ++k) acc[k] = _mm256_setzero_ps();
@@ -180,7 +180,7 @@ struct QK {
           }
         }
         for (int k = 0; k < RX; ++k) {
-          const BlockQ8K& xb = x[k][b];
+          const ActQ8K& xb = x[k][b];
           acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(u.d * xb.d), _mm256_cvtepi32_ps(isum[k]), acc[k]);
           if constexpr (U::kMins) {
             const __m256i ms = _mm256_madd_epi16(u.mins, loadu(xb.bsums));
@@ -196,17 +196,11 @@ struct QK {
 
 }  // namespace
 
-TileFn tile_qk(gguf::TensorType type) {
-  using gguf::TensorType;
-  switch (type) {
-    case TensorType::Q2_K: return QK<UQ2_K>::tile;
-    case TensorType::Q3_K: return QK<UQ3_K>::tile;
-    case TensorType::Q4_K: return QK<UQ45_K<false>>::tile;
-    case TensorType::Q5_K: return QK<UQ45_K<true>>::tile;
-    case TensorType::Q6_K: return QK<UQ6_K>::tile;
-    case TensorType::IQ4_XS: return QK<UIQ4_XS>::tile;
-    default: return nullptr;
-  }
-}
+void tile_q2_k(const TileArgs& a) { QK<UQ2_K>::tile(a); }
+void tile_q3_k(const TileArgs& a) { QK<UQ3_K>::tile(a); }
+void tile_q4_k(const TileArgs& a) { QK<UQ45_K<false>>::tile(a); }
+void tile_q5_k(const TileArgs& a) { QK<UQ45_K<true>>::tile(a); }
+void tile_q6_k(const TileArgs& a) { QK<UQ6_K>::tile(a); }
+void tile_iq4_xs(const TileArgs& a) { QK<UIQ4_XS>::tile(a); }
 
 }  // namespace engine::kernels::avx2

@@ -7,7 +7,10 @@
 
 namespace engine::kernels::avx512vnni {
 
-// The tile over packed 8-row groups (packing.h) for `type`, or nullptr (avx512_packed.cpp).
-TileFn packed_tile_for(gguf::TensorType type);
+// Tiles over packed 8-row groups (packing.h; avx512_packed.cpp: packed_tiles.inc with vpdpbusd).
+void packed_q4_0(const TileArgs& a);
+void packed_q8_0(const TileArgs& a);
+void packed_iq4_nl(const TileArgs& a);
+void packed_q4_k(const TileArgs& a);
 
 }  // namespace engine::kernels::avx512vnni

@@ -7,7 +7,11 @@
 
 namespace engine::kernels::avxvnni {
 
-// The tile over packed 8-row groups (packing.h) for `type`, or nullptr (avxvnni_packed.cpp).
-TileFn packed_tile_for(gguf::TensorType type);
+// Tiles over packed 8-row groups (packing.h; avxvnni_packed.cpp: packed_tiles.inc with the VEX
+// vpdpbusd).
+void packed_q4_0(const TileArgs& a);
+void packed_q8_0(const TileArgs& a);
+void packed_iq4_nl(const TileArgs& a);
+void packed_q4_k(const TileArgs& a);
 
 }  // namespace engine::kernels::avxvnni

@@ -10,9 +10,12 @@
 
 namespace engine::kernels {
 
+struct KernelTraits;
+
 // A tile of the product: out[j * ldo + r] = W[r, :] . X[j, :] for r < rows, j < n.
-// W rows are `w_stride` bytes apart; X rows are activation rows (f32, Q8A or Q8K per the
-// type's ActFormat) `x_stride` bytes apart.
+// W rows are `w_stride` bytes apart; X rows are activation rows (per the type's ActFormat)
+// `x_stride` bytes apart. `traits` is the weight type's row of the type table (the reference
+// tile reads its vec_dot; SIMD tiles are specific to their type and ignore it).
 // W (rows, cols) @ X^T (cols, n) -> out (n, rows) with row stride ldo
 struct TileArgs {
   const uint8_t* w;
@@ -24,23 +27,31 @@ struct TileArgs {
   int64_t n;
   float* out;
   int64_t ldo;
+  const KernelTraits* traits;
 };
 using TileFn = void (*)(const TileArgs& a);
 
 // x (cols,) f32 -> activation blocks
-using QuantizeQ8AFn = void (*)(const float* x, BlockQ8A* y, int64_t cols);
-using QuantizeQ8KFn = void (*)(const float* x, BlockQ8K* y, int64_t cols);
+using QuantizeQ8AFn = void (*)(const float* x, ActQ8A* y, int64_t cols);
+using QuantizeQ8KFn = void (*)(const float* x, ActQ8K* y, int64_t cols);
+
+// Which columns of the type table (traits.h) a dispatch table reads.
+enum class Isa : uint8_t { kScalar, kAvx2, kAvxVnni, kAvx512Vnni };
 
 struct Dispatch {
-  const char* name;  // "avx512vnni", "avx2" or "scalar"
+  const char* name;  // "avx512vnni", "avxvnni", "avx2" or "scalar"
+  Isa isa;
   QuantizeQ8AFn quantize_q8a;
   QuantizeQ8KFn quantize_q8k;
-  TileFn (*tile_for)(gguf::TensorType type);  // nullptr for unsupported types
-  const AttnOps* attn;                        // attention inner-loop vector ops
+  const AttnOps* attn;  // attention inner-loop vector ops
+
+  // The tile over the file layout for `type`: this instruction set's, else the reference tile;
+  // nullptr for types the kernels do not support.
+  TileFn tile_for(gguf::TensorType type) const;
   // The tile over packed 8-row groups (kernels/packing.h) for `type`: TileArgs.w is the first
   // group, w_stride the bytes of a group, rows a multiple of 8. nullptr when this table has none
   // for `type`, and then weights of that type stay in the file layout.
-  TileFn (*packed_tile_for)(gguf::TensorType type);
+  TileFn packed_tile_for(gguf::TensorType type) const;
 };
 
 // The table for this CPU (detected on first call; thread-safe).
@@ -54,7 +65,7 @@ const Dispatch* avx512_dispatch();
 // The AVX2 table with AVX-VNNI (VEX) packed tiles, or nullptr without avx_vnni.
 const Dispatch* avxvnni_dispatch();
 
-// Scalar tile over the reference vec_dot of `type` (any supported type).
-void ref_tile(gguf::TensorType type, const TileArgs& a);
+// Scalar tile over the reference vec_dot of the type in a.traits (any supported type).
+void ref_tile(const TileArgs& a);
 
 }  // namespace engine::kernels

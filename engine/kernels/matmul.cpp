@@ -1,8 +1,6 @@
 // matmul / dequantize_row entry points: activation quantization, work split, kernel dispatch.
 #include "engine/kernels/matmul.h"
 
-#include "engine/kernels/fp16.h"
-
 #include <algorithm>
 #include <atomic>
 #include <stdexcept>
@@ -26,19 +24,20 @@ const kernels::KernelTraits& traits_or_throw(const Matrix& w) {
     throw std::invalid_argument("matmul: unsupported tensor type " +
                                 std::string(gguf::type_info(w.type).name));
   }
-  if (w.cols % t->block_size != 0) {
+  if (w.cols % t->block_size() != 0) {
     throw std::invalid_argument("matmul: cols not a multiple of the block size");
   }
   return *t;
 }
 
 // X row (cols,) f32 -> activation row in `fmt`, with the dispatched quantizer.
-void quantize_row(const kernels::Dispatch& d, ActFormat fmt, const float* x, uint8_t* dst,
-                  int64_t cols) {
-  if (fmt == ActFormat::Q8A) {
-    d.quantize_q8a(x, reinterpret_cast<kernels::BlockQ8A*>(dst), cols);
-  } else if (fmt == ActFormat::Q8K) {
-    d.quantize_q8k(x, reinterpret_cast<kernels::BlockQ8K*>(dst), cols);
+void quantize_activations(const kernels::Dispatch& d, ActFormat fmt, const float* x, uint8_t* dst, int64_t cols) {
+  if (fmt == ActFormat::kQ8A) {
+    d.quantize_q8a(x, reinterpret_cast<kernels::ActQ8A*>(dst), cols);
+  } else if (fmt == ActFormat::kQ8K) {
+    d.quantize_q8k(x, reinterpret_cast<kernels::ActQ8K*>(dst), cols);
+  } else {
+    kernels::quantize_act_ref(fmt, x, dst, cols);  // f32 rounded to the weights' 16-bit format
   }
 }
 
@@ -71,7 +70,7 @@ void dequantize_row(const Matrix& w, int64_t r, float* dst) {
 
 // out (n, rows) = X (n, cols) @ W^T
 //
-// 1. X is quantized once to the type's activation format (Q8A / Q8K; f32 weights use X as is)
+// 1. X is converted once to the type's activation format (Q8A / Q8K, or rounded f32; f32 weights use X as is)
 //    into a buffer owned by the calling thread that only grows; with several rows the workers
 //    quantize a share each, then meet at a barrier.
 // 2. Weight rows are cut into chunks handed out by an atomic counter; each chunk is one tile
@@ -84,26 +83,16 @@ void matmul(const Matrix& w, const float* x, int64_t n, float* out, ThreadPool& 
   const kernels::TileFn packed_tile = w.packed ? d.packed_tile_for(w.type) : nullptr;
   const int64_t packed_rows = packed_tile ? w.packed_rows : 0;
 
-  const bool quantized = t.act != ActFormat::F32;
-  const int64_t xq_row = quantized ? kernels::act_row_bytes(t.act, w.cols) : w.cols * 4;
+  // Activations in the type's format: int8 blocks, or (as ggml does for F16 / BF16 weights, so
+  // results agree with llama.cpp's) f32 rounded to the weights' precision; f32 weights use X.
+  const bool converted = t.act != ActFormat::kF32;
+  const int64_t xq_row = kernels::act_row_bytes(t.act, w.cols);
   thread_local std::vector<uint8_t> xq_buf;
-  if (quantized) xq_buf.resize(std::max(xq_buf.size(), static_cast<size_t>(xq_row * n)));
-  const uint8_t* xq = quantized ? xq_buf.data() : reinterpret_cast<const uint8_t*>(x);
-  // ggml multiplies F16/BF16 weights with activations rounded to the same format; do the same
-  // so results agree with llama.cpp (the rounding is what the golden logits contain).
-  thread_local std::vector<float> x_rounded;
-  if (w.type == gguf::TensorType::F16 || w.type == gguf::TensorType::BF16) {
-    x_rounded.resize(std::max(x_rounded.size(), static_cast<size_t>(w.cols * n)));
-    const bool bf16 = w.type == gguf::TensorType::BF16;
-    for (int64_t i = 0; i < w.cols * n; ++i) {
-      x_rounded[i] = bf16 ? kernels::bf16_to_fp32(kernels::fp32_to_bf16(x[i]))
-                          : kernels::round_fp16(x[i]);
-    }
-    xq = reinterpret_cast<const uint8_t*>(x_rounded.data());
-  }
-  const bool parallel_quant = quantized && n >= 2 && pool.size() > 1;
-  if (quantized && !parallel_quant) {
-    for (int64_t j = 0; j < n; ++j) quantize_row(d, t.act, x + j * w.cols, xq_buf.data() + j * xq_row, w.cols);
+  if (converted) xq_buf.resize(std::max(xq_buf.size(), static_cast<size_t>(xq_row * n)));
+  const uint8_t* xq = converted ? xq_buf.data() : reinterpret_cast<const uint8_t*>(x);
+  const bool parallel_quant = converted && n >= 2 && pool.size() > 1;
+  if (converted && !parallel_quant) {
+    for (int64_t j = 0; j < n; ++j) quantize_activations(d, t.act, x + j * w.cols, xq_buf.data() + j * xq_row, w.cols);
   }
 
   const int64_t chunk = chunk_rows(w.rows, pool.size());
@@ -115,7 +104,7 @@ void matmul(const Matrix& w, const float* x, int64_t n, float* out, ThreadPool& 
 
   pool.run([&](int ith, int nth) {
     if (parallel_quant) {
-      for (int64_t j = ith; j < n; j += nth) quantize_row(d, t.act, x + j * w.cols, xq_mut + j * xq_row, w.cols);
+      for (int64_t j = ith; j < n; j += nth) quantize_activations(d, t.act, x + j * w.cols, xq_mut + j * xq_row, w.cols);
       pool.barrier();
     }
     for (int64_t c = ith; c < n_chunks; c = next.fetch_add(1, std::memory_order_relaxed)) {
@@ -124,12 +113,12 @@ void matmul(const Matrix& w, const float* x, int64_t n, float* out, ThreadPool& 
       if (r0 < packed_rows) {  // whole groups: r0 and packed_rows are multiples of 8
         const int64_t rows = std::min(r1, packed_rows) - r0;
         packed_tile({wpacked + static_cast<size_t>(r0) * w.row_bytes, kernels::kPackRows * w.row_bytes, rows,
-                     w.cols, xq, static_cast<size_t>(xq_row), n, out + r0, w.rows});
+                     w.cols, xq, static_cast<size_t>(xq_row), n, out + r0, w.rows, &t});
         r0 += rows;
       }
       if (r0 < r1) {
         tile({wdata + static_cast<size_t>(r0) * w.row_bytes, w.row_bytes, r1 - r0, w.cols, xq,
-              static_cast<size_t>(xq_row), n, out + r0, w.rows});
+              static_cast<size_t>(xq_row), n, out + r0, w.rows, &t});
       }
     }
   });

@@ -1,40 +1,26 @@
 #include "engine/kernels/packing.h"
 
 #include <cstring>
-#include <vector>
+#include <optional>
+#include <span>
 
-#include "engine/kernels/blocks.h"
+#include "engine/kernels/traits.h"
 
 namespace engine::kernels {
 
 namespace {
 
-// A packable block type as a list of fields: `count` runs of `bytes` bytes from `offset` in the
-// block. The packed block stores the fields in order, each run as 8 rows side by side.
-struct Field {
-  int offset;
-  int bytes;  // 2 or 4 (copy_piece)
-  int count;
-};
-
+// A packable type's layout with its block geometry: the row of the type table that has one.
 struct Layout {
-  int block_bytes;
-  int block_elems;
-  std::vector<Field> fields;
+  size_t block_bytes;
+  int64_t block_elems;
+  std::span<const PackedField> fields;
 };
 
-const Layout* layout_of(gguf::TensorType type) {
-  using gguf::TensorType;
-  static const Layout q4_0{18, kQK, {{0, 2, 1}, {2, 4, 4}}};    // d, qs
-  static const Layout q8_0{34, kQK, {{0, 2, 1}, {2, 4, 8}}};    // d, qs
-  static const Layout q4_k{144, kQKK, {{0, 2, 1}, {2, 2, 1}, {4, 4, 3}, {16, 4, 32}}};  // d, dmin, scales, qs
-  switch (type) {
-    case TensorType::Q4_0:
-    case TensorType::IQ4_NL: return &q4_0;
-    case TensorType::Q8_0: return &q8_0;
-    case TensorType::Q4_K: return &q4_k;
-    default: return nullptr;
-  }
+std::optional<Layout> layout_of(gguf::TensorType type) {
+  const KernelTraits* t = kernel_traits(type);
+  if (t == nullptr || t->packed == nullptr) return std::nullopt;
+  return Layout{static_cast<size_t>(t->block_bytes()), t->block_size(), t->packed->fields};
 }
 
 // The pieces of one packed block (see packing.h): f(row, offset in the row's block, offset in
@@ -42,7 +28,7 @@ const Layout* layout_of(gguf::TensorType type) {
 template <class F>
 void for_each_piece(const Layout& l, F&& f) {
   int base = 0;
-  for (const Field& field : l.fields) {
+  for (const PackedField& field : l.fields) {
     for (int t = 0; t < field.count; ++t, base += kPackRows * field.bytes) {
       for (int r = 0; r < kPackRows; ++r) f(r, field.offset + t * field.bytes, base + r * field.bytes, field.bytes);
     }
@@ -60,12 +46,12 @@ inline void copy_piece(uint8_t* dst, const uint8_t* src, int n) {
 
 }  // namespace
 
-bool packable(gguf::TensorType type) { return layout_of(type) != nullptr; }
+bool packable(gguf::TensorType type) { return layout_of(type).has_value(); }
 
 bool pack_group(gguf::TensorType type, const uint8_t* w, size_t w_stride, int64_t cols, uint8_t* dst) {
-  const Layout* l = layout_of(type);
+  const std::optional<Layout> l = layout_of(type);
   if (!l) return false;
-  const size_t bb = static_cast<size_t>(l->block_bytes);
+  const size_t bb = l->block_bytes;
   for (int64_t b = 0; b < cols / l->block_elems; ++b) {
     const uint8_t* src = w + b * bb;
     uint8_t* p = dst + b * kPackRows * bb;
@@ -75,8 +61,8 @@ bool pack_group(gguf::TensorType type, const uint8_t* w, size_t w_stride, int64_
 }
 
 void unpack_group(gguf::TensorType type, const uint8_t* src, int64_t cols, uint8_t* w, size_t w_stride) {
-  const Layout* l = layout_of(type);
-  const size_t bb = l ? static_cast<size_t>(l->block_bytes) : 0;
+  const std::optional<Layout> l = layout_of(type);
+  const size_t bb = l ? l->block_bytes : 0;
   for (int64_t b = 0; l && b < cols / l->block_elems; ++b) {
     const uint8_t* p = src + b * kPackRows * bb;
     uint8_t* dst = w + b * bb;
@@ -85,8 +71,8 @@ void unpack_group(gguf::TensorType type, const uint8_t* src, int64_t cols, uint8
 }
 
 void unpack_row(gguf::TensorType type, const uint8_t* src, int64_t cols, int r, uint8_t* dst) {
-  const Layout* l = layout_of(type);
-  const size_t bb = l ? static_cast<size_t>(l->block_bytes) : 0;
+  const std::optional<Layout> l = layout_of(type);
+  const size_t bb = l ? l->block_bytes : 0;
   for (int64_t b = 0; l && b < cols / l->block_elems; ++b) {
     const uint8_t* p = src + b * kPackRows * bb;
     uint8_t* out = dst + b * bb;

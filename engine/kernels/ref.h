@@ -30,9 +30,9 @@ void dequant_q6_k(const void* row, float* y, int64_t cols);
 void dequant_iq4_xs(const void* row, float* y, int64_t cols);
 
 // x (cols,) f32 -> cols/32 Q8A blocks (round to nearest, |q| <= 127).
-void quantize_q8a(const float* x, BlockQ8A* y, int64_t cols);
+void quantize_q8a(const float* x, ActQ8A* y, int64_t cols);
 // x (cols,) f32 -> cols/256 Q8K blocks.
-void quantize_q8k(const float* x, BlockQ8K* y, int64_t cols);
+void quantize_q8k(const float* x, ActQ8K* y, int64_t cols);
 
 // W row (cols,) . x (cols,) -> float. `x` is f32 for F32/F16/BF16, Q8A or Q8K blocks otherwise.
 float vec_dot_f32(const void* w, const void* x, int64_t cols);

@@ -13,7 +13,7 @@ namespace engine::kernels::ref {
 // ---------------------------------------------------------------------------------------------
 // Activations
 
-void quantize_q8a(const float* x, BlockQ8A* y, int64_t cols) {
+void quantize_q8a(const float* x, ActQ8A* y, int64_t cols) {
   for (int64_t i = 0; i < cols / kQK; ++i, x += kQK) {
     float amax = 0.0f;
     for (int j = 0; j < kQK; ++j) amax = std::max(amax, std::fabs(x[j]));
@@ -30,7 +30,7 @@ void quantize_q8a(const float* x, BlockQ8A* y, int64_t cols) {
   }
 }
 
-void quantize_q8k(const float* x, BlockQ8K* y, int64_t cols) {
+void quantize_q8k(const float* x, ActQ8K* y, int64_t cols) {
   for (int64_t i = 0; i < cols / kQKK; ++i, x += kQKK) {
     float amax = 0.0f;
     for (int j = 0; j < kQKK; ++j) amax = std::max(amax, std::fabs(x[j]));
@@ -198,13 +198,13 @@ void unpack(const BlockIQ4_XS& b, UnpackedK& u) {
 // ---------------------------------------------------------------------------------------------
 // Dots of canonical blocks
 
-float dot(const Unpacked32& u, const BlockQ8A& x) {
+float dot(const Unpacked32& u, const ActQ8A& x) {
   int isum = 0;
   for (int j = 0; j < 32; ++j) isum += u.q[j] * x.qs[j];
   return u.d * x.d * static_cast<float>(isum) + u.m * x.s;
 }
 
-float dot(const UnpackedK& u, const BlockQ8K& x) {
+float dot(const UnpackedK& u, const ActQ8K& x) {
   int isum = 0;
   int msum = 0;
   for (int g = 0; g < 16; ++g) {
@@ -256,17 +256,17 @@ float vec_dot_bf16(const void* w, const void* x, int64_t cols) {
   return sum;
 }
 
-float vec_dot_q4_0(const void* w, const void* x, int64_t c) { return row_dot<BlockQ4_0, Unpacked32, BlockQ8A>(w, x, c, kQK); }
-float vec_dot_q4_1(const void* w, const void* x, int64_t c) { return row_dot<BlockQ4_1, Unpacked32, BlockQ8A>(w, x, c, kQK); }
-float vec_dot_q5_0(const void* w, const void* x, int64_t c) { return row_dot<BlockQ5_0, Unpacked32, BlockQ8A>(w, x, c, kQK); }
-float vec_dot_q5_1(const void* w, const void* x, int64_t c) { return row_dot<BlockQ5_1, Unpacked32, BlockQ8A>(w, x, c, kQK); }
-float vec_dot_q8_0(const void* w, const void* x, int64_t c) { return row_dot<BlockQ8_0, Unpacked32, BlockQ8A>(w, x, c, kQK); }
-float vec_dot_iq4_nl(const void* w, const void* x, int64_t c) { return row_dot<BlockIQ4_NL, Unpacked32, BlockQ8A>(w, x, c, kQK); }
-float vec_dot_q2_k(const void* w, const void* x, int64_t c) { return row_dot<BlockQ2_K, UnpackedK, BlockQ8K>(w, x, c, kQKK); }
-float vec_dot_q3_k(const void* w, const void* x, int64_t c) { return row_dot<BlockQ3_K, UnpackedK, BlockQ8K>(w, x, c, kQKK); }
-float vec_dot_q4_k(const void* w, const void* x, int64_t c) { return row_dot<BlockQ4_K, UnpackedK, BlockQ8K>(w, x, c, kQKK); }
-float vec_dot_q5_k(const void* w, const void* x, int64_t c) { return row_dot<BlockQ5_K, UnpackedK, BlockQ8K>(w, x, c, kQKK); }
-float vec_dot_q6_k(const void* w, const void* x, int64_t c) { return row_dot<BlockQ6_K, UnpackedK, BlockQ8K>(w, x, c, kQKK); }
-float vec_dot_iq4_xs(const void* w, const void* x, int64_t c) { return row_dot<BlockIQ4_XS, UnpackedK, BlockQ8K>(w, x, c, kQKK); }
+float vec_dot_q4_0(const void* w, const void* x, int64_t c) { return row_dot<BlockQ4_0, Unpacked32, ActQ8A>(w, x, c, kQK); }
+float vec_dot_q4_1(const void* w, const void* x, int64_t c) { return row_dot<BlockQ4_1, Unpacked32, ActQ8A>(w, x, c, kQK); }
+float vec_dot_q5_0(const void* w, const void* x, int64_t c) { return row_dot<BlockQ5_0, Unpacked32, ActQ8A>(w, x, c, kQK); }
+float vec_dot_q5_1(const void* w, const void* x, int64_t c) { return row_dot<BlockQ5_1, Unpacked32, ActQ8A>(w, x, c, kQK); }
+float vec_dot_q8_0(const void* w, const void* x, int64_t c) { return row_dot<BlockQ8_0, Unpacked32, ActQ8A>(w, x, c, kQK); }
+float vec_dot_iq4_nl(const void* w, const void* x, int64_t c) { return row_dot<BlockIQ4_NL, Unpacked32, ActQ8A>(w, x, c, kQK); }
+float vec_dot_q2_k(const void* w, const void* x, int64_t c) { return row_dot<BlockQ2_K, UnpackedK, ActQ8K>(w, x, c, kQKK); }
+float vec_dot_q3_k(const void* w, const void* x, int64_t c) { return row_dot<BlockQ3_K, UnpackedK, ActQ8K>(w, x, c, kQKK); }
+float vec_dot_q4_k(const void* w, const void* x, int64_t c) { return row_dot<BlockQ4_K, UnpackedK, ActQ8K>(w, x, c, kQKK); }
+float vec_dot_q5_k(const void* w, const void* x, int64_t c) { return row_dot<BlockQ5_K, UnpackedK, ActQ8K>(w, x, c, kQKK); }
+float vec_dot_q6_k(const void* w, const void* x, int64_t c) { return row_dot<BlockQ6_K, UnpackedK, ActQ8K>(w, x, c, kQKK); }
+float vec_dot_iq4_xs(const void* w, const void* x, int64_t c) { return row_dot<BlockIQ4_XS, UnpackedK, ActQ8K>(w, x, c, kQKK); }
 
 }  // namespace engine::kernels::ref

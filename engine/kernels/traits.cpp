@@ -1,8 +1,13 @@
 #include "engine/kernels/traits.h"
 
+#include <cstddef>
 #include <cstring>
 
+#include "engine/kernels/avx2.h"
+#include "engine/kernels/avx512.h"
+#include "engine/kernels/avxvnni.h"
 #include "engine/kernels/blocks.h"
+#include "engine/kernels/fp16.h"
 #include "engine/kernels/ref.h"
 
 namespace engine::kernels {
@@ -11,49 +16,83 @@ namespace {
 
 using gguf::TensorType;
 
-constexpr KernelTraits kTraits[] = {
-    {TensorType::F32, 1, 4, ActFormat::F32, ref::dequant_f32, ref::vec_dot_f32},
-    {TensorType::F16, 1, 2, ActFormat::F32, ref::dequant_f16, ref::vec_dot_f16},
-    {TensorType::BF16, 1, 2, ActFormat::F32, ref::dequant_bf16, ref::vec_dot_bf16},
-    {TensorType::Q4_0, kQK, 18, ActFormat::Q8A, ref::dequant_q4_0, ref::vec_dot_q4_0},
-    {TensorType::Q4_1, kQK, 20, ActFormat::Q8A, ref::dequant_q4_1, ref::vec_dot_q4_1},
-    {TensorType::Q5_0, kQK, 22, ActFormat::Q8A, ref::dequant_q5_0, ref::vec_dot_q5_0},
-    {TensorType::Q5_1, kQK, 24, ActFormat::Q8A, ref::dequant_q5_1, ref::vec_dot_q5_1},
-    {TensorType::Q8_0, kQK, 34, ActFormat::Q8A, ref::dequant_q8_0, ref::vec_dot_q8_0},
-    {TensorType::IQ4_NL, kQK, 18, ActFormat::Q8A, ref::dequant_iq4_nl, ref::vec_dot_iq4_nl},
-    {TensorType::Q2_K, kQKK, 84, ActFormat::Q8K, ref::dequant_q2_k, ref::vec_dot_q2_k},
-    {TensorType::Q3_K, kQKK, 110, ActFormat::Q8K, ref::dequant_q3_k, ref::vec_dot_q3_k},
-    {TensorType::Q4_K, kQKK, 144, ActFormat::Q8K, ref::dequant_q4_k, ref::vec_dot_q4_k},
-    {TensorType::Q5_K, kQKK, 176, ActFormat::Q8K, ref::dequant_q5_k, ref::vec_dot_q5_k},
-    {TensorType::Q6_K, kQKK, 210, ActFormat::Q8K, ref::dequant_q6_k, ref::vec_dot_q6_k},
-    {TensorType::IQ4_XS, kQKK, 136, ActFormat::Q8K, ref::dequant_iq4_xs, ref::vec_dot_iq4_xs},
+// The packed layouts (packing.h): each field's runs, from the block structs.
+constexpr uint8_t runs(size_t field_bytes, size_t run) { return static_cast<uint8_t>(field_bytes / run); }
+constexpr PackedField kQ4_0Fields[] = {{offsetof(BlockQ4_0, d), 2, 1},
+                                       {offsetof(BlockQ4_0, qs), 4, runs(sizeof(BlockQ4_0::qs), 4)}};
+constexpr PackedField kQ8_0Fields[] = {{offsetof(BlockQ8_0, d), 2, 1},
+                                       {offsetof(BlockQ8_0, qs), 4, runs(sizeof(BlockQ8_0::qs), 4)}};
+constexpr PackedField kQ4_KFields[] = {{offsetof(BlockQ4_K, d), 2, 1},
+                                       {offsetof(BlockQ4_K, dmin), 2, 1},
+                                       {offsetof(BlockQ4_K, scales), 4, runs(sizeof(BlockQ4_K::scales), 4)},
+                                       {offsetof(BlockQ4_K, qs), 4, runs(sizeof(BlockQ4_K::qs), 4)}};
+static_assert(offsetof(BlockIQ4_NL, d) == offsetof(BlockQ4_0, d) && offsetof(BlockIQ4_NL, qs) == offsetof(BlockQ4_0, qs));
+constexpr PackedLayout kQ4_0Packed{kQ4_0Fields};  // also IQ4_NL: the same fields
+constexpr PackedLayout kQ8_0Packed{kQ8_0Fields};
+constexpr PackedLayout kQ4_KPacked{kQ4_KFields};
+
+using A = ActFormat;
+// clang-format off
+constexpr KernelTraits kTable[] = {
+  // type              act               reference kernels                       AVX2 tile           packed layout + tiles
+  {TensorType::F32,    A::kF32,          ref::dequant_f32,    ref::vec_dot_f32,    avx2::tile_f32},
+  {TensorType::F16,    A::kF16Rounded,   ref::dequant_f16,    ref::vec_dot_f16,    avx2::tile_f16},
+  {TensorType::BF16,   A::kBF16Rounded,  ref::dequant_bf16,   ref::vec_dot_bf16,   avx2::tile_bf16},
+  {TensorType::Q4_0,   A::kQ8A,          ref::dequant_q4_0,   ref::vec_dot_q4_0,   avx2::tile_q4_0,    &kQ4_0Packed,
+   {avx2::packed_q4_0, avxvnni::packed_q4_0, avx512vnni::packed_q4_0}},
+  {TensorType::Q4_1,   A::kQ8A,          ref::dequant_q4_1,   ref::vec_dot_q4_1,   avx2::tile_q4_1},
+  {TensorType::Q5_0,   A::kQ8A,          ref::dequant_q5_0,   ref::vec_dot_q5_0,   avx2::tile_q5_0},
+  {TensorType::Q5_1,   A::kQ8A,          ref::dequant_q5_1,   ref::vec_dot_q5_1,   avx2::tile_q5_1},
+  {TensorType::Q8_0,   A::kQ8A,          ref::dequant_q8_0,   ref::vec_dot_q8_0,   avx2::tile_q8_0,    &kQ8_0Packed,
+   {avx2::packed_q8_0, avxvnni::packed_q8_0, avx512vnni::packed_q8_0}},
+  {TensorType::IQ4_NL, A::kQ8A,          ref::dequant_iq4_nl, ref::vec_dot_iq4_nl, avx2::tile_iq4_nl,  &kQ4_0Packed,
+   {avx2::packed_iq4_nl, avxvnni::packed_iq4_nl, avx512vnni::packed_iq4_nl}},
+  {TensorType::Q2_K,   A::kQ8K,          ref::dequant_q2_k,   ref::vec_dot_q2_k,   avx2::tile_q2_k},
+  {TensorType::Q3_K,   A::kQ8K,          ref::dequant_q3_k,   ref::vec_dot_q3_k,   avx2::tile_q3_k},
+  {TensorType::Q4_K,   A::kQ8K,          ref::dequant_q4_k,   ref::vec_dot_q4_k,   avx2::tile_q4_k,    &kQ4_KPacked,
+   {avx2::packed_q4_k, avxvnni::packed_q4_k, avx512vnni::packed_q4_k}},
+  {TensorType::Q5_K,   A::kQ8K,          ref::dequant_q5_k,   ref::vec_dot_q5_k,   avx2::tile_q5_k},
+  {TensorType::Q6_K,   A::kQ8K,          ref::dequant_q6_k,   ref::vec_dot_q6_k,   avx2::tile_q6_k},
+  {TensorType::IQ4_XS, A::kQ8K,          ref::dequant_iq4_xs, ref::vec_dot_iq4_xs, avx2::tile_iq4_xs},
 };
+// clang-format on
 
 }  // namespace
 
 const KernelTraits* kernel_traits(gguf::TensorType type) {
-  for (const KernelTraits& t : kTraits) {
+  for (const KernelTraits& t : kTable) {
     if (t.type == type) return &t;
   }
   return nullptr;
 }
 
+std::span<const KernelTraits> all_kernel_traits() { return kTable; }
+
 int64_t act_row_bytes(ActFormat fmt, int64_t cols) {
   switch (fmt) {
-    case ActFormat::F32: return cols * static_cast<int64_t>(sizeof(float));
-    case ActFormat::Q8A: return cols / kQK * static_cast<int64_t>(sizeof(BlockQ8A));
-    case ActFormat::Q8K: return cols / kQKK * static_cast<int64_t>(sizeof(BlockQ8K));
+    case ActFormat::kF32:
+    case ActFormat::kF16Rounded:
+    case ActFormat::kBF16Rounded: return cols * static_cast<int64_t>(sizeof(float));
+    case ActFormat::kQ8A: return cols / kQK * static_cast<int64_t>(sizeof(ActQ8A));
+    case ActFormat::kQ8K: return cols / kQKK * static_cast<int64_t>(sizeof(ActQ8K));
   }
   return 0;
 }
 
 void quantize_act_ref(ActFormat fmt, const float* x, void* dst, int64_t cols) {
+  auto* f = static_cast<float*>(dst);
   switch (fmt) {
-    case ActFormat::F32:
+    case ActFormat::kF32:
       std::memcpy(dst, x, static_cast<size_t>(cols) * sizeof(float));
       return;
-    case ActFormat::Q8A: ref::quantize_q8a(x, static_cast<BlockQ8A*>(dst), cols); return;
-    case ActFormat::Q8K: ref::quantize_q8k(x, static_cast<BlockQ8K*>(dst), cols); return;
+    case ActFormat::kF16Rounded:
+      for (int64_t i = 0; i < cols; ++i) f[i] = round_fp16(x[i]);
+      return;
+    case ActFormat::kBF16Rounded:
+      for (int64_t i = 0; i < cols; ++i) f[i] = bf16_to_fp32(fp32_to_bf16(x[i]));
+      return;
+    case ActFormat::kQ8A: ref::quantize_q8a(x, static_cast<ActQ8A*>(dst), cols); return;
+    case ActFormat::kQ8K: ref::quantize_q8k(x, static_cast<ActQ8K*>(dst), cols); return;
   }
 }
 

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "engine/kernels/fp16.h"
+
 namespace engine {
 
 void rmsnorm(float* out, const float* x, const float* w, int64_t n, float eps) {
@@ -39,7 +41,7 @@ void softmax(float* x, int64_t n) {
 }
 
 void to_fp16(uint16_t* dst, const float* src, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = fp32_to_fp16(src[i]);
+  for (int64_t i = 0; i < n; ++i) dst[i] = kernels::fp32_to_fp16(src[i]);
 }
 
 // Computed as ggml does (float, theta advanced by a constant ratio), so positions get the exact

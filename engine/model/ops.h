@@ -5,55 +5,8 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 
 namespace engine {
-
-// --- half precision (IEEE binary16), bit-exact round-to-nearest-even ----------------------------
-
-inline float fp16_to_fp32(uint16_t h) {
-  // Shift the half into a float's layout, then fix the exponent bias with one multiply
-  // (normals) or rebuild denormals with a magic add; no branches on the hot path.
-  const uint32_t w = static_cast<uint32_t>(h) << 16;
-  const uint32_t sign = w & 0x80000000u;
-  const uint32_t two_w = w + w;
-  uint32_t bits = (two_w >> 4) + (0xE0u << 23);
-  float normalized;
-  std::memcpy(&normalized, &bits, 4);
-  normalized *= 0x1.0p-112f;
-  bits = (two_w >> 17) | (126u << 23);
-  float denormalized;
-  std::memcpy(&denormalized, &bits, 4);
-  denormalized -= 0.5f;
-  const float r = two_w < (1u << 27) ? denormalized : normalized;
-  uint32_t rb;
-  std::memcpy(&rb, &r, 4);
-  rb |= sign;
-  float out;
-  std::memcpy(&out, &rb, 4);
-  return out;
-}
-
-inline uint16_t fp32_to_fp16(float f) {
-  float base = (f < 0 ? -f : f) * 0x1.0p+112f;
-  base *= 0x1.0p-110f;
-  uint32_t w;
-  std::memcpy(&w, &f, 4);
-  const uint32_t shl1_w = w + w;
-  const uint32_t sign = w & 0x80000000u;
-  uint32_t bias = shl1_w & 0xFF000000u;
-  if (bias < 0x71000000u) bias = 0x71000000u;
-  uint32_t bias_bits = (bias >> 1) + 0x07800000u;
-  float bias_f;
-  std::memcpy(&bias_f, &bias_bits, 4);
-  base = bias_f + base;
-  uint32_t bits;
-  std::memcpy(&bits, &base, 4);
-  const uint32_t exp_bits = (bits >> 13) & 0x00007C00u;
-  const uint32_t mantissa_bits = bits & 0x00000FFFu;
-  const uint32_t nonsign = exp_bits + mantissa_bits;
-  return static_cast<uint16_t>((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
-}
 
 // --- per-row operations -------------------------------------------------------------------------
 

@@ -252,27 +252,29 @@ const TensorType kAllTypes[] = {
 };
 
 // Byte offsets of the fp16 scale fields inside one block.
-std::vector<int> fp16_fields(TensorType t) {
+std::vector<size_t> fp16_fields(TensorType t) {
   switch (t) {
-    case TensorType::Q4_1: case TensorType::Q5_1: case TensorType::Q4_K: case TensorType::Q5_K:
-      return {0, 2};
-    case TensorType::Q2_K: return {80, 82};
-    case TensorType::Q3_K: return {108};
-    case TensorType::Q6_K: return {208};
-    default: return {0};
+    case TensorType::Q4_1: return {offsetof(gguf::BlockQ4_1, d), offsetof(gguf::BlockQ4_1, m)};
+    case TensorType::Q5_1: return {offsetof(gguf::BlockQ5_1, d), offsetof(gguf::BlockQ5_1, m)};
+    case TensorType::Q4_K: return {offsetof(gguf::BlockQ4_K, d), offsetof(gguf::BlockQ4_K, dmin)};
+    case TensorType::Q5_K: return {offsetof(gguf::BlockQ5_K, d), offsetof(gguf::BlockQ5_K, dmin)};
+    case TensorType::Q2_K: return {offsetof(gguf::BlockQ2_K, d), offsetof(gguf::BlockQ2_K, dmin)};
+    case TensorType::Q3_K: return {offsetof(gguf::BlockQ3_K, d)};
+    case TensorType::Q6_K: return {offsetof(gguf::BlockQ6_K, d)};
+    default: return {0};  // d leads the other blocks
   }
 }
 
 // rows x cols weights of `type`: random quant bits, random but sane scales.
 std::vector<uint8_t> random_weights(TensorType type, int64_t rows, int64_t cols, std::mt19937& rng) {
   const kernels::KernelTraits* t = kernels::kernel_traits(type);
-  const int64_t n_blocks = rows * cols / t->block_size;
-  std::vector<uint8_t> w(static_cast<size_t>(n_blocks * t->block_bytes));
+  const int64_t n_blocks = rows * cols / t->block_size();
+  std::vector<uint8_t> w(static_cast<size_t>(n_blocks * t->block_bytes()));
   std::uniform_int_distribution<int> byte(0, 255);
   std::normal_distribution<float> val(0.0f, 1.0f);
   std::uniform_real_distribution<float> scale(0.001f, 0.02f);
   for (int64_t b = 0; b < n_blocks; ++b) {
-    uint8_t* p = w.data() + b * t->block_bytes;
+    uint8_t* p = w.data() + b * t->block_bytes();
     if (type == TensorType::F32) {
       const float f = val(rng);
       std::memcpy(p, &f, 4);
@@ -282,8 +284,8 @@ std::vector<uint8_t> random_weights(TensorType type, int64_t rows, int64_t cols,
       const uint16_t h = kernels::fp32_to_bf16(val(rng));
       std::memcpy(p, &h, 2);
     } else {
-      for (int i = 0; i < t->block_bytes; ++i) p[i] = static_cast<uint8_t>(byte(rng));
-      for (int off : fp16_fields(type)) put_fp16(p + off, scale(rng));
+      for (int64_t i = 0; i < t->block_bytes(); ++i) p[i] = static_cast<uint8_t>(byte(rng));
+      for (size_t off : fp16_fields(type)) put_fp16(p + off, scale(rng));
     }
   }
   return w;
@@ -299,20 +301,22 @@ struct Product {
 std::vector<float> run_tile(const kernels::Dispatch& d, TensorType type, const std::vector<uint8_t>& w,
                             int64_t rows, int64_t cols, const std::vector<float>& x, int64_t n) {
   const kernels::KernelTraits* t = kernels::kernel_traits(type);
-  const int64_t xr = t->act == kernels::ActFormat::F32 ? cols * 4 : kernels::act_row_bytes(t->act, cols);
+  const int64_t xr = kernels::act_row_bytes(t->act, cols);
   std::vector<uint8_t> xq(static_cast<size_t>(xr * n));
   for (int64_t j = 0; j < n; ++j) {
     const float* src = x.data() + j * cols;
     uint8_t* dst = xq.data() + j * xr;
     switch (t->act) {
-      case kernels::ActFormat::F32: std::memcpy(dst, src, static_cast<size_t>(cols) * 4); break;
-      case kernels::ActFormat::Q8A: d.quantize_q8a(src, reinterpret_cast<kernels::BlockQ8A*>(dst), cols); break;
-      case kernels::ActFormat::Q8K: d.quantize_q8k(src, reinterpret_cast<kernels::BlockQ8K*>(dst), cols); break;
+      case kernels::ActFormat::kF32:
+      case kernels::ActFormat::kF16Rounded:  // a tile takes the f32 it is given
+      case kernels::ActFormat::kBF16Rounded: std::memcpy(dst, src, static_cast<size_t>(cols) * 4); break;
+      case kernels::ActFormat::kQ8A: d.quantize_q8a(src, reinterpret_cast<kernels::ActQ8A*>(dst), cols); break;
+      case kernels::ActFormat::kQ8K: d.quantize_q8k(src, reinterpret_cast<kernels::ActQ8K*>(dst), cols); break;
     }
   }
   std::vector<float> out(static_cast<size_t>(n * rows), -1.0f);
-  const size_t row_bytes = static_cast<size_t>(cols / t->block_size * t->block_bytes);
-  d.tile_for(type)({w.data(), row_bytes, rows, cols, xq.data(), static_cast<size_t>(xr), n, out.data(), rows});
+  const size_t row_bytes = static_cast<size_t>(cols / t->block_size() * t->block_bytes());
+  d.tile_for(type)({w.data(), row_bytes, rows, cols, xq.data(), static_cast<size_t>(xr), n, out.data(), rows, t});
   return out;
 }
 
@@ -321,8 +325,8 @@ std::vector<float> run_tile(const kernels::Dispatch& d, TensorType type, const s
 void exact_product(TensorType type, const std::vector<uint8_t>& w, int64_t rows, int64_t cols,
                    const std::vector<float>& x, int64_t n, Product& p) {
   const kernels::KernelTraits* t = kernels::kernel_traits(type);
-  const int act_block = t->act == kernels::ActFormat::Q8K ? kernels::kQKK : t->act == kernels::ActFormat::Q8A ? kernels::kQK : 0;
-  const size_t row_bytes = static_cast<size_t>(cols / t->block_size * t->block_bytes);
+  const int act_block = t->act == kernels::ActFormat::kQ8K ? kernels::kQKK : t->act == kernels::ActFormat::kQ8A ? kernels::kQK : 0;
+  const size_t row_bytes = static_cast<size_t>(cols / t->block_size() * t->block_bytes());
   std::vector<float> wf(static_cast<size_t>(cols));
   p.exact.assign(static_cast<size_t>(n * rows), 0.0f);
   p.bound.assign(static_cast<size_t>(n * rows), 0.0f);
@@ -356,8 +360,8 @@ TEST_P(KernelTest, TilesMatchReferenceOnAwkwardShapes) {
   const kernels::Dispatch* simd = kernels::avx2_dispatch();
   std::mt19937 rng(static_cast<unsigned>(type) + 11);
   std::normal_distribution<float> val(0.0f, 1.0f);
-  const int64_t unit = t->block_size == 1 ? 8 : t->block_size;
-  for (int64_t cols : {unit, 3 * unit, 8 * unit + (t->block_size == 1 ? 3 : 0)}) {
+  const int64_t unit = t->block_size() == 1 ? 8 : t->block_size();
+  for (int64_t cols : {unit, 3 * unit, 8 * unit + (t->block_size() == 1 ? 3 : 0)}) {
     for (int64_t rows : {1, 3, 7}) {
       const std::vector<uint8_t> w = random_weights(type, rows, cols, rng);
       for (int64_t n = 1; n <= 9; ++n) {
@@ -387,9 +391,9 @@ TEST_P(KernelTest, MatmulSplitsWorkCorrectly) {
   const kernels::KernelTraits* t = kernels::kernel_traits(type);
   std::mt19937 rng(99);
   std::normal_distribution<float> val(0.0f, 1.0f);
-  const int64_t rows = 157, cols = 2 * (t->block_size == 1 ? 64 : t->block_size);
+  const int64_t rows = 157, cols = 2 * (t->block_size() == 1 ? 64 : t->block_size());
   const std::vector<uint8_t> w = random_weights(type, rows, cols, rng);
-  const Matrix m{type, rows, cols, static_cast<size_t>(cols / t->block_size * t->block_bytes), w.data()};
+  const Matrix m{type, rows, cols, static_cast<size_t>(cols / t->block_size() * t->block_bytes()), w.data()};
   ThreadPool pool(2);
   for (int64_t n : {1, 2, 5, 17}) {
     std::vector<float> x(static_cast<size_t>(n * cols));
@@ -415,11 +419,11 @@ TEST(Quantize, Avx2ActivationsAreBitIdentical) {
   for (float& v : x) v = val(rng);
   std::fill(x.begin() + 256, x.begin() + 512, 0.0f);
   x[7] = 1e-30f;
-  std::vector<kernels::BlockQ8A> a(32), b(32);
+  std::vector<kernels::ActQ8A> a(32), b(32);
   kernels::ref::quantize_q8a(x.data(), a.data(), 1024);
   simd->quantize_q8a(x.data(), b.data(), 1024);
   EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof a[0]), 0);
-  std::vector<kernels::BlockQ8K> c(4), d(4);
+  std::vector<kernels::ActQ8K> c(4), d(4);
   kernels::ref::quantize_q8k(x.data(), c.data(), 1024);
   simd->quantize_q8k(x.data(), d.data(), 1024);
   EXPECT_EQ(std::memcmp(c.data(), d.data(), c.size() * sizeof c[0]), 0);

@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -28,7 +30,7 @@ TEST(Packing, GroupsRoundTripForThePackableTypesOnly) {
   std::mt19937 rng(3);
   for (TensorType type : kPackable) {
     ASSERT_TRUE(kernels::packable(type));
-    const int64_t cols = 3 * kernels::kernel_traits(type)->block_size;
+    const int64_t cols = 3 * kernels::kernel_traits(type)->block_size();
     const std::vector<uint8_t> w = random_matrix(type, kernels::kPackRows, cols, rng);
     const size_t row_bytes = w.size() / kernels::kPackRows;
     std::vector<uint8_t> packed(w.size()), back(w.size());
@@ -43,13 +45,13 @@ TEST(Packing, GroupsRoundTripForThePackableTypesOnly) {
 }
 
 // Packed tiles of one table against the reference tile on the file layout.
-void check_packed_tiles(kernels::TileFn (*packed_tile_for)(TensorType), const std::string& name) {
+void check_packed_tiles(const std::function<kernels::TileFn(TensorType)>& packed_tile_for, const std::string& name) {
   std::mt19937 rng(7);
   for (TensorType type : kPackable) {
     const kernels::KernelTraits* t = kernels::kernel_traits(type);
     const kernels::TileFn packed_tile = packed_tile_for(type);
     ASSERT_NE(packed_tile, nullptr) << gguf::type_info(type).name;
-    for (int64_t cols : {t->block_size, 3 * t->block_size, 9 * t->block_size}) {
+    for (int64_t cols : {t->block_size(), 3 * t->block_size(), 9 * t->block_size()}) {
       for (int64_t groups : {1, 3}) {
         const int64_t rows = groups * kernels::kPackRows;
         const std::vector<uint8_t> w = random_matrix(type, rows, cols, rng);
@@ -65,9 +67,9 @@ void check_packed_tiles(kernels::TileFn (*packed_tile_for)(TensorType), const st
           std::vector<uint8_t> xq(static_cast<size_t>(xr * n));
           for (int64_t j = 0; j < n; ++j) kernels::quantize_act_ref(t->act, x.data() + j * cols, xq.data() + j * xr, cols);
           std::vector<float> ref(static_cast<size_t>(n * rows)), fast(ref.size(), -1.0f);
-          kernels::ref_tile(type, {w.data(), row_bytes, rows, cols, xq.data(), static_cast<size_t>(xr), n, ref.data(), rows});
+          kernels::ref_tile({w.data(), row_bytes, rows, cols, xq.data(), static_cast<size_t>(xr), n, ref.data(), rows, t});
           packed_tile({packed.data(), kernels::kPackRows * row_bytes, rows, cols, xq.data(), static_cast<size_t>(xr), n,
-                       fast.data(), rows});
+                       fast.data(), rows, t});
           expect_close(fast, ref, cols,
                        name + " " + std::string(gguf::type_info(type).name) + " cols=" + std::to_string(cols) +
                            " rows=" + std::to_string(rows) + " n=" + std::to_string(n));
@@ -80,7 +82,7 @@ void check_packed_tiles(kernels::TileFn (*packed_tile_for)(TensorType), const st
 TEST(Packing, PackedTilesMatchTheReferenceOnAwkwardShapes) {
   const kernels::Dispatch& d = kernels::dispatch();
   if (!d.packed_tile_for(TensorType::Q4_0)) GTEST_SKIP() << "the " << d.name << " kernels have no packed layout";
-  check_packed_tiles(d.packed_tile_for, d.name);
+  check_packed_tiles([&d](TensorType type) { return d.packed_tile_for(type); }, d.name);
 }
 
 // Every table this CPU can run, AVX2, AVX-VNNI and AVX-512 VNNI alike (dispatch() picks only one).
@@ -89,7 +91,7 @@ TEST(Packing, EveryNativeTableMatchesTheReference) {
   for (const kernels::Dispatch* d :
        {kernels::avx2_dispatch(), kernels::avxvnni_dispatch(), kernels::avx512_dispatch()}) {
     if (d == nullptr) continue;
-    check_packed_tiles(d->packed_tile_for, d->name);
+    check_packed_tiles([d](TensorType type) { return d->packed_tile_for(type); }, d->name);
     ++checked;
   }
   if (checked == 0) GTEST_SKIP() << "no SIMD table on this CPU";
@@ -104,8 +106,11 @@ TEST(Packing, EveryNativeTableMatchesTheReference) {
 
 #if GGUFD_HAVE_SIMDE
 }  // namespace
-namespace kernels::vnni_emulated {
-TileFn packed_tile_for(gguf::TensorType type);  // tests/kernels/vnni_emulated_tiles.cpp
+namespace kernels::vnni_emulated {  // tests/kernels/vnni_emulated_tiles.cpp
+void packed_q4_0(const TileArgs& a);
+void packed_q8_0(const TileArgs& a);
+void packed_iq4_nl(const TileArgs& a);
+void packed_q4_k(const TileArgs& a);
 }  // namespace kernels::vnni_emulated
 namespace {
 #endif
@@ -114,7 +119,12 @@ namespace {
 TEST(Packing, VnniEmulatedTilesMatchTheReference) {
 #if GGUFD_HAVE_SIMDE
   if (!kernels::avx2_dispatch()) GTEST_SKIP() << "the emulated VNNI tiles are built for AVX2; this CPU lacks it";
-  check_packed_tiles(kernels::vnni_emulated::packed_tile_for, "vnni-emulated");
+  namespace emulated = kernels::vnni_emulated;
+  const std::map<TensorType, kernels::TileFn> tiles = {{TensorType::Q4_0, emulated::packed_q4_0},
+                                                       {TensorType::Q8_0, emulated::packed_q8_0},
+                                                       {TensorType::IQ4_NL, emulated::packed_iq4_nl},
+                                                       {TensorType::Q4_K, emulated::packed_q4_k}};
+  check_packed_tiles([&tiles](TensorType type) { return tiles.at(type); }, "vnni-emulated");
 #else
   GTEST_SKIP() << "SIMDe (libsimde-dev) was not found at configure time; scripts/install-deps --test installs it";
 #endif

@@ -31,7 +31,7 @@ TEST(Repack, MatmulAndLookupsOverPackedGroupsAndLeftOverRows) {
   std::mt19937 rng(11);
   ThreadPool pool(2);
   for (TensorType type : kPackable) {
-    const int64_t rows = 157, cols = 2 * kernels::kernel_traits(type)->block_size;  // 19 packed groups + 5 rows
+    const int64_t rows = 157, cols = 2 * kernels::kernel_traits(type)->block_size();  // 19 packed groups + 5 rows
     const std::vector<uint8_t> w = random_matrix(type, rows, cols, rng);
     const size_t row_bytes = w.size() / static_cast<size_t>(rows);
     Matrix plain{type, rows, cols, row_bytes, w.data()};

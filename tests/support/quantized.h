@@ -19,7 +19,7 @@ namespace ggufd::test {
 inline std::vector<uint8_t> random_matrix(gguf::TensorType type, int64_t rows, int64_t cols, std::mt19937& rng) {
   std::normal_distribution<float> val(0.0f, 1.0f);
   const engine::kernels::KernelTraits* t = engine::kernels::kernel_traits(type);
-  const size_t row_bytes = static_cast<size_t>(cols / t->block_size * t->block_bytes);
+  const size_t row_bytes = static_cast<size_t>(cols / t->block_size() * t->block_bytes());
   std::vector<uint8_t> w(row_bytes * static_cast<size_t>(rows));
   std::vector<float> x(static_cast<size_t>(cols));
   for (int64_t r = 0; r < rows; ++r) {

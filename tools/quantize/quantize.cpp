@@ -12,6 +12,7 @@
 #include "engine/kernels/blocks.h"
 #include "engine/kernels/fp16.h"
 #include "engine/kernels/ref.h"
+#include "engine/kernels/traits.h"
 
 namespace engine::quantize {
 
@@ -467,20 +468,16 @@ namespace {
 struct Entry {
   gguf::TensorType type;
   void (*quantize)(const float*, void*, int64_t);
-  void (*dequantize)(const void*, float*, int64_t);
 };
 
+// The quantizers' table; dequantization is the kernels' reference (their type table).
 using T = gguf::TensorType;
 constexpr Entry kEntries[] = {
-    {T::F32, quantize_row_f32, ref::dequant_f32},       {T::F16, quantize_row_f16, ref::dequant_f16},
-    {T::BF16, quantize_row_bf16, ref::dequant_bf16},    {T::Q4_0, quantize_row_q4_0, ref::dequant_q4_0},
-    {T::Q4_1, quantize_row_q4_1, ref::dequant_q4_1},    {T::Q5_0, quantize_row_q5_0, ref::dequant_q5_0},
-    {T::Q5_1, quantize_row_q5_1, ref::dequant_q5_1},    {T::Q8_0, quantize_row_q8_0, ref::dequant_q8_0},
-    {T::IQ4_NL, quantize_row_iq4_nl, ref::dequant_iq4_nl},
-    {T::Q2_K, quantize_row_q2_k, ref::dequant_q2_k},    {T::Q3_K, quantize_row_q3_k, ref::dequant_q3_k},
-    {T::Q4_K, quantize_row_q4_k, ref::dequant_q4_k},    {T::Q5_K, quantize_row_q5_k, ref::dequant_q5_k},
-    {T::Q6_K, quantize_row_q6_k, ref::dequant_q6_k},
-    {T::IQ4_XS, quantize_row_iq4_xs, ref::dequant_iq4_xs},
+    {T::F32, quantize_row_f32},   {T::F16, quantize_row_f16},   {T::BF16, quantize_row_bf16},
+    {T::Q4_0, quantize_row_q4_0}, {T::Q4_1, quantize_row_q4_1}, {T::Q5_0, quantize_row_q5_0},
+    {T::Q5_1, quantize_row_q5_1}, {T::Q8_0, quantize_row_q8_0}, {T::IQ4_NL, quantize_row_iq4_nl},
+    {T::Q2_K, quantize_row_q2_k}, {T::Q3_K, quantize_row_q3_k}, {T::Q4_K, quantize_row_q4_k},
+    {T::Q5_K, quantize_row_q5_k}, {T::Q6_K, quantize_row_q6_k}, {T::IQ4_XS, quantize_row_iq4_xs},
 };
 
 const Entry& entry(gguf::TensorType type, int64_t n) {
@@ -509,7 +506,8 @@ size_t quantize_row(gguf::TensorType type, const float* x, void* y, int64_t n) {
 }
 
 void dequantize_row_ref(gguf::TensorType type, const void* x, float* y, int64_t n) {
-  entry(type, n).dequantize(x, y, n);
+  (void)entry(type, n);  // the same checks as quantize_row
+  kernel_traits(type)->dequant(x, y, n);
 }
 
 }  // namespace engine::quantize
