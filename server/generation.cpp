@@ -1,16 +1,35 @@
 #include "server/generation.h"
 
-#include <cmath>
-#include <random>
-
-#include "engine/text/tokenizer/tokenizer.h"
 #include "server/api/api_error.h"
 #include "server/api/request_json.h"
+#include "server/event_stream.h"
+#include "server/work_pool.h"
 
 namespace server {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
+
+net::awaitable<HttpResponse> serve_generation(App& app, RequestContext& ctx,
+                                              const std::vector<std::vector<int32_t>>& prompts,
+                                              const GenerationParams& params,
+                                              std::shared_ptr<const ResponseFormatter> format) {
+  const int n_choices = static_cast<int>(prompts.size()) * params.n;
+  auto channel = submit_generations(app, ctx, prompts, params);
+  if (params.stream) {
+    HttpResponse stream;
+    stream.content_type = "text/event-stream";
+    stream.stream = make_event_stream(channel, n_choices, params.n, params.include_usage, format, app, ctx);
+    co_return stream;
+  }
+  const std::vector<ChoiceResult> results = co_await collect_choices(*channel, n_choices, params.n, app, ctx);
+  std::vector<engine::Usage> usages;
+  for (const ChoiceResult& c : results) usages.push_back(c.usage);
+  const json usage = usage_json(*ctx.stats, usages, params.n);
+  // A response with logprobs for many choices is megabytes of JSON: built on the work pool.
+  std::string body = co_await app.work->run([&] { return dump_json(format->response(results, usage)); });
+  co_return HttpResponse::json(200, std::move(body));
+}
 
 std::shared_ptr<Channel> submit_generations(App& app, RequestContext& ctx,
                                             const std::vector<std::vector<int32_t>>& prompts,
@@ -77,9 +96,6 @@ void TokenTimer::on_token() {
   last_ = now;
 }
 
-namespace {
-
-// The error a failed choice becomes, or nullopt for a normal finish.
 std::optional<ApiError> choice_error(const ChannelItem& item) {
   if (item.reason == engine::FinishReason::Error) {
     return ApiError(500, "generation failed: " + item.error, "server_error");
@@ -90,8 +106,6 @@ std::optional<ApiError> choice_error(const ChannelItem& item) {
   }
   return std::nullopt;
 }
-
-}  // namespace
 
 net::awaitable<std::vector<ChoiceResult>> collect_choices(Channel& channel, int n_choices, int n_per_prompt,
                                                           App& app, RequestContext& ctx) {
@@ -141,112 +155,6 @@ json usage_json(RequestStats& stats, const std::vector<engine::Usage>& per_choic
           {"completion_tokens", completion},
           {"total_tokens", prompt + completion},
           {"prompt_tokens_details", {{"cached_tokens", cached}}}};
-}
-
-namespace {
-
-// Streams the channel as SSE events; see make_event_stream.
-class EventStream : public ChunkSource {
- public:
-  EventStream(std::shared_ptr<Channel> channel, int n_choices, int n_per_prompt, bool include_usage,
-              StreamFormat format, App& app, RequestContext& ctx)
-      : channel_(std::move(channel)), open_(n_choices), n_per_prompt_(n_per_prompt),
-        include_usage_(include_usage), format_(std::move(format)), app_(app), stats_(ctx.stats),
-        timer_(app.metrics, *stats_), usage_(static_cast<size_t>(n_choices)),
-        prompt_(static_cast<size_t>(n_choices)), started_(static_cast<size_t>(n_choices), false) {
-    if (format_.start && !format_.start_after_prompt) {
-      for (int i = 0; i < n_choices; ++i) start(i);
-    }
-  }
-
-  net::awaitable<std::optional<std::string>> next() override {
-    while (pending_.empty()) {
-      if (open_ == 0) {
-        if (done_) co_return std::nullopt;
-        done_ = true;
-        const json usage = usage_json(*stats_, usage_, n_per_prompt_);
-        if (include_usage_ && !failed_) pending_ += event(format_.usage(usage));
-        pending_ += "data: [DONE]\n\n";
-        break;
-      }
-      ChannelItem item = co_await channel_->receive();
-      if (item.token.prompt) {
-        prompt_[static_cast<size_t>(item.index)].push_back(std::move(item.token));
-        continue;
-      }
-      if (format_.start && !started_[static_cast<size_t>(item.index)]) start(item.index);
-      if (!item.finished) {
-        if (item.token.token >= 0) timer_.on_token();
-        if (!item.token.text.empty() || item.token.token >= 0) {
-          const json chunk = format_.token(item.index, item.token);
-          if (!chunk.is_null()) pending_ += event(chunk);
-        }
-        continue;
-      }
-      --open_;
-      usage_[static_cast<size_t>(item.index)] = item.usage;
-      if (std::optional<ApiError> e = choice_error(item)) {
-        if (!failed_) pending_ += event(json{{"error", {{"message", e->what()}, {"type", e->type()},
-                                                         {"param", nullptr}, {"code", e->code() ? json(*e->code()) : json(nullptr)}}}});
-        failed_ = true;
-      } else {
-        pending_ += event(format_.finish(item.index, item.reason));
-      }
-    }
-    std::string out = std::move(pending_);
-    pending_.clear();
-    co_return out;
-  }
-
-  void cancel() override { channel_->cancel(); }
-
- private:
-  static std::string event(const json& j) { return "data: " + dump_json(j) + "\n\n"; }
-
-  void start(int index) {
-    const auto i = static_cast<size_t>(index);
-    started_[i] = true;
-    pending_ += event(format_.start(index, prompt_[i]));
-    prompt_[i].clear();
-  }
-
-  std::shared_ptr<Channel> channel_;
-  int open_;
-  int n_per_prompt_;
-  bool include_usage_;
-  StreamFormat format_;
-  App& app_;
-  std::shared_ptr<RequestStats> stats_;
-  TokenTimer timer_;
-  std::vector<engine::Usage> usage_;
-  std::vector<std::vector<engine::TokenEvent>> prompt_;  // scored prompt tokens not yet sent, per choice
-  std::vector<bool> started_;                            // whether format_.start ran, per choice
-  std::string pending_;
-  bool done_ = false;
-  bool failed_ = false;
-};
-
-}  // namespace
-
-std::shared_ptr<ChunkSource> make_event_stream(std::shared_ptr<Channel> channel, int n_choices,
-                                               int n_per_prompt, bool include_usage,
-                                               StreamFormat format, App& app, RequestContext& ctx) {
-  return std::make_shared<EventStream>(std::move(channel), n_choices, n_per_prompt, include_usage,
-                                       std::move(format), app, ctx);
-}
-
-std::string make_id(const std::string& prefix) {
-  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  std::string id = prefix;
-  for (int i = 0; i < 24; ++i) id += kAlphabet[rng() % (sizeof kAlphabet - 1)];
-  return id;
-}
-
-int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 }  // namespace server

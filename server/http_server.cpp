@@ -63,9 +63,9 @@ bool is_json_media_type(std::string_view content_type) {
   return lower(trim(content_type.substr(0, content_type.find(';')))) == "application/json";
 }
 
-HttpResponse error_json(int status, const std::string& message, std::optional<std::string> code = std::nullopt) {
-  const char* type = status >= 500 ? "server_error" : "invalid_request_error";
-  return HttpResponse::json(status, error_body(status, message, type, std::nullopt, std::move(code)));
+HttpResponse refusal(int status, const std::string& message, std::optional<std::string> code = std::nullopt) {
+  return error_response(ApiError(status, message, status >= 500 ? "server_error" : "invalid_request_error",
+                                 std::nullopt, std::move(code)));
 }
 
 // State shared between a session and its connection watcher (both on the session's strand).
@@ -212,9 +212,9 @@ net::awaitable<void> HttpServer::Impl::accept_loop() {
 net::awaitable<void> HttpServer::Impl::refuse(tcp::socket socket) {
   auto self = shared_from_this();
   beast::tcp_stream stream(std::move(socket));
-  HttpResponse res = HttpResponse::json(503, error_body(503, "too many connections; retry later", "server_error",
-                                                       std::nullopt, "too_many_connections"));
-  res.headers.emplace_back("Retry-After", "1");
+  ApiError busy(503, "too many connections; retry later", "server_error", std::nullopt, "too_many_connections");
+  busy.retry_after = 1;
+  HttpResponse res = error_response(busy);
   auto out = to_message(res, 11, false);
   stream.expires_after(std::chrono::seconds(5));
   beast::error_code ec;
@@ -268,11 +268,8 @@ std::optional<HttpResponse> HttpServer::Impl::check_access(const HttpRequest& re
       if (key_matches(given, key)) return std::nullopt;
     }
   }
-  HttpResponse r = HttpResponse::json(
-      401, error_body(401,
-                      auth.empty() ? "missing API key: send 'Authorization: Bearer <key>'"
-                                   : "invalid API key",
-                      "invalid_request_error", std::nullopt, "invalid_api_key"));
+  HttpResponse r = refusal(401, auth.empty() ? "missing API key: send 'Authorization: Bearer <key>'" : "invalid API key",
+                              "invalid_api_key");
   r.headers.emplace_back("WWW-Authenticate", "Bearer");
   return r;
 }
@@ -286,22 +283,22 @@ size_t HttpServer::Impl::body_limit(const Router::Match& route) const {
 std::optional<HttpResponse> HttpServer::Impl::screen(const HttpRequest& req, const Router::Match& route,
                                                      std::optional<uint64_t> content_length) const {
   if (std::optional<HttpResponse> denied = check_access(req, route)) return denied;
-  if (route.status == 405) return error_json(405, "method " + req.method + " not allowed on this path");
-  if (route.status != 200) return error_json(404, "no such endpoint: " + req.method + " " + escape_for_log(req.path, 200), "not_found");
+  if (route.status == 405) return refusal(405, "method " + req.method + " not allowed on this path");
+  if (route.status != 200) return refusal(404, "no such endpoint: " + req.method + " " + escape_for_log(req.path, 200), "not_found");
   if (route.options->json_body && !is_json_media_type(req.header("content-type"))) {
     const std::string given = req.header("content-type");
-    return error_json(415, "this endpoint takes a JSON body: send 'Content-Type: application/json'" +
+    return refusal(415, "this endpoint takes a JSON body: send 'Content-Type: application/json'" +
                                (given.empty() ? std::string(" (none was sent)") : " (found '" + escape_for_log(given, 100) + "')"),
                       "unsupported_media_type");
   }
   const size_t limit = body_limit(route);
   if (content_length && *content_length > limit) {
-    return error_json(413, "request body of " + std::to_string(*content_length) + " bytes is over this endpoint's limit of " +
+    return refusal(413, "request body of " + std::to_string(*content_length) + " bytes is over this endpoint's limit of " +
                                std::to_string(limit) + " bytes", "body_too_large");
   }
   const std::string expect = lower(trim(req.header("expect")));
   if (!expect.empty() && expect != "100-continue") {
-    return error_json(417, "unsupported Expect: only '100-continue' is understood");
+    return refusal(417, "unsupported Expect: only '100-continue' is understood");
   }
   return std::nullopt;
 }
@@ -364,7 +361,7 @@ net::awaitable<bool> HttpServer::Impl::exchange(beast::tcp_stream& stream, beast
   RequestContext ctx{stream.get_executor(), watch_state->signal, std::make_shared<RequestStats>()};
   if (head_error) {
     const bool too_big = head_error == http::error::header_limit;
-    res = error_json(too_big ? 431 : 400, (too_big ? "request head too large: " : "malformed HTTP request: ") +
+    res = refusal(too_big ? 431 : 400, (too_big ? "request head too large: " : "malformed HTTP request: ") +
                                               head_error.message());
   } else {
     req = request_head(parser.get());
@@ -386,7 +383,7 @@ net::awaitable<bool> HttpServer::Impl::exchange(beast::tcp_stream& stream, beast
       stream.expires_after(opt.read_timeout);
       if (!ec) co_await http::async_read(stream, buffer, parser, net::redirect_error(kAwait, ec));
       if (ec == http::error::body_limit) {
-        res = error_json(413, "request body is over this endpoint's limit of " + std::to_string(body_limit(route)) +
+        res = refusal(413, "request body is over this endpoint's limit of " + std::to_string(body_limit(route)) +
                                   " bytes", "body_too_large");
         keep_alive = false;
       } else if (ec) {

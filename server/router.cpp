@@ -8,21 +8,8 @@
 
 namespace server {
 
-std::string error_body(int status, const std::string& message, const std::string& type,
-                       const std::optional<std::string>& param,
-                       const std::optional<std::string>& code) {
-  nlohmann::json e = {{"message", message},
-                      {"type", type},
-                      {"param", param ? nlohmann::json(*param) : nlohmann::json(nullptr)},
-                      {"code", code ? nlohmann::json(*code) : nlohmann::json(nullptr)}};
-  (void)status;
-  return nlohmann::json{{"error", std::move(e)}}.dump(-1, ' ', false,
-                                                      nlohmann::json::error_handler_t::replace);
-}
-
 HttpResponse error_response(const ApiError& e) {
-  HttpResponse r = HttpResponse::json(e.status(), error_body(e.status(), e.what(), e.type(),
-                                                             e.param(), e.code()));
+  HttpResponse r = HttpResponse::json(e.status(), dump_json(error_json(e)));
   if (e.retry_after) r.headers.emplace_back("Retry-After", std::to_string(*e.retry_after));
   return r;
 }

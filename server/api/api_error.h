@@ -1,6 +1,7 @@
 // Client-facing errors in OpenAI's shape: {"error":{"message","type","param","code"}}.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -35,9 +36,8 @@ inline ApiError invalid_field(const std::string& param, const std::string& messa
   return ApiError(400, message, "invalid_request_error", param);
 }
 
-// The JSON body of an error.
-std::string error_body(int status, const std::string& message, const std::string& type,
-                       const std::optional<std::string>& param,
-                       const std::optional<std::string>& code);
+// The error object OpenAI clients expect, {"error": {"message", "type", "param", "code"}}: the one
+// function that makes error JSON, for error responses and for the error event of a stream.
+nlohmann::json error_json(const ApiError& e);
 
 }  // namespace server

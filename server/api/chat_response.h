@@ -1,0 +1,36 @@
+// /v1/chat/completions' formatter: chat.completion objects or chat.completion.chunk events.
+#pragma once
+
+#include <memory>
+
+#include "server/api/app.h"
+#include "server/api/chat_request.h"
+#include "server/api/response_format.h"
+
+namespace server {
+
+// Ownership: borrows the App (which outlives every request); shares the request.
+class ChatFormatter : public ResponseFormatter {
+ public:
+  ChatFormatter(const App& app, std::shared_ptr<const ChatRequest> request);
+
+  nlohmann::json start_chunk(int index, const std::vector<engine::TokenEvent>& scored_prompt) const override;
+  bool start_after_prompt() const override { return false; }
+  nlohmann::json token_chunk(int index, const engine::TokenEvent& token) const override;
+  nlohmann::json finish_chunk(int index, engine::FinishReason reason) const override;
+  nlohmann::json usage_chunk(const nlohmann::json& usage) const override;
+  nlohmann::json response(const std::vector<ChoiceResult>& choices, const nlohmann::json& usage) const override;
+
+ private:
+  nlohmann::json chunk(nlohmann::json choices) const;
+  nlohmann::json delta_choice(int index, nlohmann::json delta, nlohmann::json logprobs, nlohmann::json finish) const;
+  // OpenAI's logprobs object ({"content": [...]}) of `tokens`.
+  nlohmann::json logprobs(const std::vector<engine::TokenEvent>& tokens) const;
+
+  const App& app_;
+  std::shared_ptr<const ChatRequest> request_;
+  std::string id_;
+  int64_t created_;
+};
+
+}  // namespace server
