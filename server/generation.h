@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "engine/runtime/scheduler.h"
@@ -17,6 +18,8 @@
 #include "server/api/response_format.h"
 #include "server/channel.h"
 #include "server/http.h"
+#include "server/router.h"
+#include "server/work_pool.h"
 
 namespace server {
 
@@ -28,6 +31,21 @@ net::awaitable<HttpResponse> serve_generation(App& app, RequestContext& ctx,
                                               const std::vector<std::vector<int32_t>>& prompts,
                                               const GenerationParams& params,
                                               std::shared_ptr<const ResponseFormatter> format);
+
+// The handler of a generation endpoint: the body becomes a Request by `prepare` on the work pool,
+// then serve_generation answers it in Formatter's shape. Request has `prompts` and `params`;
+// Formatter is constructed from (app, shared_ptr<const Request>).
+template <class Request, class Formatter>
+Handler generation_handler(App& app, Request (*prepare)(const App&, std::string_view)) {
+  return [&app, prepare](HttpRequest& req, RequestContext& ctx) -> net::awaitable<HttpResponse> {
+    require_ready(app);
+    auto request = std::make_shared<const Request>(
+        co_await app.work->run([&app, &req, prepare] { return prepare(app, req.body); }));
+    auto format = std::make_shared<const Formatter>(app, request);
+    HttpResponse response = co_await serve_generation(app, ctx, request->prompts, request->params, format);
+    co_return response;
+  };
+}
 
 // Submits the choices, all or none, feeding one channel that the disconnect signal cancels.
 std::shared_ptr<Channel> submit_generations(App& app, RequestContext& ctx,

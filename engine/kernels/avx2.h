@@ -27,11 +27,6 @@ void tile_q4_k(const TileArgs& a);
 void tile_q5_k(const TileArgs& a);
 void tile_q6_k(const TileArgs& a);
 void tile_iq4_xs(const TileArgs& a);
-
-// Tiles over packed 8-row groups (packing.h; avx2_packed.cpp: packed_tiles.inc with maddubs).
-void packed_q4_0(const TileArgs& a);
-void packed_q8_0(const TileArgs& a);
-void packed_iq4_nl(const TileArgs& a);
-void packed_q4_k(const TileArgs& a);
+// The tiles over packed groups are in packed_tiles.h.
 
 }  // namespace engine::kernels::avx2

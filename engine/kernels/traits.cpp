@@ -4,10 +4,9 @@
 #include <cstring>
 
 #include "engine/kernels/avx2.h"
-#include "engine/kernels/avx512.h"
-#include "engine/kernels/avxvnni.h"
 #include "engine/kernels/blocks.h"
 #include "engine/kernels/fp16.h"
+#include "engine/kernels/packed_tiles.h"
 #include "engine/kernels/ref.h"
 
 namespace engine::kernels {

@@ -55,9 +55,9 @@ ChatRequest prepare_chat(const App& app, std::string_view text) {
   static const json kAbsent;
   const auto messages = body.find("messages");
   const auto extra = body.find("chat_template_kwargs");
-  r.prompt = chat_prompt_tokens(app, messages == body.end() ? kAbsent : *messages,
-                                extra == body.end() ? kAbsent : *extra);
-  check_generation(r.params, {r.prompt}, app);
+  r.prompts.push_back(chat_prompt_tokens(app, messages == body.end() ? kAbsent : *messages,
+                                        extra == body.end() ? kAbsent : *extra));
+  check_generation(r.params, r.prompts, app);
   return r;
 }
 

@@ -13,7 +13,7 @@ namespace server {
 
 struct ChatRequest {
   GenerationParams params;
-  std::vector<int32_t> prompt;
+  std::vector<std::vector<int32_t>> prompts;  // one: the rendered conversation
 };
 
 // Throws ApiError (4xx) naming what is wrong.

@@ -12,6 +12,7 @@
 
 #include "engine/kernels/dispatch.h"
 #include "engine/kernels/matmul.h"
+#include "engine/kernels/packed_tiles.h"
 #include "engine/kernels/packing.h"
 #include "engine/kernels/traits.h"
 #include "tests/support/quantized.h"
@@ -21,10 +22,9 @@ namespace {
 
 using gguf::TensorType;
 using ggufd::test::expect_close;
+using ggufd::test::kPackable;
 using ggufd::test::random_activations;
 using ggufd::test::random_matrix;
-
-constexpr TensorType kPackable[] = {TensorType::Q4_0, TensorType::IQ4_NL, TensorType::Q8_0, TensorType::Q4_K};
 
 TEST(Packing, GroupsRoundTripForThePackableTypesOnly) {
   std::mt19937 rng(3);
@@ -106,12 +106,9 @@ TEST(Packing, EveryNativeTableMatchesTheReference) {
 
 #if GGUFD_HAVE_SIMDE
 }  // namespace
-namespace kernels::vnni_emulated {  // tests/kernels/vnni_emulated_tiles.cpp
-void packed_q4_0(const TileArgs& a);
-void packed_q8_0(const TileArgs& a);
-void packed_iq4_nl(const TileArgs& a);
-void packed_q4_k(const TileArgs& a);
-}  // namespace kernels::vnni_emulated
+}  // namespace engine
+GGUFD_DECLARE_PACKED_TILES(vnni_emulated)  // tests/kernels/vnni_emulated_tiles.cpp
+namespace engine {
 namespace {
 #endif
 

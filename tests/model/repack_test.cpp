@@ -22,10 +22,9 @@ namespace {
 
 using gguf::TensorType;
 using ggufd::test::expect_close;
+using ggufd::test::kPackable;
 using ggufd::test::random_activations;
 using ggufd::test::random_matrix;
-
-constexpr TensorType kPackable[] = {TensorType::Q4_0, TensorType::IQ4_NL, TensorType::Q8_0, TensorType::Q4_K};
 
 TEST(Repack, MatmulAndLookupsOverPackedGroupsAndLeftOverRows) {
   std::mt19937 rng(11);
