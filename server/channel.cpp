@@ -46,7 +46,7 @@ std::shared_ptr<engine::TokenSink> Channel::sink(int index) {
 
 void Channel::push(ChannelItem&& item) {
   {
-    std::lock_guard lock(mutex_);
+    engine::MutexLock lock(mutex_);
     items_.push_back(std::move(item));
   }
   // Wake the session: the cancel runs on the strand, so it can't slip between the session's
@@ -57,7 +57,7 @@ void Channel::push(ChannelItem&& item) {
 net::awaitable<ChannelItem> Channel::receive() {
   for (;;) {
     {
-      std::lock_guard lock(mutex_);
+      engine::MutexLock lock(mutex_);
       if (!items_.empty()) {
         ChannelItem item = std::move(items_.front());
         items_.pop_front();

@@ -4,10 +4,10 @@
 #include <atomic>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "engine/runtime/scheduler.h"
+#include "engine/runtime/thread_annotations.h"
 #include "server/api/metrics.h"
 #include "server/asio.h"
 
@@ -20,7 +20,7 @@ struct ChannelItem {
   engine::TokenEvent token;           // when !finished
   engine::FinishReason reason{};      // when finished
   engine::Usage usage;                // when finished
-  std::string error;                  // when finished with Error/Cancelled by a deadline
+  std::string error;                  // when finished with kError: what failed
 };
 
 // Collects the events of one HTTP request's generations (one per choice) and hands them to the
@@ -53,8 +53,8 @@ class Channel : public std::enable_shared_from_this<Channel> {
   Metrics* metrics_;
   int n_per_prompt_;
   net::steady_timer timer_;      // strand only: waits are woken by cancelling it
-  std::mutex mutex_;
-  std::deque<ChannelItem> items_;  // guarded by mutex_
+  engine::Mutex mutex_;
+  std::deque<ChannelItem> items_ GGUFD_GUARDED_BY(mutex_);
   std::atomic<bool> cancelled_{false};
 };
 

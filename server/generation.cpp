@@ -56,21 +56,21 @@ std::shared_ptr<Channel> submit_generations(App& app, RequestContext& ctx,
     }
   }
   switch (app.scheduler->submit_all(std::move(requests))) {
-    case engine::SubmitStatus::Accepted: break;
-    case engine::SubmitStatus::QueueFull: {
+    case engine::SubmitStatus::kAccepted: break;
+    case engine::SubmitStatus::kQueueFull: {
       ApiError e(429, "server is busy: the request queue is full; retry later", "rate_limit_error",
                  std::nullopt, "queue_full");
       e.retry_after = 1;
       throw e;
     }
-    case engine::SubmitStatus::Draining: {
+    case engine::SubmitStatus::kDraining: {
       ApiError e(503, "server is shutting down", "server_error", std::nullopt, "unavailable");
       e.retry_after = 5;
       throw e;
     }
-    case engine::SubmitStatus::TooLarge:
-    case engine::SubmitStatus::PromptTooLong:
-    case engine::SubmitStatus::EmptyPrompt:
+    case engine::SubmitStatus::kTooLarge:
+    case engine::SubmitStatus::kPromptTooLong:
+    case engine::SubmitStatus::kEmptyPrompt:
       // check_generation() refuses all of these first, with the limit in the message.
       throw ApiError(500, "the scheduler refused a request that passed validation", "server_error");
   }
@@ -97,11 +97,13 @@ void TokenTimer::on_token() {
 }
 
 std::optional<ApiError> choice_error(const ChannelItem& item) {
-  if (item.reason == engine::FinishReason::Error) {
+  if (item.reason == engine::FinishReason::kError) {
     return ApiError(500, "generation failed: " + item.error, "server_error");
   }
-  if (item.reason == engine::FinishReason::Cancelled) {
-    if (!item.error.empty()) return ApiError(504, item.error, "timeout_error", std::nullopt, "timeout");
+  if (item.reason == engine::FinishReason::kTimeout) {
+    return ApiError(504, "request deadline exceeded (--request-timeout)", "timeout_error", std::nullopt, "timeout");
+  }
+  if (item.reason == engine::FinishReason::kCancelled) {
     return ApiError(503, "request cancelled (server shutting down or client gone)", "server_error");
   }
   return std::nullopt;

@@ -137,7 +137,7 @@ void Service::Impl::load() {
     ServeSettings& s = app.settings;
     s.n_ctx = so.n_ctx;
     s.n_slots = so.n_slots;
-    s.n_threads = so.n_threads > 0 ? so.n_threads : engine::physical_cores();
+    s.n_threads = engine::thread_count(so.n_threads);
     s.prefill_chunk = so.prefill_chunk;
     s.max_queue = so.max_queue;
     s.kv_type = so.kv_type == engine::KvType::F16 ? "f16" : "f32";

@@ -35,4 +35,8 @@ class ThreadPool {
 // Number of physical cores (the default thread count), at least 1.
 int physical_cores();
 
+// The thread count a setting asks for: `requested`, or physical_cores() when it is 0 (or less),
+// which is what every "--threads 0" means.
+inline int thread_count(int requested) { return requested > 0 ? requested : physical_cores(); }
+
 }  // namespace engine

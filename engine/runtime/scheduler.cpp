@@ -1,18 +1,16 @@
-// The step loop: admit -> build one batch -> forward -> sample -> emit. See scheduler.h.
+// The step loop: admit -> build one batch -> evaluate -> sample -> emit. See scheduler.h.
 #include "engine/runtime/scheduler.h"
 
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <optional>
 #include <thread>
 
-#include "engine/kernels/thread_pool.h"
 #include "engine/model/batch.h"
-#include "engine/model/forward.h"
-#include "engine/model/model.h"
 #include "engine/runtime/stop_strings.h"
+#include "engine/runtime/thread_annotations.h"
+#include "engine/runtime/throughput.h"
 #include "engine/text/tokenizer/tokenizer.h"
 
 namespace engine {
@@ -21,34 +19,51 @@ using Clock = std::chrono::steady_clock;
 
 const char* finish_reason_name(FinishReason r) {
   switch (r) {
-    case FinishReason::Stop: return "stop";
-    case FinishReason::Length: return "length";
-    case FinishReason::Cancelled: return "cancelled";
-    case FinishReason::Error: return "error";
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kTimeout: return "timeout";
+    case FinishReason::kError: return "error";
   }
   return "error";
 }
 
 namespace {
 
-// One sequence being served. Slot i always uses KV-cache sequence id i; an idle slot keeps its
-// cached tokens so that the next request with the same prefix can skip them.
-struct Slot {
-  enum class State { Idle, Prefill, Generate };
+// A request being served: its sampler (primed with the prompt's tail for the penalties), the
+// decoder and stop matcher its text goes through, and its usage. The constructor throws
+// std::invalid_argument for parameters the sampler refuses.
+struct Sequence {
+  Sequence(GenerationRequest&& r, const Tokenizer& tok, size_t cached)
+      : req(std::move(r)), sampler(req.sampling, tok.n_vocab()), decoder(tok, StreamDecoder::Options{false, false}),
+        stop(req.stop) {
+    const size_t window = req.sampling.penalty_last_n < 0
+                              ? req.prompt.size()
+                              : std::min<size_t>(req.sampling.penalty_last_n, req.prompt.size());
+    for (size_t i = req.prompt.size() - window; i < req.prompt.size(); ++i) sampler.accept(req.prompt[i]);
+    usage.prompt_tokens = static_cast<int64_t>(req.prompt.size());
+    usage.cached_tokens = static_cast<int64_t>(cached);
+  }
 
-  int index = 0;
-  State state = State::Idle;
-  std::vector<int32_t> cached;     // tokens whose K/V are in the cache, in position order
   GenerationRequest req;
-  std::optional<Sampler> sampler;
-  std::optional<StreamDecoder> decoder;
-  std::optional<StopMatcher> stop;
+  Sampler sampler;
+  StreamDecoder decoder;
+  StopMatcher stop;
   Usage usage;
-  int32_t next_token = -1;         // sampled, to be fed at the next step
-  uint64_t last_used = 0;          // for least-recently-used slot choice
+  bool generating = false;  // the whole prompt is cached: next_token goes in at the next step
+  int32_t next_token = -1;
+};
 
-  bool active() const { return state != State::Idle; }
-  SeqId seq() const { return index; }
+// One of the n_slots sequences the evaluator caches. An idle slot keeps its cached tokens so
+// that the next request with the same prefix can skip them.
+struct Slot {
+  int index = 0;
+  std::vector<int32_t> cached;  // tokens whose K/V the evaluator holds, in position order
+  uint64_t last_used = 0;       // for least-recently-used slot choice
+  std::optional<Sequence> seq;  // the request being served; empty: idle
+
+  bool active() const { return seq.has_value(); }
+  SeqId id() const { return index; }
 };
 
 // A logits row of the batch: its slot and, for a scored prompt row (prompt_logprobs), the prompt
@@ -65,52 +80,19 @@ size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& 
   return i;
 }
 
-// Throughput over a sliding window, for stats().
-class Throughput {
- public:
-  void add(Clock::time_point t, int64_t generated, int64_t prompt) {
-    samples_.push_back({t, generated, prompt});
-    while (!samples_.empty() && t - samples_.front().t > kWindow) samples_.pop_front();
-  }
-  std::pair<double, double> rates(Clock::time_point now) const {
-    int64_t g = 0;
-    int64_t p = 0;
-    for (const Sample& s : samples_) {
-      if (now - s.t <= kWindow) {
-        g += s.generated;
-        p += s.prompt;
-      }
-    }
-    const double secs = std::chrono::duration<double>(kWindow).count();
-    return {static_cast<double>(g) / secs, static_cast<double>(p) / secs};
-  }
-
- private:
-  static constexpr auto kWindow = std::chrono::seconds(5);
-  struct Sample {
-    Clock::time_point t;
-    int64_t generated;
-    int64_t prompt;
-  };
-  std::deque<Sample> samples_;
-};
-
 }  // namespace
 
 struct Scheduler::Impl {
-  Impl(const Model& m, const Tokenizer& t, SchedulerOptions o)
-      : model(m), tokenizer(t), opt(o),
-        pool(o.n_threads > 0 ? o.n_threads : physical_cores()),
-        cache(m.hparams(), o.n_slots * o.n_ctx, o.kv_type),
-        forward(m, o.prefill_chunk + o.n_slots),
-        slots(static_cast<size_t>(o.n_slots)) {
+  Impl(std::unique_ptr<BatchEvaluator> owned_, BatchEvaluator& ev, const Tokenizer& t, SchedulerOptions o)
+      : owned(std::move(owned_)), eval(ev), tokenizer(t), opt(o), slots(static_cast<size_t>(o.n_slots)) {
     for (size_t i = 0; i < slots.size(); ++i) slots[i].index = static_cast<int>(i);
+    cache_use = eval.cache_use();
     thread = std::thread([this] { loop(); });
   }
 
   ~Impl() {
     {
-      std::lock_guard lock(mu);
+      MutexLock lock(mu);
       stopping = true;
     }
     cv.notify_all();
@@ -126,34 +108,34 @@ struct Scheduler::Impl {
   void emit_output(const Output& out, const float* logits);
   void score_prompt_token(Slot& slot, int64_t pos, const float* logits);
   void emit_token(Slot& slot, const float* logits);
-  void finish(Slot& slot, FinishReason reason, const std::string& error = {});
+  void finish(Slot& slot, FinishReason reason, const std::string& error = {}, bool flush = true);
   void fail(Slot& slot, const std::string& error);
   void fail_all(const std::string& error);
-  SubmitStatus admission(int64_t n_requests) const;  // with mu held
-  bool any_active() const {
-    return std::ranges::any_of(slots, [](const Slot& s) { return s.active(); });
+  bool has_work() const GGUFD_REQUIRES(mu) {
+    return stopping || cancel_requested || !queue.empty() || active_count > 0;
   }
+  SubmitStatus admission(int64_t n_requests) const GGUFD_REQUIRES(mu);
 
-  const Model& model;
+  std::unique_ptr<BatchEvaluator> owned;  // with a Model: the ModelEvaluator
+  BatchEvaluator& eval;
   const Tokenizer& tokenizer;
   const SchedulerOptions opt;
-  ThreadPool pool;
-  KvCache cache;
-  Forward forward;
+
+  // The loop thread's own.
   Batch batch;
-  std::vector<Slot> slots;  // loop thread only
+  std::vector<Slot> slots;
   uint64_t tick = 0;
 
-  // State below is protected by mu.
-  mutable std::mutex mu;
-  std::condition_variable cv;
-  std::deque<GenerationRequest> queue;
-  bool stopping = false;
-  bool draining = false;
-  bool cancel_requested = false;
-  int64_t active_count = 0;
-  int64_t kv_used = 0;
-  Throughput throughput;
+  // Shared with submitters and stats readers.
+  mutable Mutex mu;
+  std::condition_variable_any cv;  // wakes the loop: work queued, cancel_all(), stopping
+  std::deque<GenerationRequest> queue GGUFD_GUARDED_BY(mu);
+  bool stopping GGUFD_GUARDED_BY(mu) = false;
+  bool draining GGUFD_GUARDED_BY(mu) = false;
+  bool cancel_requested GGUFD_GUARDED_BY(mu) = false;
+  int64_t active_count GGUFD_GUARDED_BY(mu) = 0;
+  BatchEvaluator::CacheUse cache_use GGUFD_GUARDED_BY(mu);
+  Throughput throughput GGUFD_GUARDED_BY(mu);
 
   std::thread thread;
 };
@@ -162,8 +144,8 @@ void Scheduler::Impl::loop() {
   for (;;) {
     bool cancel_everything = false;
     {
-      std::unique_lock lock(mu);
-      cv.wait(lock, [&] { return stopping || cancel_requested || !queue.empty() || active_count > 0; });
+      MutexLock lock(mu);
+      while (!has_work()) cv.wait(mu);
       if (stopping) break;
       cancel_everything = cancel_requested;
       cancel_requested = false;
@@ -182,11 +164,11 @@ void Scheduler::Impl::loop() {
   check_cancelled(true);
 }
 
-// Ends one request with an error, dropping its cache entries (their state is unknown).
+// Ends one request with an error, dropping its cached positions (their state is unknown).
 void Scheduler::Impl::fail(Slot& slot, const std::string& error) {
-  cache.truncate(slot.seq(), 0);
+  eval.truncate(slot.id(), 0);
   slot.cached.clear();
-  finish(slot, FinishReason::Error, error);
+  finish(slot, FinishReason::kError, error);
 }
 
 void Scheduler::Impl::fail_all(const std::string& error) {
@@ -200,15 +182,15 @@ void Scheduler::Impl::check_cancelled(bool cancel_everything) {
   const auto now = Clock::now();
   for (Slot& s : slots) {
     if (!s.active()) continue;
-    if (cancel_everything || s.req.sink->cancelled()) {
-      finish(s, FinishReason::Cancelled);
-    } else if (now > s.req.deadline) {
-      finish(s, FinishReason::Cancelled, "request deadline exceeded");
+    if (cancel_everything || s.seq->req.sink->cancelled()) {
+      finish(s, FinishReason::kCancelled);
+    } else if (now > s.seq->req.deadline) {
+      finish(s, FinishReason::kTimeout, "request deadline exceeded");
     }
   }
   std::deque<GenerationRequest> dropped;
   {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     for (auto it = queue.begin(); it != queue.end();) {
       if (cancel_everything || it->sink->cancelled() || now > it->deadline) {
         dropped.push_back(std::move(*it));
@@ -221,8 +203,10 @@ void Scheduler::Impl::check_cancelled(bool cancel_everything) {
   for (GenerationRequest& r : dropped) {
     Usage u;
     u.prompt_tokens = static_cast<int64_t>(r.prompt.size());
+    const bool timed_out = !cancel_everything && !r.sink->cancelled() && now > r.deadline;
     try {
-      r.sink->on_finish(FinishReason::Cancelled, u, now > r.deadline ? "request deadline exceeded" : "");
+      r.sink->on_finish(timed_out ? FinishReason::kTimeout : FinishReason::kCancelled, u,
+                        timed_out ? "request deadline exceeded" : "");
     } catch (...) {  // a sink that cannot take its end has nobody left to tell
     }
   }
@@ -236,13 +220,12 @@ void Scheduler::Impl::admit() {
     size_t best_prefix = 0;
     GenerationRequest req;
     {
-      std::lock_guard lock(mu);
+      MutexLock lock(mu);
       if (queue.empty()) return;
       for (Slot& s : slots) {
         if (s.active()) continue;
         const size_t prefix = common_prefix(s.cached, queue.front().prompt);
-        if (best == nullptr || prefix > best_prefix ||
-            (prefix == best_prefix && s.last_used < best->last_used)) {
+        if (best == nullptr || prefix > best_prefix || (prefix == best_prefix && s.last_used < best->last_used)) {
           best = &s;
           best_prefix = prefix;
         }
@@ -261,54 +244,49 @@ void Scheduler::Impl::start(Slot& slot, GenerationRequest&& req) {
   // what the first generated token is sampled from. Scoring the prompt needs every position's
   // logits, so nothing is kept then.
   const size_t keep = req.prompt_logprobs ? 0 : std::min(common_prefix(slot.cached, req.prompt), req.prompt.size() - 1);
-  cache.truncate(slot.seq(), static_cast<int32_t>(keep));
+  eval.truncate(slot.id(), static_cast<int32_t>(keep));
   slot.cached.resize(keep);
-  slot.req = std::move(req);
-  slot.usage = Usage{};
-  slot.usage.prompt_tokens = static_cast<int64_t>(slot.req.prompt.size());
-  slot.usage.cached_tokens = static_cast<int64_t>(keep);
-  slot.state = Slot::State::Prefill;
+  const std::shared_ptr<TokenSink> sink = req.sink;  // the request moves into the sequence
+  Usage usage;
+  usage.prompt_tokens = static_cast<int64_t>(req.prompt.size());
   try {
-    slot.sampler.emplace(slot.req.sampling, tokenizer.n_vocab());
-    const SamplingParams& sp = slot.req.sampling;
-    const size_t window = sp.penalty_last_n < 0 ? slot.req.prompt.size()
-                                                : std::min<size_t>(sp.penalty_last_n, slot.req.prompt.size());
-    for (size_t i = slot.req.prompt.size() - window; i < slot.req.prompt.size(); ++i) {
-      slot.sampler->accept(slot.req.prompt[i]);
+    slot.seq.emplace(std::move(req), tokenizer, keep);
+  } catch (const std::exception& e) {  // parameters the sampler refuses: this request only ends
+    try {
+      sink->on_finish(FinishReason::kError, usage, e.what());
+    } catch (...) {
     }
-    slot.decoder.emplace(tokenizer, StreamDecoder::Options{false, false});
-    slot.stop.emplace(slot.req.stop);
-  } catch (const std::exception& e) {
-    fail(slot, e.what());
+    slot.last_used = ++tick;
+    MutexLock lock(mu);
+    --active_count;
     return;
   }
   // Nothing to generate and nothing to score: done before any work.
-  if (slot.req.max_tokens == 0 && !slot.req.prompt_logprobs) finish(slot, FinishReason::Length);
+  if (slot.seq->req.max_tokens == 0 && !slot.seq->req.prompt_logprobs) finish(slot, FinishReason::kLength);
 }
 
 // Decode tokens of generating slots first, then prompt chunks of prefilling slots within the
 // prefill budget. `outputs` gets the slot of each logits row in order; `prefill` the slots that
 // advanced their prompt, and by how many tokens.
-void Scheduler::Impl::build_batch(std::vector<std::pair<Slot*, int64_t>>& prefill,
-                                  std::vector<Output>& outputs) {
+void Scheduler::Impl::build_batch(std::vector<std::pair<Slot*, int64_t>>& prefill, std::vector<Output>& outputs) {
   batch.clear();
   for (Slot& s : slots) {
-    if (s.state != Slot::State::Generate) continue;
-    batch.add(s.next_token, s.seq(), static_cast<int32_t>(s.cached.size()), true);
-    s.cached.push_back(s.next_token);
+    if (!s.active() || !s.seq->generating) continue;
+    batch.add(s.seq->next_token, s.id(), static_cast<int32_t>(s.cached.size()), true);
+    s.cached.push_back(s.seq->next_token);
     outputs.push_back({&s, -1});
   }
   int64_t budget = opt.prefill_chunk;
   for (Slot& s : slots) {
-    if (s.state != Slot::State::Prefill || budget <= 0) continue;
-    const auto& prompt = s.req.prompt;
+    if (!s.active() || s.seq->generating || budget <= 0) continue;
+    const GenerationRequest& req = s.seq->req;
     const int64_t done = static_cast<int64_t>(s.cached.size());
-    const int64_t n = std::min<int64_t>(budget, static_cast<int64_t>(prompt.size()) - done);
+    const int64_t n = std::min<int64_t>(budget, static_cast<int64_t>(req.prompt.size()) - done);
     for (int64_t i = done; i < done + n; ++i) {
-      const bool last = i + 1 == static_cast<int64_t>(prompt.size());
-      batch.add(prompt[i], s.seq(), static_cast<int32_t>(i), last || s.req.prompt_logprobs);
-      s.cached.push_back(prompt[i]);
-      if (last || s.req.prompt_logprobs) outputs.push_back({&s, last ? -1 : i});
+      const bool last = i + 1 == static_cast<int64_t>(req.prompt.size());
+      batch.add(req.prompt[i], s.id(), static_cast<int32_t>(i), last || req.prompt_logprobs);
+      s.cached.push_back(req.prompt[i]);
+      if (last || req.prompt_logprobs) outputs.push_back({&s, last ? -1 : i});
     }
     prefill.emplace_back(&s, n);
     budget -= n;
@@ -321,7 +299,7 @@ void Scheduler::Impl::step() {
   build_batch(prefill, outputs);
   if (batch.size() == 0) return;
   try {
-    forward.eval(batch, cache, pool);
+    eval.eval(batch);
   } catch (const std::exception& e) {
     // Nothing a request did can cause this (prompts are validated at submit); fail the slots of
     // this batch and drop their cache entries rather than the whole server.
@@ -331,27 +309,28 @@ void Scheduler::Impl::step() {
   int64_t n_prompt = 0;
   for (auto& [slot, n] : prefill) {
     n_prompt += n;
-    if (slot->cached.size() == slot->req.prompt.size()) slot->state = Slot::State::Generate;
+    if (slot->cached.size() == slot->seq->req.prompt.size()) slot->seq->generating = true;
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!outputs[i].slot->active()) continue;  // ended by a failure on an earlier row
     try {
-      emit_output(outputs[i], forward.logits(static_cast<int64_t>(i)));
+      emit_output(outputs[i], eval.logits(static_cast<int64_t>(i)));
     } catch (const std::exception& e) {
       fail(*outputs[i].slot, e.what());
     }
   }
-  std::lock_guard lock(mu);
+  const BatchEvaluator::CacheUse use = eval.cache_use();
+  MutexLock lock(mu);
   throughput.add(Clock::now(), static_cast<int64_t>(outputs.size()), n_prompt);
-  kv_used = cache.n_cells() - cache.n_free();
+  cache_use = use;
 }
 
 void Scheduler::Impl::emit_output(const Output& out, const float* logits) {
   Slot& slot = *out.slot;
   if (out.prompt_pos >= 0) {
     score_prompt_token(slot, out.prompt_pos, logits);
-  } else if (slot.req.max_tokens == 0) {
-    finish(slot, FinishReason::Length);  // the prompt was only scored
+  } else if (slot.seq->req.max_tokens == 0) {
+    finish(slot, FinishReason::kLength);  // the prompt was only scored
   } else {
     emit_token(slot, logits);
   }
@@ -359,88 +338,93 @@ void Scheduler::Impl::emit_output(const Output& out, const float* logits) {
 
 // The logits at prompt position `pos` score prompt token pos + 1.
 void Scheduler::Impl::score_prompt_token(Slot& slot, int64_t pos, const float* logits) {
-  const int32_t next = slot.req.prompt[static_cast<size_t>(pos + 1)];
-  const Sampled s = logprobs_of(logits, tokenizer.n_vocab(), next, slot.req.sampling.n_logprobs);
+  const GenerationRequest& req = slot.seq->req;
+  const int32_t next = req.prompt[static_cast<size_t>(pos + 1)];
+  const Sampled s = logprobs_of(logits, eval.n_vocab(), next, req.sampling.n_logprobs);
   TokenEvent ev;
   ev.token = next;
   ev.prompt = true;
   ev.logprob = s.logprob;
   ev.top = s.top;
-  slot.req.sink->on_token(std::move(ev));
+  req.sink->on_token(std::move(ev));
 }
 
 // Samples the slot's next token from its logits row and emits its text.
 void Scheduler::Impl::emit_token(Slot& slot, const float* logits) {
-  const Sampled s = slot.sampler->sample(logits);
-  if (tokenizer.is_eog(s.id) && !slot.req.ignore_eos) {
-    finish(slot, FinishReason::Stop);
+  Sequence& seq = *slot.seq;
+  const Sampled s = seq.sampler.sample(logits);
+  if (tokenizer.is_eog(s.id) && !seq.req.ignore_eos) {
+    finish(slot, FinishReason::kStop);
     return;
   }
-  ++slot.usage.completion_tokens;
+  ++seq.usage.completion_tokens;
   TokenEvent ev;
   ev.token = s.id;
   ev.logprob = s.logprob;
   ev.top = s.top;
-  StopMatcher::Result r = slot.stop->push(slot.decoder->push(s.id));
+  StopMatcher::Result r = seq.stop.push(seq.decoder.push(s.id));
   ev.text = std::move(r.text);
-  slot.req.sink->on_token(std::move(ev));
+  seq.req.sink->on_token(std::move(ev));
   if (r.stopped) {
-    slot.decoder.reset();  // the rest after a stop string is dropped, not flushed
-    finish(slot, FinishReason::Stop);
-  } else if (slot.req.max_tokens >= 0 && slot.usage.completion_tokens >= slot.req.max_tokens) {
-    finish(slot, FinishReason::Length);
+    finish(slot, FinishReason::kStop, {}, false);  // the rest after a stop string is dropped
+  } else if (seq.req.max_tokens >= 0 && seq.usage.completion_tokens >= seq.req.max_tokens) {
+    finish(slot, FinishReason::kLength);
   } else if (static_cast<int64_t>(slot.cached.size()) + 1 >= opt.n_ctx) {
-    finish(slot, FinishReason::Length);  // no position left for the next token
+    finish(slot, FinishReason::kLength);  // no position left for the next token
   } else {
-    slot.next_token = s.id;
+    seq.next_token = s.id;
   }
 }
 
-// Emits what the decoder and stop matcher hold back (unless stopped), then ends the request.
-// Never throws: whatever happens, the slot is free afterwards.
-void Scheduler::Impl::finish(Slot& slot, FinishReason reason, const std::string& error) {
+// Emits what the decoder and stop matcher hold back (with `flush`, for a normal end), then ends
+// the request. Never throws: whatever happens, the slot is idle afterwards.
+void Scheduler::Impl::finish(Slot& slot, FinishReason reason, const std::string& error, bool flush) {
+  Sequence& seq = *slot.seq;
   std::string message = error;
-  if (slot.decoder && slot.stop && reason != FinishReason::Cancelled && reason != FinishReason::Error) {
+  if (flush && (reason == FinishReason::kStop || reason == FinishReason::kLength)) {
     try {
-      StopMatcher::Result r = slot.stop->push(slot.decoder->flush());
-      std::string rest = r.text + (r.stopped ? std::string() : slot.stop->flush());
+      StopMatcher::Result r = seq.stop.push(seq.decoder.flush());
+      std::string rest = r.text + (r.stopped ? std::string() : seq.stop.flush());
       if (!rest.empty()) {
         TokenEvent ev;
         ev.text = std::move(rest);
-        slot.req.sink->on_token(std::move(ev));
+        seq.req.sink->on_token(std::move(ev));
       }
     } catch (const std::exception& e) {
-      reason = FinishReason::Error;
+      reason = FinishReason::kError;
       message = e.what();
     }
   }
   try {
-    slot.req.sink->on_finish(reason, slot.usage, message);
+    seq.req.sink->on_finish(reason, seq.usage, message);
   } catch (...) {  // a sink that cannot take its end has nobody left to tell
   }
-  slot.req.sink.reset();
-  slot.sampler.reset();
-  slot.decoder.reset();
-  slot.stop.reset();
-  slot.state = Slot::State::Idle;
+  slot.seq.reset();
   slot.last_used = ++tick;
-  std::lock_guard lock(mu);
+  MutexLock lock(mu);
   --active_count;
 }
 
-Scheduler::Scheduler(const Model& model, const Tokenizer& tokenizer, SchedulerOptions options)
-    : impl_(std::make_unique<Impl>(model, tokenizer, options)) {}
+// Whether n more requests may be queued now.
+SubmitStatus Scheduler::Impl::admission(int64_t n_requests) const {
+  if (draining || stopping) return SubmitStatus::kDraining;
+  if (n_requests > opt.n_slots + opt.max_queue) return SubmitStatus::kTooLarge;
+  const int64_t free_slots = opt.n_slots - active_count;
+  if (static_cast<int64_t>(queue.size()) + n_requests > opt.max_queue + free_slots) return SubmitStatus::kQueueFull;
+  return SubmitStatus::kAccepted;
+}
+
+Scheduler::Scheduler(const Model& model, const Tokenizer& tokenizer, SchedulerOptions options) {
+  auto owned = std::make_unique<ModelEvaluator>(model, options.n_slots * options.n_ctx, options.kv_type,
+                                                options.prefill_chunk + options.n_slots, options.n_threads);
+  BatchEvaluator& ev = *owned;
+  impl_ = std::make_unique<Impl>(std::move(owned), ev, tokenizer, options);
+}
+
+Scheduler::Scheduler(BatchEvaluator& evaluator, const Tokenizer& tokenizer, SchedulerOptions options)
+    : impl_(std::make_unique<Impl>(nullptr, evaluator, tokenizer, options)) {}
 
 Scheduler::~Scheduler() = default;
-
-// Whether n more requests may be queued now (mu held).
-SubmitStatus Scheduler::Impl::admission(int64_t n_requests) const {
-  if (draining || stopping) return SubmitStatus::Draining;
-  if (n_requests > opt.n_slots + opt.max_queue) return SubmitStatus::TooLarge;
-  const int64_t free_slots = opt.n_slots - active_count;
-  if (static_cast<int64_t>(queue.size()) + n_requests > opt.max_queue + free_slots) return SubmitStatus::QueueFull;
-  return SubmitStatus::Accepted;
-}
 
 SubmitStatus Scheduler::submit(GenerationRequest request) {
   std::vector<GenerationRequest> one;
@@ -450,50 +434,49 @@ SubmitStatus Scheduler::submit(GenerationRequest request) {
 
 SubmitStatus Scheduler::submit_all(std::vector<GenerationRequest> requests) {
   for (const GenerationRequest& r : requests) {
-    if (r.prompt.empty()) return SubmitStatus::EmptyPrompt;
-    if (static_cast<int64_t>(r.prompt.size()) >= impl_->opt.n_ctx) return SubmitStatus::PromptTooLong;
+    if (r.prompt.empty()) return SubmitStatus::kEmptyPrompt;
+    if (static_cast<int64_t>(r.prompt.size()) >= impl_->opt.n_ctx) return SubmitStatus::kPromptTooLong;
   }
   {
-    std::lock_guard lock(impl_->mu);
+    MutexLock lock(impl_->mu);
     const SubmitStatus status = impl_->admission(static_cast<int64_t>(requests.size()));
-    if (status != SubmitStatus::Accepted) return status;
+    if (status != SubmitStatus::kAccepted) return status;
     for (GenerationRequest& r : requests) impl_->queue.push_back(std::move(r));
   }
   impl_->cv.notify_all();
-  return SubmitStatus::Accepted;
+  return SubmitStatus::kAccepted;
 }
 
 int64_t Scheduler::capacity() const { return impl_->opt.n_slots + impl_->opt.max_queue; }
 
 void Scheduler::drain() {
-  std::lock_guard lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   impl_->draining = true;
 }
 
 void Scheduler::cancel_all() {
   {
-    std::lock_guard lock(impl_->mu);
+    MutexLock lock(impl_->mu);
     impl_->cancel_requested = true;
   }
   impl_->cv.notify_all();
 }
 
 bool Scheduler::idle() const {
-  std::lock_guard lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   return impl_->queue.empty() && impl_->active_count == 0;
 }
 
 SchedulerStats Scheduler::stats() const {
-  std::lock_guard lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   SchedulerStats s;
   s.queued = static_cast<int64_t>(impl_->queue.size());
   s.active_slots = impl_->active_count;
   s.total_slots = impl_->opt.n_slots;
-  s.kv_cells_used = impl_->kv_used;
-  s.kv_cells_total = impl_->cache.n_cells();
-  s.kv_bytes = impl_->cache.bytes();
-  std::tie(s.generation_tokens_per_second, s.prompt_tokens_per_second) =
-      impl_->throughput.rates(Clock::now());
+  s.kv_cells_used = impl_->cache_use.cells_used;
+  s.kv_cells_total = impl_->cache_use.cells_total;
+  s.kv_bytes = impl_->cache_use.bytes;
+  std::tie(s.generation_tokens_per_second, s.prompt_tokens_per_second) = impl_->throughput.rates(Clock::now());
   return s;
 }
 

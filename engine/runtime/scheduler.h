@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/model/kv_cache.h"
+#include "engine/runtime/evaluator.h"
 #include "engine/runtime/sampler.h"
 
 namespace engine {
@@ -15,8 +16,10 @@ namespace engine {
 class Model;
 class Tokenizer;
 
-enum class FinishReason { Stop, Length, Cancelled, Error };
-const char* finish_reason_name(FinishReason r);  // "stop", "length", "cancelled", "error"
+// Why a request ended: an end-of-generation token or a stop string; max_tokens or the context;
+// its client went away (or everything was cancelled); its deadline passed; a failure.
+enum class FinishReason { kStop, kLength, kCancelled, kTimeout, kError };
+const char* finish_reason_name(FinishReason r);  // "stop", "length", "cancelled", "timeout", "error"
 
 struct Usage {
   int64_t prompt_tokens = 0;
@@ -39,7 +42,7 @@ struct TokenEvent {
 // Where a request's output goes: the one interface between the scheduler and the HTTP side.
 // on_token/on_finish run on the scheduler's thread and must return quickly without blocking
 // (queue and notify). cancelled() is polled once per step, from the same thread.
-// Exactly one on_finish() ends every accepted request.
+// Exactly one on_finish() ends every accepted request; `error` says what failed (kError).
 class TokenSink {
  public:
   virtual ~TokenSink() = default;
@@ -69,8 +72,8 @@ struct SchedulerOptions {
   KvType kv_type = KvType::F16;
 };
 
-// TooLarge: more requests in one submit_all() than the scheduler can ever hold (capacity()).
-enum class SubmitStatus { Accepted, QueueFull, Draining, PromptTooLong, EmptyPrompt, TooLarge };
+// kTooLarge: more requests in one submit_all() than the scheduler can ever hold (capacity()).
+enum class SubmitStatus { kAccepted, kQueueFull, kDraining, kPromptTooLong, kEmptyPrompt, kTooLarge };
 
 struct SchedulerStats {
   int64_t queued = 0;
@@ -83,34 +86,37 @@ struct SchedulerStats {
   double prompt_tokens_per_second = 0;
 };
 
-// Owns the model's KV cache and compute threads, and runs the step loop on its own thread:
-// admit queued requests into free slots (reusing the longest cached prompt prefix), build one
-// batch of every running slot's next token plus prompt chunks of new slots, run the forward pass,
-// sample, detokenize, match stop strings, and emit through each request's sink.
+// Runs the step loop on its own thread: admit queued requests into free slots (reusing the longest
+// cached prompt prefix), build one batch of every running slot's next token plus prompt chunks of
+// new slots, have the evaluator run it, sample, detokenize, match stop strings, and emit through
+// each request's sink. Slot i is the evaluator's sequence i.
 //
 // A request's tokens depend only on its prompt, sampling params and seed: never on what else runs.
 // No exception leaves the step loop: a failure while serving one request (its sampler, its sink)
-// ends that request with FinishReason::Error and the others go on.
-// Ownership: borrows the Model and Tokenizer (they must outlive it); owns its thread, which the
-// destructor stops after finishing every request with FinishReason::Cancelled.
+// ends that request with FinishReason::kError and the others go on.
+// Ownership: borrows the Tokenizer and the Model or evaluator (they must outlive it); with a Model
+// it owns a ModelEvaluator (the KV cache and compute threads). Owns its thread, which the
+// destructor stops after finishing every request with FinishReason::kCancelled.
 // Thread-safety: submit(), drain(), stats() and idle() may be called from any thread.
 class Scheduler {
  public:
   Scheduler(const Model& model, const Tokenizer& tokenizer, SchedulerOptions options);
+  // On any evaluator (tests: a deterministic fake, no model).
+  Scheduler(BatchEvaluator& evaluator, const Tokenizer& tokenizer, SchedulerOptions options);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Queues a request; when this returns Accepted the sink will get exactly one on_finish().
+  // Queues a request; when this returns kAccepted the sink will get exactly one on_finish().
   SubmitStatus submit(GenerationRequest request);
   // Queues all the requests or none (the choices of one HTTP request). TooLarge when there are
-  // more than capacity(); QueueFull when they do not fit now.
+  // more than capacity(); kQueueFull when they do not fit now.
   SubmitStatus submit_all(std::vector<GenerationRequest> requests);
   // Requests running and waiting at most: n_slots + max_queue.
   int64_t capacity() const;
-  // Stops admitting (submit returns Draining); running and queued requests continue.
+  // Stops admitting (submit returns kDraining); running and queued requests continue.
   void drain();
-  // Finishes every running and queued request with Cancelled at the next step.
+  // Finishes every running and queued request with kCancelled at the next step.
   void cancel_all();
   // No request running or queued.
   bool idle() const;

@@ -64,33 +64,33 @@ Metrics::Metrics()
       request_duration_({0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300}) {}
 
 void Metrics::count_request(const std::string& endpoint, int status) {
-  std::lock_guard lock(mutex_);
+  engine::MutexLock lock(mutex_);
   ++requests_[{endpoint, status}];
 }
 
 void Metrics::count_tokens(int64_t prompt, int64_t generated) {
-  std::lock_guard lock(mutex_);
+  engine::MutexLock lock(mutex_);
   prompt_tokens_ += static_cast<uint64_t>(std::max<int64_t>(prompt, 0));
   generated_tokens_ += static_cast<uint64_t>(std::max<int64_t>(generated, 0));
 }
 
 void Metrics::observe_ttft(double seconds) {
-  std::lock_guard lock(mutex_);
+  engine::MutexLock lock(mutex_);
   ttft_.observe(seconds);
 }
 
 void Metrics::observe_token_latency(double seconds) {
-  std::lock_guard lock(mutex_);
+  engine::MutexLock lock(mutex_);
   token_latency_.observe(seconds);
 }
 
 void Metrics::observe_request_duration(double seconds) {
-  std::lock_guard lock(mutex_);
+  engine::MutexLock lock(mutex_);
   request_duration_.observe(seconds);
 }
 
 std::string Metrics::render(const EngineGauges& g) const {
-  std::lock_guard lock(mutex_);
+  engine::MutexLock lock(mutex_);
   std::string out;
   header(out, "ggufd_requests_total", "counter", "HTTP requests by endpoint and status.");
   for (const auto& [key, n] : requests_) {

@@ -4,10 +4,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "engine/runtime/thread_annotations.h"
 
 namespace server {
 
@@ -53,13 +54,13 @@ class Metrics {
   std::string render(const EngineGauges& gauges) const;
 
  private:
-  mutable std::mutex mutex_;
-  std::map<std::pair<std::string, int>, uint64_t> requests_;  // (endpoint, status) -> count
-  uint64_t prompt_tokens_ = 0;
-  uint64_t generated_tokens_ = 0;
-  Histogram ttft_;
-  Histogram token_latency_;
-  Histogram request_duration_;
+  mutable engine::Mutex mutex_;
+  std::map<std::pair<std::string, int>, uint64_t> requests_ GGUFD_GUARDED_BY(mutex_);  // (endpoint, status) -> count
+  uint64_t prompt_tokens_ GGUFD_GUARDED_BY(mutex_) = 0;
+  uint64_t generated_tokens_ GGUFD_GUARDED_BY(mutex_) = 0;
+  Histogram ttft_ GGUFD_GUARDED_BY(mutex_);
+  Histogram token_latency_ GGUFD_GUARDED_BY(mutex_);
+  Histogram request_duration_ GGUFD_GUARDED_BY(mutex_);
 };
 
 }  // namespace server

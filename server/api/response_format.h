@@ -17,7 +17,7 @@ struct ChoiceResult {
   std::string text;
   std::vector<engine::TokenEvent> prompt_tokens;  // scored prompt tokens 1.. (prompt_logprobs)
   std::vector<engine::TokenEvent> tokens;         // every generated token (for logprobs)
-  engine::FinishReason reason = engine::FinishReason::Stop;
+  engine::FinishReason reason = engine::FinishReason::kStop;
   engine::Usage usage;
 };
 

@@ -1,33 +1,117 @@
-// Scheduler on a real model (stories260K): failure isolation, atomic submission, prompt scoring.
+// The scheduler on a deterministic fake evaluator (no model): admission, chunked prefill, prefix
+// reuse, cancellation, timeouts, n > 1, queue limits, failure isolation and prompt scoring.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
-#include "engine/model/model.h"
+#include "engine/model/batch.h"
+#include "engine/runtime/evaluator.h"
 #include "engine/runtime/scheduler.h"
 #include "engine/text/tokenizer/tokenizer.h"
-#include "tests/support/shared.h"
+#include "gguf/file.h"
+#include "gguf/writer.h"
 
 namespace engine {
 namespace {
 
-constexpr const char* kStories = "models/stories260K.gguf";
+using namespace std::chrono_literals;
 
-// Records what the scheduler emits; optionally throws from on_token after `throw_after` tokens.
+constexpr int32_t kLetters = 26;     // tokens 0..25 are "a".."z"
+constexpr int32_t kEos = kLetters;   // token 26 is the end of generation
+
+// Byte-level BPE over the 26 letters and an EOS control token: enough to decode what the fake
+// generates.
+Tokenizer letters_tokenizer() {
+  static std::vector<uint8_t> bytes;
+  gguf::Writer w;
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;
+  for (char c = 'a'; c <= 'z'; ++c) {
+    tokens.emplace_back(1, c);
+    types.push_back(1);
+  }
+  tokens.emplace_back("<eos>");
+  types.push_back(3);
+  w.set("tokenizer.ggml.model", gguf::OwnedValue::string("gpt2"));
+  w.set("tokenizer.ggml.pre", gguf::OwnedValue::string("default"));
+  w.set("tokenizer.ggml.tokens", gguf::OwnedValue::string_array(tokens));
+  w.set("tokenizer.ggml.token_type", gguf::OwnedValue::i32_array(types));
+  w.set("tokenizer.ggml.merges", gguf::OwnedValue::string_array({}));
+  w.set("tokenizer.ggml.eos_token_id", gguf::OwnedValue::u32(kEos));
+  bytes = w.to_bytes();
+  return Tokenizer::from_gguf(gguf::File::parse(bytes));
+}
+
+// After token t the next letter is most likely: logits favour (t + 1) % 26 by 4 over (t + 2) % 26
+// by 2 over the rest; EOS after `eos_after` (never by default). Records every batch and keeps
+// the cached positions per sequence so truncation can be checked.
+class FakeEvaluator : public BatchEvaluator {
+ public:
+  int32_t eos_after = -1;
+  bool fail_next = false;
+  std::vector<int64_t> batch_sizes;
+  std::map<SeqId, int32_t> cached;  // sequence -> cached positions
+
+  int64_t n_vocab() const override { return kLetters + 1; }
+  void eval(const Batch& batch) override {
+    std::lock_guard lock(mu_);
+    if (fail_next) {
+      fail_next = false;
+      throw std::runtime_error("the evaluator failed");
+    }
+    batch_sizes.push_back(batch.size());
+    rows_.clear();
+    for (int64_t i = 0; i < batch.size(); ++i) {
+      if (batch.pos[i] != cached[batch.seq[i]]) throw std::logic_error("position out of order");
+      cached[batch.seq[i]] = batch.pos[i] + 1;
+      if (!batch.logits[i]) continue;
+      std::vector<float> row(static_cast<size_t>(n_vocab()), 0.0f);
+      const int32_t t = batch.tokens[i];
+      if (t == eos_after) {
+        row[kEos] = 8.0f;
+      } else {
+        row[static_cast<size_t>((t + 1) % kLetters)] = 4.0f;
+        row[static_cast<size_t>((t + 2) % kLetters)] = 2.0f;
+      }
+      rows_.push_back(std::move(row));
+    }
+  }
+  const float* logits(int64_t i) const override { return rows_[static_cast<size_t>(i)].data(); }
+  void truncate(SeqId seq, int32_t n_keep) override {
+    std::lock_guard lock(mu_);
+    cached[seq] = std::min(cached[seq], std::max(n_keep, 0));
+  }
+  CacheUse cache_use() const override { return {0, 1024, 0}; }
+
+  std::vector<int64_t> sizes() {
+    std::lock_guard lock(mu_);
+    return batch_sizes;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::vector<float>> rows_;
+};
+
+// Records what the scheduler emits; optionally throws from on_token after `throw_after` tokens,
+// or says it is cancelled once `cancel_after` tokens arrived.
 class RecordingSink : public TokenSink {
  public:
-  explicit RecordingSink(int throw_after = -1) : throw_after_(throw_after) {}
+  explicit RecordingSink(int throw_after = -1, int cancel_after = -1)
+      : throw_after_(throw_after), cancel_after_(cancel_after) {}
 
   void on_token(TokenEvent&& event) override {
     std::lock_guard lock(mu_);
-    if (!event.prompt && event.token >= 0 && throw_after_ >= 0 && generated_ >= throw_after_) {
-      throw std::runtime_error("sink exploded");
-    }
-    if (!event.prompt && event.token >= 0) ++generated_;
+    const bool generated = !event.prompt && event.token >= 0;
+    if (generated && throw_after_ >= 0 && generated_ >= throw_after_) throw std::runtime_error("sink exploded");
+    if (generated) ++generated_;
+    text_ += event.text;
     events_.push_back(std::move(event));
   }
   void on_finish(FinishReason reason, const Usage& usage, const std::string& error) override {
@@ -38,129 +122,201 @@ class RecordingSink : public TokenSink {
     error_ = error;
     cv_.notify_all();
   }
-  bool cancelled() const override { return false; }
+  bool cancelled() const override {
+    std::lock_guard lock(mu_);
+    return cancel_after_ >= 0 && generated_ >= cancel_after_;
+  }
 
-  // Waits (at most 60 s) for the end; returns the finish reason.
+  // Waits (at most 30 s) for the end; returns the finish reason.
   FinishReason wait() {
     std::unique_lock lock(mu_);
-    EXPECT_TRUE(cv_.wait_for(lock, std::chrono::seconds(60), [&] { return finishes_ > 0; }));
+    EXPECT_TRUE(cv_.wait_for(lock, 30s, [&] { return finishes_ > 0; }));
     return reason_;
   }
-  std::vector<TokenEvent> events() {
-    std::lock_guard lock(mu_);
-    return events_;
-  }
-  Usage usage() {
-    std::lock_guard lock(mu_);
-    return usage_;
-  }
-  std::string error() {
-    std::lock_guard lock(mu_);
-    return error_;
-  }
-  int finishes() {
-    std::lock_guard lock(mu_);
-    return finishes_;
-  }
+  std::vector<TokenEvent> events() { return locked(events_); }
+  Usage usage() { return locked(usage_); }
+  std::string error() { return locked(error_); }
+  std::string text() { return locked(text_); }
+  int finishes() { return locked(finishes_); }
 
  private:
-  std::mutex mu_;
+  template <class T>
+  T locked(const T& v) {
+    std::lock_guard lock(mu_);
+    return v;
+  }
+
+  mutable std::mutex mu_;
   std::condition_variable cv_;
-  int throw_after_;
+  int throw_after_, cancel_after_;
   int generated_ = 0;
   int finishes_ = 0;
   std::vector<TokenEvent> events_;
-  FinishReason reason_ = FinishReason::Stop;
+  std::string text_;
+  FinishReason reason_ = FinishReason::kStop;
   Usage usage_;
   std::string error_;
 };
 
 class SchedulerTest : public testing::Test {
  protected:
-  void SetUp() override {
-    GGUFD_REQUIRE_SHARED(kStories);
-    model_.emplace(Model::load(ggufd::test::shared_path(kStories)));
-    tokenizer_.emplace(Tokenizer::from_gguf(model_->file()));
-    const SchedulerOptions o{.n_slots = 2, .n_ctx = 256, .max_queue = 2, .prefill_chunk = 16, .n_threads = 1};
-    scheduler_ = std::make_unique<Scheduler>(*model_, *tokenizer_, o);
+  void start(SchedulerOptions o = {.n_slots = 2, .n_ctx = 64, .max_queue = 2, .prefill_chunk = 4, .n_threads = 1}) {
+    scheduler_ = std::make_unique<Scheduler>(fake_, tokenizer_, o);
   }
   void TearDown() override { scheduler_.reset(); }
 
-  GenerationRequest request(std::shared_ptr<TokenSink> sink, int64_t max_tokens, float temperature = 0.0f) {
+  // Prompt "abc" (tokens 0 1 2) and greedy sampling: generates "defg..." deterministically.
+  static GenerationRequest request(std::shared_ptr<TokenSink> sink, int64_t max_tokens,
+                                   std::vector<int32_t> prompt = {0, 1, 2}) {
     GenerationRequest r;
-    r.prompt = tokenizer_->encode("Once upon a time there was", true, false);
-    r.sampling.temperature = temperature;
+    r.prompt = std::move(prompt);
+    r.sampling.temperature = 0.0f;
     r.max_tokens = max_tokens;
-    r.ignore_eos = true;
     r.sink = std::move(sink);
     return r;
   }
 
-  std::optional<Model> model_;
-  std::optional<Tokenizer> tokenizer_;
+  Tokenizer tokenizer_ = letters_tokenizer();
+  FakeEvaluator fake_;
   std::unique_ptr<Scheduler> scheduler_;
 };
 
+TEST_F(SchedulerTest, GeneratesDeterministicallyAndStopsAtTheLimitOrEos) {
+  start();
+  auto sink = std::make_shared<RecordingSink>();
+  ASSERT_EQ(scheduler_->submit(request(sink, 5)), SubmitStatus::kAccepted);
+  EXPECT_EQ(sink->wait(), FinishReason::kLength);
+  EXPECT_EQ(sink->text(), "defgh");
+  EXPECT_EQ(sink->usage().completion_tokens, 5);
+  EXPECT_EQ(sink->usage().prompt_tokens, 3);
+
+  fake_.eos_after = 5;  // "f" is followed by EOS
+  auto eos = std::make_shared<RecordingSink>();
+  ASSERT_EQ(scheduler_->submit(request(eos, 50)), SubmitStatus::kAccepted);
+  EXPECT_EQ(eos->wait(), FinishReason::kStop);
+  EXPECT_EQ(eos->text(), "def");
+}
+
+TEST_F(SchedulerTest, LongPromptsArePrefilledInChunksBesideRunningDecodes) {
+  start();
+  auto first = std::make_shared<RecordingSink>();
+  ASSERT_EQ(scheduler_->submit(request(first, 30)), SubmitStatus::kAccepted);
+  auto second = std::make_shared<RecordingSink>();
+  std::vector<int32_t> long_prompt(10);
+  for (int i = 0; i < 10; ++i) long_prompt[static_cast<size_t>(i)] = i;
+  ASSERT_EQ(scheduler_->submit(request(second, 3, long_prompt)), SubmitStatus::kAccepted);
+  EXPECT_EQ(second->wait(), FinishReason::kLength);
+  EXPECT_EQ(second->text(), "klm");
+  EXPECT_EQ(first->wait(), FinishReason::kLength);
+  for (int64_t size : fake_.sizes()) EXPECT_LE(size, 4 + 2) << "prefill chunk 4 plus one decode token per slot";
+}
+
+TEST_F(SchedulerTest, ReusesTheCachedPrefixOfTheSameSlot) {
+  start({.n_slots = 1, .n_ctx = 64, .max_queue = 2, .prefill_chunk = 16, .n_threads = 1});
+  auto a = std::make_shared<RecordingSink>();
+  ASSERT_EQ(scheduler_->submit(request(a, 2, {0, 1, 2, 3, 4, 5})), SubmitStatus::kAccepted);
+  a->wait();
+  auto b = std::make_shared<RecordingSink>();
+  ASSERT_EQ(scheduler_->submit(request(b, 2, {0, 1, 2, 3, 9})), SubmitStatus::kAccepted);
+  b->wait();
+  EXPECT_EQ(b->usage().cached_tokens, 4);
+  EXPECT_EQ(b->text(), "kl");
+}
+
+TEST_F(SchedulerTest, CancelledAndTimedOutRequestsEnd) {
+  start();
+  auto cancelled = std::make_shared<RecordingSink>(-1, 3);
+  ASSERT_EQ(scheduler_->submit(request(cancelled, 50)), SubmitStatus::kAccepted);
+  EXPECT_EQ(cancelled->wait(), FinishReason::kCancelled);
+  EXPECT_GE(cancelled->usage().completion_tokens, 3);
+  EXPECT_LT(cancelled->usage().completion_tokens, 50);
+
+  auto late = std::make_shared<RecordingSink>();
+  GenerationRequest r = request(late, 50);
+  r.deadline = std::chrono::steady_clock::now() - 1ms;
+  ASSERT_EQ(scheduler_->submit(std::move(r)), SubmitStatus::kAccepted);
+  EXPECT_EQ(late->wait(), FinishReason::kTimeout);
+  EXPECT_EQ(late->error(), "request deadline exceeded");
+}
+
+TEST_F(SchedulerTest, ChoicesOfOneRequestAreQueuedAllOrNone) {
+  start();
+  std::vector<std::shared_ptr<RecordingSink>> sinks;
+  auto batch = [&](int n) {
+    std::vector<GenerationRequest> rs;
+    for (int i = 0; i < n; ++i) {
+      sinks.push_back(std::make_shared<RecordingSink>());
+      rs.push_back(request(sinks.back(), 20));
+    }
+    return rs;
+  };
+  EXPECT_EQ(scheduler_->capacity(), 4);
+  EXPECT_EQ(scheduler_->submit_all(batch(5)), SubmitStatus::kTooLarge);
+  ASSERT_EQ(scheduler_->submit_all(batch(3)), SubmitStatus::kAccepted);
+  EXPECT_EQ(scheduler_->submit_all(batch(2)), SubmitStatus::kQueueFull) << "3 + 2 > 4: none of the 2 queued";
+  for (size_t i = 5; i < 8; ++i) {
+    EXPECT_EQ(sinks[i]->wait(), FinishReason::kLength);
+    EXPECT_EQ(sinks[i]->text(), sinks[5]->text()) << "greedy choices of one prompt agree";
+  }
+  EXPECT_EQ(sinks[8]->finishes() + sinks[9]->finishes(), 0);
+  EXPECT_EQ(scheduler_->submit(request(nullptr, 1, {})), SubmitStatus::kEmptyPrompt);
+  EXPECT_EQ(scheduler_->submit(request(nullptr, 1, std::vector<int32_t>(64, 0))), SubmitStatus::kPromptTooLong);
+  scheduler_->drain();
+  EXPECT_EQ(scheduler_->submit(request(std::make_shared<RecordingSink>(), 1)), SubmitStatus::kDraining);
+}
+
 // An exception inside one request (its sink, its sampler) used to escape the scheduler thread
-// and abort the process; now it ends that request with Error and the others go on.
-TEST_F(SchedulerTest, AFailingRequestEndsAloneWithAnError) {
+// and abort the process; now it ends that request with kError and the others go on.
+TEST_F(SchedulerTest, AFailingRequestEndsAlone) {
+  start();
   auto bad = std::make_shared<RecordingSink>(3);
   auto good = std::make_shared<RecordingSink>();
-  ASSERT_EQ(scheduler_->submit(request(bad, 40)), SubmitStatus::Accepted);
-  ASSERT_EQ(scheduler_->submit(request(good, 40)), SubmitStatus::Accepted);
-  EXPECT_EQ(bad->wait(), FinishReason::Error);
+  ASSERT_EQ(scheduler_->submit(request(bad, 40)), SubmitStatus::kAccepted);
+  ASSERT_EQ(scheduler_->submit(request(good, 40)), SubmitStatus::kAccepted);
+  EXPECT_EQ(bad->wait(), FinishReason::kError);
   EXPECT_NE(bad->error().find("sink exploded"), std::string::npos) << bad->error();
-  EXPECT_EQ(good->wait(), FinishReason::Length);
+  EXPECT_EQ(good->wait(), FinishReason::kLength);
   EXPECT_EQ(good->usage().completion_tokens, 40);
 
   // Parameters the sampler refuses (the HTTP layer checks them first; this is the last line).
   auto refused = std::make_shared<RecordingSink>();
   GenerationRequest r = request(refused, 5);
   r.sampling.top_p = -1.0f;
-  ASSERT_EQ(scheduler_->submit(std::move(r)), SubmitStatus::Accepted);
-  EXPECT_EQ(refused->wait(), FinishReason::Error);
+  ASSERT_EQ(scheduler_->submit(std::move(r)), SubmitStatus::kAccepted);
+  EXPECT_EQ(refused->wait(), FinishReason::kError);
   EXPECT_NE(refused->error().find("top_p"), std::string::npos) << refused->error();
 
+  // A failed evaluation fails what ran in it, and the scheduler serves on.
+  fake_.fail_next = true;
+  auto hit = std::make_shared<RecordingSink>();
+  ASSERT_EQ(scheduler_->submit(request(hit, 5)), SubmitStatus::kAccepted);
+  EXPECT_EQ(hit->wait(), FinishReason::kError);
   auto after = std::make_shared<RecordingSink>();
-  ASSERT_EQ(scheduler_->submit(request(after, 5)), SubmitStatus::Accepted);
-  EXPECT_EQ(after->wait(), FinishReason::Length) << "the scheduler still serves";
-  EXPECT_EQ(bad->finishes() + good->finishes() + refused->finishes() + after->finishes(), 4);
-}
-
-TEST_F(SchedulerTest, SubmitAllIsAllOrNothing) {
-  std::vector<std::shared_ptr<RecordingSink>> sinks;
-  auto batch = [&](int n) {
-    std::vector<GenerationRequest> rs;
-    for (int i = 0; i < n; ++i) {
-      sinks.push_back(std::make_shared<RecordingSink>());
-      rs.push_back(request(sinks.back(), 30));
-    }
-    return rs;
-  };
-  EXPECT_EQ(scheduler_->capacity(), 4);
-  EXPECT_EQ(scheduler_->submit_all(batch(5)), SubmitStatus::TooLarge);
-  ASSERT_EQ(scheduler_->submit_all(batch(3)), SubmitStatus::Accepted);
-  EXPECT_EQ(scheduler_->submit_all(batch(2)), SubmitStatus::QueueFull) << "3 + 2 > 4: none of the 2 queued";
-  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(sinks[5 + i]->wait(), FinishReason::Length);
-  EXPECT_EQ(sinks[8]->finishes() + sinks[9]->finishes(), 0);
+  ASSERT_EQ(scheduler_->submit(request(after, 5)), SubmitStatus::kAccepted);
+  EXPECT_EQ(after->wait(), FinishReason::kLength) << "the scheduler still serves";
+  EXPECT_EQ(after->text(), "defgh");
+  EXPECT_EQ(bad->finishes() + good->finishes() + refused->finishes() + hit->finishes() + after->finishes(), 5);
 }
 
 TEST_F(SchedulerTest, MaxTokensZeroGeneratesNothing) {
+  start();
   auto sink = std::make_shared<RecordingSink>();
-  ASSERT_EQ(scheduler_->submit(request(sink, 0)), SubmitStatus::Accepted);
-  EXPECT_EQ(sink->wait(), FinishReason::Length);
+  ASSERT_EQ(scheduler_->submit(request(sink, 0)), SubmitStatus::kAccepted);
+  EXPECT_EQ(sink->wait(), FinishReason::kLength);
   EXPECT_EQ(sink->usage().completion_tokens, 0);
   EXPECT_TRUE(sink->events().empty());
+  EXPECT_TRUE(fake_.sizes().empty()) << "nothing evaluated";
 }
 
 // Scoring a prompt: every token after the first gets log p(token | tokens before it), and that
 // agrees with what generation reports for the same token in the same context.
 TEST_F(SchedulerTest, PromptLogprobsScoreEveryTokenAfterTheFirst) {
+  start();
   auto gen = std::make_shared<RecordingSink>();
   GenerationRequest g = request(gen, 3);
   g.sampling.logprobs = true;
-  ASSERT_EQ(scheduler_->submit(std::move(g)), SubmitStatus::Accepted);
-  ASSERT_EQ(gen->wait(), FinishReason::Length);
+  ASSERT_EQ(scheduler_->submit(std::move(g)), SubmitStatus::kAccepted);
+  ASSERT_EQ(gen->wait(), FinishReason::kLength);
   std::vector<TokenEvent> generated;
   for (TokenEvent& e : gen->events()) {
     if (e.token >= 0) generated.push_back(e);
@@ -173,18 +329,18 @@ TEST_F(SchedulerTest, PromptLogprobsScoreEveryTokenAfterTheFirst) {
   const std::vector<int32_t> prompt = s.prompt;
   s.prompt_logprobs = true;
   s.sampling.n_logprobs = 2;
-  ASSERT_EQ(scheduler_->submit(std::move(s)), SubmitStatus::Accepted);
-  ASSERT_EQ(score->wait(), FinishReason::Length);
+  ASSERT_EQ(scheduler_->submit(std::move(s)), SubmitStatus::kAccepted);
+  ASSERT_EQ(score->wait(), FinishReason::kLength);
   const std::vector<TokenEvent> scored = score->events();
   ASSERT_EQ(scored.size(), prompt.size() - 1);
   for (size_t i = 0; i < scored.size(); ++i) {
     EXPECT_TRUE(scored[i].prompt);
     EXPECT_EQ(scored[i].token, prompt[i + 1]);
-    EXPECT_LE(scored[i].logprob, 0.0f);
-    EXPECT_EQ(scored[i].top.size(), 2u);
+    ASSERT_EQ(scored[i].top.size(), 2u);
+    EXPECT_EQ(scored[i].top[0].id, (prompt[i] + 1) % kLetters);
   }
   for (size_t k = 0; k < 3; ++k) {
-    EXPECT_NEAR(scored[scored.size() - 3 + k].logprob, generated[k].logprob, 1e-3) << k;
+    EXPECT_NEAR(scored[2 + k].logprob, generated[k].logprob, 1e-6) << k;  // "abc" + "def"
   }
   EXPECT_EQ(score->usage().completion_tokens, 0);
   EXPECT_EQ(score->usage().cached_tokens, 0) << "scoring evaluates the whole prompt";

@@ -67,7 +67,7 @@ class Runner {
  public:
   Runner(const engine::Model& model, int n_ctx, int threads)
       : model_(model),
-        pool_(threads > 0 ? threads : engine::physical_cores()),
+        pool_(engine::thread_count(threads)),
         cache_(model.hparams(), n_ctx),
         fwd_(model, 512),
         rng_(42) {}

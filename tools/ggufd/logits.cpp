@@ -48,7 +48,7 @@ int run_logits(const LogitsOptions& o) {
   const engine::Model model = engine::Model::load(o.model);
   const int64_t n_vocab = model.hparams().n_vocab;
   const auto n = static_cast<int64_t>(tokens.size());
-  engine::ThreadPool pool(o.threads > 0 ? o.threads : engine::physical_cores());
+  engine::ThreadPool pool(engine::thread_count(o.threads));
   engine::KvCache cache(model.hparams(), n);
   engine::Forward fwd(model, std::min<int64_t>(n, 512));
   engine::Batch batch;

@@ -50,7 +50,7 @@ int run_generate(RunOptions o) {
                                 " tokens) does not fit the context (" + std::to_string(n_ctx) + ")");
   }
   o.sampling.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
-  engine::ThreadPool pool(o.threads > 0 ? o.threads : engine::physical_cores());
+  engine::ThreadPool pool(engine::thread_count(o.threads));
   engine::KvCache cache(model.hparams(), n_ctx);
   engine::Forward fwd(model, 512);
   engine::Sampler sampler(o.sampling, model.hparams().n_vocab);
