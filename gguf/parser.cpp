@@ -124,12 +124,12 @@ class Parser {
   }
 
   Value read_value(ValueType t, std::string_view key, int depth) {
-    if (t == ValueType::STRING) return Value::string(read_string("string value"));
-    if (t != ValueType::ARRAY) {
+    if (t == ValueType::kString) return Value::string(read_string("string value"));
+    if (t != ValueType::kArray) {
       const uint32_t size = value_type_size(t);
       need(size, std::string(value_type_name(t)) + " value of key " + quoted(key));
       const uint8_t* p = b_.data() + pos_;
-      if (t == ValueType::BOOL) check_bool(p, key);
+      if (t == ValueType::kBool) check_bool(p, key);
       pos_ += size;
       return Value::scalar(t, p, swap_);
     }
@@ -146,14 +146,14 @@ class Parser {
     const uint64_t n = read_count("array length");
     const std::string what = "array of " + std::string(value_type_name(elem)) + " for key " +
                              quoted(key);
-    if (elem == ValueType::STRING) {
+    if (elem == ValueType::kString) {
       check_fits(at, n, count_size(), what);
       std::vector<std::string_view> items;
       items.reserve(n);
       for (uint64_t i = 0; i < n; ++i) items.push_back(read_string("string in " + what));
       return Value::string_array(std::move(items));
     }
-    if (elem == ValueType::ARRAY) {
+    if (elem == ValueType::kArray) {
       check_fits(at, n, 4 + count_size(), what);
       std::vector<Value> items;
       items.reserve(n);
@@ -163,7 +163,7 @@ class Parser {
     const uint32_t size = value_type_size(elem);
     check_fits(at, n, size, what);
     const uint8_t* p = b_.data() + pos_;
-    if (elem == ValueType::BOOL) {
+    if (elem == ValueType::kBool) {
       for (uint64_t i = 0; i < n; ++i) check_bool(p + i, key);
     }
     pos_ += n * size;
@@ -221,7 +221,7 @@ class Parser {
     if (!is_integer(v.type())) {
       fail(at, "general.alignment: expected UINT32, found " + std::string(value_type_name(v.type())));
     }
-    const int64_t raw = v.type() == ValueType::U64 ? static_cast<int64_t>(std::min<uint64_t>(
+    const int64_t raw = v.type() == ValueType::kU64 ? static_cast<int64_t>(std::min<uint64_t>(
                                                          v.as_u64(), INT64_MAX))
                                                    : v.as_i64();
     if (raw <= 0 || !std::has_single_bit(static_cast<uint64_t>(raw))) {

@@ -18,7 +18,7 @@ Summary summarize(const File& file) {
   }
   std::ranges::sort(s.by_type, {}, [](const TypeTotal& t) { return static_cast<uint32_t>(t.type); });
   const Value* label = file.find("general.size_label");
-  if (label != nullptr && label->type() == ValueType::STRING) {
+  if (label != nullptr && label->type() == ValueType::kString) {
     s.size_label = label->as_string();
   } else {
     uint64_t experts = 0;

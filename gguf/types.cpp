@@ -82,14 +82,14 @@ uint32_t value_type_size(ValueType t) { return kValueTypes.at(static_cast<uint32
 
 bool is_integer(ValueType t) {
   switch (t) {
-    case ValueType::U8: case ValueType::I8: case ValueType::U16: case ValueType::I16:
-    case ValueType::U32: case ValueType::I32: case ValueType::U64: case ValueType::I64:
+    case ValueType::kU8: case ValueType::kI8: case ValueType::kU16: case ValueType::kI16:
+    case ValueType::kU32: case ValueType::kI32: case ValueType::kU64: case ValueType::kI64:
       return true;
     default:
       return false;
   }
 }
-bool is_float(ValueType t) { return t == ValueType::F32 || t == ValueType::F64; }
+bool is_float(ValueType t) { return t == ValueType::kF32 || t == ValueType::kF64; }
 
 const TypeInfo* type_info(uint32_t raw_id) {
   for (const TypeInfo& info : kTypes) {

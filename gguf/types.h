@@ -14,8 +14,8 @@ namespace gguf {
 
 // Metadata value types, numbered as in the file.
 enum class ValueType : uint32_t {
-  U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, BOOL = 7,
-  STRING = 8, ARRAY = 9, U64 = 10, I64 = 11, F64 = 12,
+  kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7,
+  kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12,
 };
 inline constexpr uint32_t kValueTypeCount = 13;
 
@@ -23,12 +23,13 @@ inline constexpr uint32_t kValueTypeCount = 13;
 // is_valid_value_type first.
 std::string_view value_type_name(ValueType t);
 bool is_valid_value_type(uint32_t raw);
-// Byte size of a fixed-size value type; 0 for STRING and ARRAY.
+// Byte size of a fixed-size value type; 0 for kString and kArray.
 uint32_t value_type_size(ValueType t);
 bool is_integer(ValueType t);
 bool is_float(ValueType t);
 
-// ggml tensor types, numbered as in the file.
+// ggml tensor types, numbered as in the file. The values keep ggml's type names (Q4_K, IQ4_XS),
+// the way every tool and file name spells them, rather than our kFoo style.
 enum class TensorType : uint32_t {
   F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
   Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15,

@@ -31,7 +31,7 @@ class Value {
   std::string_view as_string() const;
 
   // Arrays.
-  bool is_array() const { return type_ == ValueType::ARRAY; }
+  bool is_array() const { return type_ == ValueType::kArray; }
   ValueType element_type() const;  // ARRAY only
   uint64_t size() const;           // ARRAY only: number of elements
   uint64_t u64_at(uint64_t i) const;
@@ -53,8 +53,8 @@ class Value {
  private:
   const uint8_t* element(uint64_t i) const;  // bounds- and kind-checked numeric element
 
-  ValueType type_ = ValueType::U8;
-  ValueType elem_ = ValueType::U8;  // element type of an ARRAY
+  ValueType type_ = ValueType::kU8;
+  ValueType elem_ = ValueType::kU8;  // element type of an ARRAY
   bool swap_ = false;               // big-endian file
   const uint8_t* data_ = nullptr;   // scalar bytes, or first element of a numeric array
   uint64_t count_ = 0;              // ARRAY element count

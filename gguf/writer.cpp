@@ -46,9 +46,9 @@ class ByteWriter {
     raw(s.data(), s.size());
   }
   void value(const OwnedValue& v) {
-    if (v.type == ValueType::STRING) {
+    if (v.type == ValueType::kString) {
       string(v.str);
-    } else if (v.type == ValueType::ARRAY) {
+    } else if (v.type == ValueType::kArray) {
       u32(static_cast<uint32_t>(v.elem));
       count(v.items.size());
       for (const OwnedValue& item : v.items) value(item);
@@ -68,28 +68,28 @@ uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
 }  // namespace
 
-OwnedValue OwnedValue::u8(uint8_t v) { return scalar(ValueType::U8, v); }
-OwnedValue OwnedValue::i8(int8_t v) { return scalar(ValueType::I8, static_cast<uint64_t>(int64_t{v})); }
-OwnedValue OwnedValue::u16(uint16_t v) { return scalar(ValueType::U16, v); }
-OwnedValue OwnedValue::i16(int16_t v) { return scalar(ValueType::I16, static_cast<uint64_t>(int64_t{v})); }
-OwnedValue OwnedValue::u32(uint32_t v) { return scalar(ValueType::U32, v); }
-OwnedValue OwnedValue::i32(int32_t v) { return scalar(ValueType::I32, static_cast<uint64_t>(int64_t{v})); }
-OwnedValue OwnedValue::u64(uint64_t v) { return scalar(ValueType::U64, v); }
-OwnedValue OwnedValue::i64(int64_t v) { return scalar(ValueType::I64, static_cast<uint64_t>(v)); }
-OwnedValue OwnedValue::f32(float v) { return scalar(ValueType::F32, std::bit_cast<uint32_t>(v)); }
-OwnedValue OwnedValue::f64(double v) { return scalar(ValueType::F64, std::bit_cast<uint64_t>(v)); }
-OwnedValue OwnedValue::boolean(bool v) { return scalar(ValueType::BOOL, v ? 1 : 0); }
+OwnedValue OwnedValue::u8(uint8_t v) { return scalar(ValueType::kU8, v); }
+OwnedValue OwnedValue::i8(int8_t v) { return scalar(ValueType::kI8, static_cast<uint64_t>(int64_t{v})); }
+OwnedValue OwnedValue::u16(uint16_t v) { return scalar(ValueType::kU16, v); }
+OwnedValue OwnedValue::i16(int16_t v) { return scalar(ValueType::kI16, static_cast<uint64_t>(int64_t{v})); }
+OwnedValue OwnedValue::u32(uint32_t v) { return scalar(ValueType::kU32, v); }
+OwnedValue OwnedValue::i32(int32_t v) { return scalar(ValueType::kI32, static_cast<uint64_t>(int64_t{v})); }
+OwnedValue OwnedValue::u64(uint64_t v) { return scalar(ValueType::kU64, v); }
+OwnedValue OwnedValue::i64(int64_t v) { return scalar(ValueType::kI64, static_cast<uint64_t>(v)); }
+OwnedValue OwnedValue::f32(float v) { return scalar(ValueType::kF32, std::bit_cast<uint32_t>(v)); }
+OwnedValue OwnedValue::f64(double v) { return scalar(ValueType::kF64, std::bit_cast<uint64_t>(v)); }
+OwnedValue OwnedValue::boolean(bool v) { return scalar(ValueType::kBool, v ? 1 : 0); }
 
 OwnedValue OwnedValue::string(std::string v) {
   OwnedValue o;
-  o.type = ValueType::STRING;
+  o.type = ValueType::kString;
   o.str = std::move(v);
   return o;
 }
 
 OwnedValue OwnedValue::array(ValueType elem, std::vector<OwnedValue> items) {
   OwnedValue o;
-  o.type = ValueType::ARRAY;
+  o.type = ValueType::kArray;
   o.elem = elem;
   o.items = std::move(items);
   return o;
@@ -99,51 +99,51 @@ OwnedValue OwnedValue::string_array(const std::vector<std::string>& items) {
   std::vector<OwnedValue> v;
   v.reserve(items.size());
   for (const std::string& s : items) v.push_back(string(s));
-  return array(ValueType::STRING, std::move(v));
+  return array(ValueType::kString, std::move(v));
 }
 
 OwnedValue OwnedValue::f32_array(const std::vector<float>& items) {
   std::vector<OwnedValue> v;
   v.reserve(items.size());
   for (float x : items) v.push_back(f32(x));
-  return array(ValueType::F32, std::move(v));
+  return array(ValueType::kF32, std::move(v));
 }
 
 OwnedValue OwnedValue::i32_array(const std::vector<int32_t>& items) {
   std::vector<OwnedValue> v;
   v.reserve(items.size());
   for (int32_t x : items) v.push_back(i32(x));
-  return array(ValueType::I32, std::move(v));
+  return array(ValueType::kI32, std::move(v));
 }
 
 OwnedValue OwnedValue::from(const Value& v) {
   switch (v.type()) {
-    case ValueType::STRING:
+    case ValueType::kString:
       return string(std::string(v.as_string()));
-    case ValueType::BOOL:
+    case ValueType::kBool:
       return boolean(v.as_bool());
-    case ValueType::F32:
+    case ValueType::kF32:
       return f32(static_cast<float>(v.as_f64()));
-    case ValueType::F64:
+    case ValueType::kF64:
       return f64(v.as_f64());
-    case ValueType::ARRAY: {
+    case ValueType::kArray: {
       std::vector<OwnedValue> items;
       items.reserve(v.size());
       for (uint64_t i = 0; i < v.size(); ++i) {
         switch (v.element_type()) {
-          case ValueType::STRING: items.push_back(string(std::string(v.string_at(i)))); break;
-          case ValueType::ARRAY: items.push_back(from(v.array_at(i))); break;
-          case ValueType::BOOL: items.push_back(boolean(v.bool_at(i))); break;
-          case ValueType::F32: items.push_back(f32(static_cast<float>(v.f64_at(i)))); break;
-          case ValueType::F64: items.push_back(f64(v.f64_at(i))); break;
-          case ValueType::U64: items.push_back(scalar(ValueType::U64, v.u64_at(i))); break;
+          case ValueType::kString: items.push_back(string(std::string(v.string_at(i)))); break;
+          case ValueType::kArray: items.push_back(from(v.array_at(i))); break;
+          case ValueType::kBool: items.push_back(boolean(v.bool_at(i))); break;
+          case ValueType::kF32: items.push_back(f32(static_cast<float>(v.f64_at(i)))); break;
+          case ValueType::kF64: items.push_back(f64(v.f64_at(i))); break;
+          case ValueType::kU64: items.push_back(scalar(ValueType::kU64, v.u64_at(i))); break;
           default:
             items.push_back(scalar(v.element_type(), static_cast<uint64_t>(v.i64_at(i))));
         }
       }
       return array(v.element_type(), std::move(items));
     }
-    case ValueType::U64:
+    case ValueType::kU64:
       return u64(v.as_u64());
     default:  // the other integers fit int64
       return scalar(v.type(), static_cast<uint64_t>(v.as_i64()));

@@ -16,8 +16,8 @@ namespace gguf {
 // Scalars keep their bit pattern in `bits` (integers sign- or zero-extended, floats as IEEE bits
 // of their own width), so equality is exact, NaNs included.
 struct OwnedValue {
-  ValueType type = ValueType::U8;
-  ValueType elem = ValueType::U8;  // ARRAY element type
+  ValueType type = ValueType::kU8;
+  ValueType elem = ValueType::kU8;  // ARRAY element type
   uint64_t bits = 0;
   std::string str;
   std::vector<OwnedValue> items;  // ARRAY elements

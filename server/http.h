@@ -56,17 +56,17 @@ struct HttpResponse {
   }
 };
 
-// Fired when the client goes away before the response is complete. `Reset`: the connection
-// broke (a reset, a failed write). `EndOfStream`: the client stopped sending, which looks the same
+// Fired when the client goes away before the response is complete. kReset: the connection
+// broke (a reset, a failed write). kEndOfStream: the client stopped sending, which looks the same
 // whether it closed the socket or only half-closed it and still reads. A subscriber that learns
-// on its own when the client has really gone (a stream: its next write fails) waits for a Reset.
+// on its own when the client has really gone (a stream: its next write fails) waits for kReset.
 // Thread-safety: used on the session's strand only.
 class DisconnectSignal {
  public:
-  enum class Kind { EndOfStream, Reset };
+  enum class Kind { kEndOfStream, kReset };
 
   // Runs `f` when the signal fires (at once if it already has): on either kind, or with
-  // `on_end_of_stream` false only on a Reset.
+  // `on_end_of_stream` false only on kReset.
   void subscribe(std::function<void()> f, bool on_end_of_stream = true) {
     if (reset_ || (end_of_stream_ && on_end_of_stream)) {
       f();
@@ -76,10 +76,10 @@ class DisconnectSignal {
   }
   void fire(Kind kind) {
     if (reset_) return;
-    (kind == Kind::Reset ? reset_ : end_of_stream_) = true;
+    (kind == Kind::kReset ? reset_ : end_of_stream_) = true;
     std::vector<Subscriber> waiting;
     for (Subscriber& s : subscribers_) {
-      if (kind == Kind::Reset || s.on_end_of_stream) {
+      if (kind == Kind::kReset || s.on_end_of_stream) {
         s.f();
       } else {
         waiting.push_back(std::move(s));

@@ -238,11 +238,11 @@ net::awaitable<void> HttpServer::Impl::watch(beast::tcp_stream& stream, beast::f
     }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
     if (n < 0) {
-      w->signal->fire(DisconnectSignal::Kind::Reset);
+      w->signal->fire(DisconnectSignal::Kind::kReset);
     } else if (!w->half_close_ok) {
       // A keep-alive client stopped sending: gone, or half-closed. Work nobody may read is
       // cancelled; a stream goes on until a write fails.
-      w->signal->fire(DisconnectSignal::Kind::EndOfStream);
+      w->signal->fire(DisconnectSignal::Kind::kEndOfStream);
     }
     co_return;  // after the end of the stream only writes can tell more
   }
@@ -340,7 +340,7 @@ net::awaitable<bool> HttpServer::Impl::write(beast::tcp_stream& stream, HttpResp
                               net::redirect_error(kAwait, ec));
   }
   if (ec) {
-    disconnect.fire(DisconnectSignal::Kind::Reset);
+    disconnect.fire(DisconnectSignal::Kind::kReset);
     co_return false;
   }
   stream.expires_after(opt.write_timeout);

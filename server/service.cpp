@@ -140,7 +140,7 @@ void Service::Impl::load() {
     s.n_threads = engine::thread_count(so.n_threads);
     s.prefill_chunk = so.prefill_chunk;
     s.max_queue = so.max_queue;
-    s.kv_type = so.kv_type == engine::KvType::F16 ? "f16" : "f32";
+    s.kv_type = so.kv_type == engine::KvType::kF16 ? "f16" : "f32";
     s.default_max_tokens = options.default_max_tokens;
     s.default_sampling = options.sampling_defaults;
     s.request_timeout_s = options.request_timeout_s;
@@ -148,7 +148,7 @@ void Service::Impl::load() {
     s.chat_template = tmpl;
     s.cpu_features = engine::cpu_features().to_string();
     s.kernels = engine::kernels::dispatch().name;
-    s.build_info = "ggufd 0.1.0";
+    s.build_info = "ggufd " GGUFD_VERSION;
     const auto& hp = model->hparams();
     spdlog::info("model {}: {} layers, embedding {}, vocab {}, context {} x {} slots, loaded in {:.0f} ms",
                  app.model_id, hp.n_layer, hp.n_embd, hp.n_vocab, so.n_ctx, so.n_slots,

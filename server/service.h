@@ -19,7 +19,7 @@ struct ServiceOptions {
   std::string chat_template_origin;   // for /props: where the override came from
   HttpOptions http;
   engine::SchedulerOptions engine;
-  engine::SamplingParams sampling_defaults;
+  engine::SamplingParams sampling_defaults = engine::serve_sampling_defaults();
   int32_t default_max_tokens = 16;
   int64_t request_timeout_s = 600;
   int shutdown_grace_s = 30;

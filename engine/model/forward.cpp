@@ -21,7 +21,7 @@ size_t sz(int64_t n) { return static_cast<size_t>(n); }
 
 // src (n,) f32 -> one cache row in the cache's element type.
 void store_row(void* row, KvType type, const float* src, int64_t n) {
-  if (type == KvType::F32) {
+  if (type == KvType::kF32) {
     std::copy(src, src + n, static_cast<float*>(row));
   } else {
     to_fp16(static_cast<uint16_t*>(row), src, n);
@@ -85,7 +85,7 @@ void Forward::eval_chunk(const Batch& batch, int64_t begin, int64_t end, KvCache
     // x[t] = token_embd[token]   token_embd (n_vocab, E) -> x (E,)
     dequantize_row(model_.tok_embd, tokens[t], x_.data() + t * E);
     // the token's cache cell, and its rope angles (n_rot/2, 2)
-    cells_[sz(t)] = cache.slot(seq[t], pos[t]);
+    cells_[sz(t)] = cache.cell_for(seq[t], pos[t]);
     rope_angles(rope_.data() + t * hp_.n_rot, pos[t], hp_.n_rot, hp_.rope_freq_base,
                 hp_.rope_freq_scale, freq_factors);
   }
@@ -170,7 +170,7 @@ void Forward::attend(int64_t il, int64_t t, int64_t h, SeqId seq, int32_t pos,
   const int64_t hd_k = hp_.head_dim_k, hd_v = hp_.head_dim_v;
   const int64_t kv_head = h / (hp_.n_head / hp_.n_head_kv);  // GQA: heads share a K/V head
   const float kq_scale = 1.0f / std::sqrt(static_cast<float>(hd_k));
-  const bool f16 = cache.type() == KvType::F16;
+  const bool f16 = cache.type() == KvType::kF16;
   const size_t k_off = sz(kv_head * hd_k) * cache.elem_bytes();  // this head in a K row
   const size_t v_off = sz(kv_head * hd_v) * cache.elem_bytes();  // this head in a V row
   float* out = att_.data() + (t * hp_.n_head + h) * hd_v;  // (head_dim_v,) accumulator
@@ -183,8 +183,8 @@ void Forward::attend(int64_t il, int64_t t, int64_t h, SeqId seq, int32_t pos,
   std::fill(out, out + hd_v, 0.0f);
   float max = -std::numeric_limits<float>::infinity();
   float sum = 0.0f;
-  for (const KvCache::Slot& s : cache.slots(seq)) {
-    if (s.pos > pos) break;  // causal: slots are ordered by position
+  for (const KvCache::Entry& s : cache.entries(seq)) {
+    if (s.pos > pos) break;  // causal: entries are ordered by position
     const void* k_row = static_cast<const uint8_t*>(cache.k_row(il, s.cell)) + k_off;
     const void* v_row = static_cast<const uint8_t*>(cache.v_row(il, s.cell)) + v_off;
     const float score = kq_scale * (f16 ? ops.dot_f16(q, static_cast<const uint16_t*>(k_row), hd_k)

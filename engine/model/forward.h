@@ -24,7 +24,7 @@ class Forward {
  public:
   Forward(const Model& model, int64_t max_batch);
 
-  // Runs `batch`: stores every token's K/V in `cache` (cells assigned with cache.slot()) and
+  // Runs `batch`: stores every token's K/V in `cache` (cells assigned with cache.cell_for()) and
   // computes the logits of the tokens whose batch.logits flag is set, in batch order.
   // Throws std::invalid_argument for a bad token id / position / sequence id, std::runtime_error
   // when the cache is full (cells of the tokens already processed stay assigned).

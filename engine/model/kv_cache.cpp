@@ -12,7 +12,7 @@ KvCache::KvCache(const HParams& hp, int64_t n_cells, KvType type)
       n_cells_(n_cells),
       k_dim_(hp.k_dim()),
       v_dim_(hp.v_dim()),
-      elem_bytes_(type == KvType::F16 ? 2 : 4) {
+      elem_bytes_(type == KvType::kF16 ? 2 : 4) {
   if (n_cells <= 0 || n_cells > INT32_MAX) {
     throw std::invalid_argument("KV cache size must be in [1, 2^31), got " + std::to_string(n_cells));
   }
@@ -21,10 +21,10 @@ KvCache::KvCache(const HParams& hp, int64_t n_cells, KvType type)
   clear();
 }
 
-int32_t KvCache::slot(SeqId seq, int32_t pos) {
-  std::vector<Slot>& s = seqs_[seq];
+int32_t KvCache::cell_for(SeqId seq, int32_t pos) {
+  std::vector<Entry>& s = seqs_[seq];
   auto it = std::lower_bound(s.begin(), s.end(), pos,
-                             [](const Slot& a, int32_t p) { return a.pos < p; });
+                             [](const Entry& a, int32_t p) { return a.pos < p; });
   if (it != s.end() && it->pos == pos) return it->cell;
   if (free_.empty()) {
     if (s.empty()) seqs_.erase(seq);
@@ -32,7 +32,7 @@ int32_t KvCache::slot(SeqId seq, int32_t pos) {
   }
   const int32_t cell = free_.back();
   free_.pop_back();
-  s.insert(it, Slot{pos, cell});
+  s.insert(it, Entry{pos, cell});
   return cell;
 }
 
@@ -41,15 +41,15 @@ int32_t KvCache::seq_length(SeqId seq) const {
   return it == seqs_.end() || it->second.empty() ? 0 : it->second.back().pos + 1;
 }
 
-const std::vector<KvCache::Slot>& KvCache::slots(SeqId seq) const {
+const std::vector<KvCache::Entry>& KvCache::entries(SeqId seq) const {
   const auto it = seqs_.find(seq);
-  return it == seqs_.end() ? no_slots_ : it->second;
+  return it == seqs_.end() ? no_entries_ : it->second;
 }
 
 void KvCache::truncate(SeqId seq, int32_t p) {
   const auto it = seqs_.find(seq);
   if (it == seqs_.end()) return;
-  std::vector<Slot>& s = it->second;
+  std::vector<Entry>& s = it->second;
   while (!s.empty() && s.back().pos >= p) {
     free_.push_back(s.back().cell);
     s.pop_back();

@@ -12,13 +12,13 @@ namespace engine {
 
 using SeqId = int32_t;
 
-enum class KvType { F16, F32 };
+enum class KvType { kF16, kF32 };
 
 // Fixed-capacity storage for the K and V rows of every layer, cell by cell, shared by many
 // independent sequences.
 //
 // A cell holds one token of one sequence: its position and, per layer, its K row (k_dim) and V
-// row (v_dim). A sequence exists while it has cells: slot() creates or extends it, truncate()
+// row (v_dim). A sequence exists while it has cells: cell_for() creates or extends it, truncate()
 // drops its positions >= p, free_sequence() drops it entirely; freed cells are reused. The
 // forward pass only ever reads a sequence's own cells, so sequences never see one another.
 //
@@ -28,13 +28,13 @@ enum class KvType { F16, F32 };
 // forward pass; k_row/v_row of distinct cells may be read and written from many threads.
 class KvCache {
  public:
-  // One cached token of a sequence.
-  struct Slot {
+  // One cached token of a sequence: its position and the cell holding it.
+  struct Entry {
     int32_t pos;
     int32_t cell;
   };
 
-  KvCache(const HParams& hp, int64_t n_cells, KvType type = KvType::F16);
+  KvCache(const HParams& hp, int64_t n_cells, KvType type = KvType::kF16);
 
   KvType type() const { return type_; }
   size_t elem_bytes() const { return elem_bytes_; }  // 2 (f16) or 4 (f32)
@@ -45,13 +45,13 @@ class KvCache {
 
   // The cell holding (seq, pos): the existing one, or a free cell now assigned to it.
   // Throws std::runtime_error when the cache is full.
-  int32_t slot(SeqId seq, int32_t pos);
+  int32_t cell_for(SeqId seq, int32_t pos);
 
   bool has_sequence(SeqId seq) const { return seqs_.count(seq) != 0; }
   // One past the highest cached position of seq (0 when it has none).
   int32_t seq_length(SeqId seq) const;
-  // seq's cells ordered by position (empty when it has none). Invalidated by slot()/truncate().
-  const std::vector<Slot>& slots(SeqId seq) const;
+  // seq's cells ordered by position (empty when it has none). Invalidated by cell_for()/truncate().
+  const std::vector<Entry>& entries(SeqId seq) const;
 
   // Drops seq's positions >= p (p <= 0 drops the sequence).
   void truncate(SeqId seq, int32_t p);
@@ -79,8 +79,8 @@ class KvCache {
   std::unique_ptr<uint8_t[]> k_;  // (layer, cells, n_head_kv * head_dim_k), f16 or f32
   std::unique_ptr<uint8_t[]> v_;  // (layer, cells, n_head_kv * head_dim_v), f16 or f32
   std::vector<int32_t> free_;  // free cells, popped from the back
-  std::unordered_map<SeqId, std::vector<Slot>> seqs_;  // each sorted by pos
-  std::vector<Slot> no_slots_;  // what slots() returns for an unknown sequence
+  std::unordered_map<SeqId, std::vector<Entry>> seqs_;  // each sorted by pos
+  std::vector<Entry> no_entries_;  // what entries() returns for an unknown sequence
 };
 
 }  // namespace engine

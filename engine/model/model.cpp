@@ -82,9 +82,9 @@ class Loader {
 };
 
 Arch parse_arch(const gguf::File& file, std::string_view name) {
-  if (name == "llama") return Arch::Llama;
-  if (name == "qwen2") return Arch::Qwen2;
-  if (name == "qwen3") return Arch::Qwen3;
+  if (name == "llama") return Arch::kLlama;
+  if (name == "qwen2") return Arch::kQwen2;
+  if (name == "qwen3") return Arch::kQwen3;
   fail(file, "architecture '" + std::string(name) +
                  "' is not supported (supported: llama, qwen2, qwen3)");
 }
@@ -143,7 +143,7 @@ HParams read_hparams(const gguf::File& file) {
   hp.rms_eps = static_cast<float>(file.get_f64(p + "attention.layer_norm_rms_epsilon"));
   hp.rope_freq_base = static_cast<float>(file.find_f64(p + "rope.freq_base").value_or(10000.0));
   hp.rope_freq_scale = read_rope_freq_scale(file, p);
-  hp.rope_style = hp.arch == Arch::Llama ? RopeStyle::Normal : RopeStyle::NeoX;
+  hp.rope_style = hp.arch == Arch::kLlama ? RopeStyle::kNormal : RopeStyle::kNeox;
   return hp;
 }
 
@@ -232,7 +232,7 @@ Model Model::from_file(gguf::File file, bool repack) {
                                             : m.tok_embd;
   m.rope_freqs = ld.vector("rope_freqs.weight", hp.n_rot / 2, false);
 
-  const bool qwen2 = hp.arch == Arch::Qwen2, qwen3 = hp.arch == Arch::Qwen3;
+  const bool qwen2 = hp.arch == Arch::kQwen2, qwen3 = hp.arch == Arch::kQwen3;
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const std::string b = "blk." + std::to_string(il) + ".";
     LayerWeights l;

@@ -16,14 +16,14 @@ namespace engine {
 
 // The architectures the forward pass implements (general.architecture).
 enum class Arch {
-  Llama,  // RMSNorm, normal RoPE, GQA, SwiGLU; optional q/k/v/o biases and rope_freqs
-  Qwen2,  // llama + q/k/v biases, NeoX RoPE
-  Qwen3,  // llama + per-head q/k RMSNorm, NeoX RoPE, head size from attention.key_length
+  kLlama,  // RMSNorm, normal RoPE, GQA, SwiGLU; optional q/k/v/o biases and rope_freqs
+  kQwen2,  // llama + q/k/v biases, NeoX RoPE
+  kQwen3,  // llama + per-head q/k RMSNorm, NeoX RoPE, head size from attention.key_length
 };
 
 // Hyperparameters, named after the GGUF keys they come from ("[arch]." prefix omitted).
 struct HParams {
-  Arch arch = Arch::Llama;
+  Arch arch = Arch::kLlama;
   std::string arch_name;     // general.architecture
   int64_t n_vocab = 0;       // rows of token_embd.weight
   int64_t n_ctx_train = 0;   // context_length
@@ -38,7 +38,7 @@ struct HParams {
   float rms_eps = 1e-5f;     // attention.layer_norm_rms_epsilon
   float rope_freq_base = 10000.0f;  // rope.freq_base
   float rope_freq_scale = 1.0f;     // 1 / rope.scaling.factor (linear), or 1 / rope.scale_linear
-  RopeStyle rope_style = RopeStyle::Normal;
+  RopeStyle rope_style = RopeStyle::kNormal;
 
   int64_t q_dim() const { return n_head * head_dim_k; }      // width of Q rows
   int64_t k_dim() const { return n_head_kv * head_dim_k; }   // width of K rows (one cache row)

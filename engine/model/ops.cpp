@@ -60,9 +60,9 @@ void rope_angles(float* cos_sin, int32_t pos, int n_rot, float freq_base, float 
 
 void rope(float* x, const float* cos_sin, int n_rot, RopeStyle style) {
   const int half = n_rot / 2;
-  const int stride = style == RopeStyle::Normal ? 1 : half;  // distance between a pair's members
+  const int stride = style == RopeStyle::kNormal ? 1 : half;  // distance between a pair's members
   for (int i = 0; i < half; ++i) {
-    const int a = style == RopeStyle::Normal ? 2 * i : i;
+    const int a = style == RopeStyle::kNormal ? 2 * i : i;
     const float c = cos_sin[2 * i], s = cos_sin[2 * i + 1];
     const float x0 = x[a], x1 = x[a + stride];
     x[a] = x0 * c - x1 * s;

@@ -32,8 +32,8 @@ void to_fp16(uint16_t* dst, const float* src, int64_t n);
 
 // How RoPE pairs up the dimensions of a head.
 enum class RopeStyle {
-  Normal,  // adjacent pairs (2i, 2i+1): llama
-  NeoX,    // halves (i, i + n_rot/2): qwen2, qwen3, gpt-neox
+  kNormal,  // adjacent pairs (2i, 2i+1): llama
+  kNeox,    // halves (i, i + n_rot/2): qwen2, qwen3, gpt-neox
 };
 
 // The angles of one position: cos_sin (n_rot/2, 2) = (cos, sin) of

@@ -27,6 +27,17 @@ struct SamplingParams {
   int n_logprobs = 0;            // ... and this many most likely alternatives
 };
 
+// What a server samples with when a request sets nothing (llama-server's defaults): temperature
+// 0.8, top_k 40, top_p 0.95, min_p 0.05. SamplingParams{} itself is plain sampling.
+inline SamplingParams serve_sampling_defaults() {
+  SamplingParams p;
+  p.temperature = 0.8f;
+  p.top_k = 40;
+  p.top_p = 0.95f;
+  p.min_p = 0.05f;
+  return p;
+}
+
 // Which field of a SamplingParams breaks sampling_rules, and how ("top_p must be between 0 and 1,
 // found 1.5"). `field` is the rule's name (sampling_rules::Range::name).
 struct SamplingError {

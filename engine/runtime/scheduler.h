@@ -65,11 +65,11 @@ struct GenerationRequest {
 
 struct SchedulerOptions {
   int n_slots = 4;                   // sequences generated concurrently
-  int64_t n_ctx = 2048;              // context length of each slot (prompt + generated)
-  int64_t max_queue = 64;            // requests waiting for a slot; beyond: QueueFull
+  int64_t n_ctx = 4096;              // context length of each slot (prompt + generated)
+  int64_t max_queue = 64;            // requests waiting for a slot; beyond: kQueueFull
   int64_t prefill_chunk = 512;       // prompt tokens per step, so running streams never stall
   int n_threads = 0;                 // compute threads; 0 = physical cores
-  KvType kv_type = KvType::F16;
+  KvType kv_type = KvType::kF16;
 };
 
 // kTooLarge: more requests in one submit_all() than the scheduler can ever hold (capacity()).

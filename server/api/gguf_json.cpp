@@ -10,12 +10,12 @@ namespace {
 
 json element_to_json(const gguf::Value& v, uint64_t i, bool full) {
   switch (v.element_type()) {
-    case gguf::ValueType::STRING: return std::string(v.string_at(i));
-    case gguf::ValueType::ARRAY: return value_to_json(v.array_at(i), full);
-    case gguf::ValueType::BOOL: return v.bool_at(i);
-    case gguf::ValueType::F32:
-    case gguf::ValueType::F64: return v.f64_at(i);
-    case gguf::ValueType::U64: return v.u64_at(i);
+    case gguf::ValueType::kString: return std::string(v.string_at(i));
+    case gguf::ValueType::kArray: return value_to_json(v.array_at(i), full);
+    case gguf::ValueType::kBool: return v.bool_at(i);
+    case gguf::ValueType::kF32:
+    case gguf::ValueType::kF64: return v.f64_at(i);
+    case gguf::ValueType::kU64: return v.u64_at(i);
     default: return v.i64_at(i);
   }
 }
@@ -43,12 +43,12 @@ std::string value_type_label(const gguf::Value& v) {
 
 json value_to_json(const gguf::Value& v, bool full) {
   switch (v.type()) {
-    case gguf::ValueType::STRING: return std::string(v.as_string());
-    case gguf::ValueType::BOOL: return v.as_bool();
-    case gguf::ValueType::F32:
-    case gguf::ValueType::F64: return v.as_f64();
-    case gguf::ValueType::U64: return v.as_u64();
-    case gguf::ValueType::ARRAY: break;
+    case gguf::ValueType::kString: return std::string(v.as_string());
+    case gguf::ValueType::kBool: return v.as_bool();
+    case gguf::ValueType::kF32:
+    case gguf::ValueType::kF64: return v.as_f64();
+    case gguf::ValueType::kU64: return v.as_u64();
+    case gguf::ValueType::kArray: break;
     default: return v.as_i64();
   }
   const uint64_t n = v.size();

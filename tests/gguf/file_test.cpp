@@ -23,7 +23,7 @@ std::vector<uint8_t> sample() {
   w.set("s", OwnedValue::string("text"));
   w.set("b", OwnedValue::boolean(true));
   w.set("ids", OwnedValue::i32_array({3, -1, 7}));
-  w.set("nested", OwnedValue::array(gguf::ValueType::ARRAY,
+  w.set("nested", OwnedValue::array(gguf::ValueType::kArray,
                                     {OwnedValue::string_array({"x"}), OwnedValue::string_array({})}));
   return w.to_bytes();
 }

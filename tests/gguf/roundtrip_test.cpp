@@ -17,20 +17,20 @@ class RandomFile {
 
   OwnedValue value(ValueType t, int depth) {
     switch (t) {
-      case ValueType::U8: return OwnedValue::u8(static_cast<uint8_t>(bits()));
-      case ValueType::I8: return OwnedValue::i8(static_cast<int8_t>(bits()));
-      case ValueType::U16: return OwnedValue::u16(static_cast<uint16_t>(bits()));
-      case ValueType::I16: return OwnedValue::i16(static_cast<int16_t>(bits()));
-      case ValueType::U32: return OwnedValue::u32(static_cast<uint32_t>(bits()));
-      case ValueType::I32: return OwnedValue::i32(static_cast<int32_t>(bits()));
-      case ValueType::U64: return OwnedValue::u64(bits());
-      case ValueType::I64: return OwnedValue::i64(static_cast<int64_t>(bits()));
-      case ValueType::F32: return OwnedValue::f32(std::uniform_real_distribution<float>(-1e6f, 1e6f)(rng_));
-      case ValueType::F64: return OwnedValue::f64(std::uniform_real_distribution<double>(-1e300, 1e300)(rng_));
-      case ValueType::BOOL: return OwnedValue::boolean(bits() & 1);
-      case ValueType::STRING: return OwnedValue::string(text());
-      case ValueType::ARRAY: {
-        const ValueType elem = depth >= 3 ? ValueType::U8 : any_type();
+      case ValueType::kU8: return OwnedValue::u8(static_cast<uint8_t>(bits()));
+      case ValueType::kI8: return OwnedValue::i8(static_cast<int8_t>(bits()));
+      case ValueType::kU16: return OwnedValue::u16(static_cast<uint16_t>(bits()));
+      case ValueType::kI16: return OwnedValue::i16(static_cast<int16_t>(bits()));
+      case ValueType::kU32: return OwnedValue::u32(static_cast<uint32_t>(bits()));
+      case ValueType::kI32: return OwnedValue::i32(static_cast<int32_t>(bits()));
+      case ValueType::kU64: return OwnedValue::u64(bits());
+      case ValueType::kI64: return OwnedValue::i64(static_cast<int64_t>(bits()));
+      case ValueType::kF32: return OwnedValue::f32(std::uniform_real_distribution<float>(-1e6f, 1e6f)(rng_));
+      case ValueType::kF64: return OwnedValue::f64(std::uniform_real_distribution<double>(-1e300, 1e300)(rng_));
+      case ValueType::kBool: return OwnedValue::boolean(bits() & 1);
+      case ValueType::kString: return OwnedValue::string(text());
+      case ValueType::kArray: {
+        const ValueType elem = depth >= 3 ? ValueType::kU8 : any_type();
         std::vector<OwnedValue> items(below(6));
         for (OwnedValue& item : items) item = value(elem, depth + 1);
         return OwnedValue::array(elem, std::move(items));

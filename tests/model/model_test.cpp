@@ -85,14 +85,14 @@ TEST(Model, TinyLlamaLoadsWithDefaults) {
   TinyModel m;
   const Model model = Model::from_file(m.build());
   const HParams& hp = model.hparams();
-  EXPECT_EQ(hp.arch, Arch::Llama);
+  EXPECT_EQ(hp.arch, Arch::kLlama);
   EXPECT_EQ(hp.n_vocab, 10);
   EXPECT_EQ(hp.head_dim_k, 4);
   EXPECT_EQ(hp.head_dim_v, 4);
   EXPECT_EQ(hp.n_rot, 4);
   EXPECT_FLOAT_EQ(hp.rope_freq_base, 10000.0f);
   EXPECT_FLOAT_EQ(hp.rope_freq_scale, 1.0f);
-  EXPECT_EQ(hp.rope_style, RopeStyle::Normal);
+  EXPECT_EQ(hp.rope_style, RopeStyle::kNormal);
   EXPECT_EQ(model.output.data, model.tok_embd.data) << "no output.weight: tied embeddings";
   EXPECT_TRUE(model.layers[0].bq.empty());
 }
@@ -175,8 +175,8 @@ TEST(Model, Qwen2AndQwen3Specifics) {
   GGUFD_REQUIRE_SHARED("models/synth/synth-qwen2-Q8_0.gguf");
   GGUFD_REQUIRE_SHARED("models/synth/synth-qwen3-Q8_0.gguf");
   const Model q2 = Model::load(shared_path("models/synth/synth-qwen2-Q8_0.gguf"));
-  EXPECT_EQ(q2.hparams().arch, Arch::Qwen2);
-  EXPECT_EQ(q2.hparams().rope_style, RopeStyle::NeoX);
+  EXPECT_EQ(q2.hparams().arch, Arch::kQwen2);
+  EXPECT_EQ(q2.hparams().rope_style, RopeStyle::kNeox);
   EXPECT_FLOAT_EQ(q2.hparams().rope_freq_base, 1e6f);
   EXPECT_EQ(q2.output.data, q2.tok_embd.data);
   EXPECT_EQ(q2.layers[0].bk.size(), 128u);

@@ -26,9 +26,6 @@ inline server::ServiceOptions test_options(const std::string& model = kStories) 
   o.engine.prefill_chunk = 64;
   o.engine.n_threads = 2;
   o.shutdown_grace_s = 5;
-  o.sampling_defaults.temperature = 0.8f;
-  o.sampling_defaults.top_k = 40;
-  o.sampling_defaults.top_p = 0.95f;
   return o;
 }
 

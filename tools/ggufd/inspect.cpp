@@ -51,24 +51,24 @@ std::string format_float(double x) {
 
 std::string format_element(const gguf::Value& v, uint64_t i, bool full) {
   switch (v.element_type()) {
-    case gguf::ValueType::STRING: return escaped(v.string_at(i), full);
-    case gguf::ValueType::ARRAY: return format_value(v.array_at(i), full);
-    case gguf::ValueType::BOOL: return v.bool_at(i) ? "true" : "false";
-    case gguf::ValueType::F32:
-    case gguf::ValueType::F64: return format_float(v.f64_at(i));
-    case gguf::ValueType::U64: return std::to_string(v.u64_at(i));
+    case gguf::ValueType::kString: return escaped(v.string_at(i), full);
+    case gguf::ValueType::kArray: return format_value(v.array_at(i), full);
+    case gguf::ValueType::kBool: return v.bool_at(i) ? "true" : "false";
+    case gguf::ValueType::kF32:
+    case gguf::ValueType::kF64: return format_float(v.f64_at(i));
+    case gguf::ValueType::kU64: return std::to_string(v.u64_at(i));
     default: return std::to_string(v.i64_at(i));
   }
 }
 
 std::string format_value(const gguf::Value& v, bool full) {
   switch (v.type()) {
-    case gguf::ValueType::STRING: return escaped(v.as_string(), full);
-    case gguf::ValueType::BOOL: return v.as_bool() ? "true" : "false";
-    case gguf::ValueType::F32:
-    case gguf::ValueType::F64: return format_float(v.as_f64());
-    case gguf::ValueType::U64: return std::to_string(v.as_u64());
-    case gguf::ValueType::ARRAY: break;
+    case gguf::ValueType::kString: return escaped(v.as_string(), full);
+    case gguf::ValueType::kBool: return v.as_bool() ? "true" : "false";
+    case gguf::ValueType::kF32:
+    case gguf::ValueType::kF64: return format_float(v.as_f64());
+    case gguf::ValueType::kU64: return std::to_string(v.as_u64());
+    case gguf::ValueType::kArray: break;
     default: return std::to_string(v.as_i64());
   }
   const uint64_t n = v.size();
@@ -108,7 +108,7 @@ void print_text(const gguf::File& f, bool full) {
   const gguf::Value* chat_template = nullptr;
   for (const gguf::KeyValue& kv : f.metadata()) {
     const std::string type = server::value_type_label(kv.value);
-    if (kv.key == "tokenizer.chat_template" && kv.value.type() == gguf::ValueType::STRING) {
+    if (kv.key == "tokenizer.chat_template" && kv.value.type() == gguf::ValueType::kString) {
       chat_template = &kv.value;
       std::printf("  %-40.*s %-14s (%zu bytes, shown below)\n", static_cast<int>(kv.key.size()),
                   kv.key.data(), type.c_str(), kv.value.as_string().size());

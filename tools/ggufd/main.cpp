@@ -7,7 +7,7 @@
 int main(int argc, char** argv) {
   CLI::App app{"ggufd: serve LLMs stored as GGUF files, on CPUs"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "ggufd 0.1.0");
+  app.set_version_flag("--version", "ggufd " GGUFD_VERSION);
   struct Entry {
     CLI::App* sub;
     ggufd::Command run;

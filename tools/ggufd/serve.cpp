@@ -79,7 +79,7 @@ server::ServiceOptions to_options(const config::ServeConfig& c) {
   o.engine.n_slots = c.engine.parallel;
   o.engine.max_queue = c.engine.queue_limit;
   o.engine.prefill_chunk = c.engine.prefill_chunk;
-  o.engine.kv_type = c.engine.kv_type == "f32" ? engine::KvType::F32 : engine::KvType::F16;
+  o.engine.kv_type = c.engine.kv_type == "f32" ? engine::KvType::kF32 : engine::KvType::kF16;
   o.sampling_defaults.temperature = static_cast<float>(c.sampling.temperature);
   o.sampling_defaults.top_p = static_cast<float>(c.sampling.top_p);
   o.sampling_defaults.top_k = c.sampling.top_k;
@@ -107,7 +107,7 @@ Command add_serve(CLI::App& app) {
       cfg->model.path = demo_model_path();
       demo = true;
     }
-    spdlog::info("ggufd 0.1.0: cpu features [{}], kernels {}", engine::cpu_features().to_string(),
+    spdlog::info("ggufd {}: cpu features [{}], kernels {}", GGUFD_VERSION, engine::cpu_features().to_string(),
                  engine::kernels::dispatch().name);
     if (demo) {
       spdlog::warn("no --model given: serving the bundled demo model {} (random weights: its answers "

@@ -147,31 +147,31 @@ std::vector<TensorPlan> plan_tensors(const Shape& s, const FileType& ft) {
   auto mat = [&](std::string name, const std::string& role, bool is_output, int64_t il,
                  uint64_t rows, uint64_t cols) {
     const TensorType t = fit_row(matrix_type(ft, role, is_output, il, s.n_layer), cols);
-    out.push_back({std::move(name), t, {cols, rows}, Init::Normal});
+    out.push_back({std::move(name), t, {cols, rows}, Init::kNormal});
   };
   mat("token_embd.weight", "token_embd", s.tied, -1, V, E);
   for (int64_t il = 0; il < s.n_layer; ++il) {
     const std::string b = "blk." + std::to_string(il) + ".";
-    vec(b + "attn_norm.weight", E, Init::Ones);
+    vec(b + "attn_norm.weight", E, Init::kOnes);
     mat(b + "attn_q.weight", "attn_q", false, il, q_dim, E);
     mat(b + "attn_k.weight", "attn_k", false, il, kv_dim, E);
     mat(b + "attn_v.weight", "attn_v", false, il, kv_dim, E);
     if (s.qkv_bias) {
-      vec(b + "attn_q.bias", q_dim, Init::Normal);
-      vec(b + "attn_k.bias", kv_dim, Init::Normal);
-      vec(b + "attn_v.bias", kv_dim, Init::Normal);
+      vec(b + "attn_q.bias", q_dim, Init::kNormal);
+      vec(b + "attn_k.bias", kv_dim, Init::kNormal);
+      vec(b + "attn_v.bias", kv_dim, Init::kNormal);
     }
     if (s.qk_norm) {
-      vec(b + "attn_q_norm.weight", static_cast<uint64_t>(s.head_size()), Init::Ones);
-      vec(b + "attn_k_norm.weight", static_cast<uint64_t>(s.head_size()), Init::Ones);
+      vec(b + "attn_q_norm.weight", static_cast<uint64_t>(s.head_size()), Init::kOnes);
+      vec(b + "attn_k_norm.weight", static_cast<uint64_t>(s.head_size()), Init::kOnes);
     }
     mat(b + "attn_output.weight", "attn_output", false, il, E, q_dim);
-    vec(b + "ffn_norm.weight", E, Init::Ones);
+    vec(b + "ffn_norm.weight", E, Init::kOnes);
     mat(b + "ffn_gate.weight", "ffn_gate", false, il, F, E);
     mat(b + "ffn_up.weight", "ffn_up", false, il, F, E);
     mat(b + "ffn_down.weight", "ffn_down", false, il, E, F);
   }
-  vec("output_norm.weight", E, Init::Ones);
+  vec("output_norm.weight", E, Init::kOnes);
   if (!s.tied) mat("output.weight", "output", true, -1, V, E);
   return out;
 }
@@ -256,9 +256,9 @@ class Sink {
     bytes(s.data(), s.size());
   }
   void value(const OwnedValue& v) {
-    if (v.type == gguf::ValueType::STRING) {
+    if (v.type == gguf::ValueType::kString) {
       string(v.str);
-    } else if (v.type == gguf::ValueType::ARRAY) {
+    } else if (v.type == gguf::ValueType::kArray) {
       number(static_cast<uint32_t>(v.elem), 4);
       number(v.items.size(), 8);
       for (const OwnedValue& item : v.items) value(item);
@@ -431,7 +431,7 @@ void write_tensor(Sink& out, const TensorPlan& t, uint64_t seed, int threads) {
     parallel_for(threads, nb, [&](int64_t lo, int64_t hi) {
       std::vector<float> x(static_cast<size_t>(cols));
       for (int64_t r = lo; r < hi; ++r) {
-        if (t.init == TensorPlan::Init::Ones) {
+        if (t.init == TensorPlan::Init::kOnes) {
           std::fill(x.begin(), x.end(), 1.0f);
         } else {
           fill_normal(tensor_seed + static_cast<uint64_t>(r0 + r) * 0xD1B54A32D192ED03ull, 0.02f,

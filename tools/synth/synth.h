@@ -55,11 +55,11 @@ std::optional<FileType> find_file_type(std::string_view name);  // case-insensit
 
 // What one tensor of the file will hold.
 struct TensorPlan {
-  enum class Init { Normal, Ones };
+  enum class Init { kNormal, kOnes };
   std::string name;
   gguf::TensorType type;
   std::vector<uint64_t> ne;  // GGUF order: ne[0] is the row length
-  Init init = Init::Normal;
+  Init init = Init::kNormal;
   uint64_t n_elements() const;
   uint64_t n_bytes() const;
 };

@@ -53,7 +53,7 @@ class Lexer {
   std::vector<Token> run() {
     if (src_.size() >= std::numeric_limits<uint32_t>::max()) fail("template too large", 0);
     while (pos_ < src_.size()) lex_root();
-    push(TokenType::kEnd, {}, static_cast<uint32_t>(src_.size()));
+    push(TokenKind::kEnd, {}, static_cast<uint32_t>(src_.size()));
     return std::move(tokens_);
   }
 
@@ -63,7 +63,7 @@ class Lexer {
     throw TemplateError(message, line, column);
   }
 
-  Token& push(TokenType type, std::string text, size_t offset) {
+  Token& push(TokenKind type, std::string text, size_t offset) {
     Token t;
     t.type = type;
     t.text = std::move(text);
@@ -94,7 +94,7 @@ class Lexer {
   }
 
   void emit_data(std::string_view text, size_t offset) {
-    if (!text.empty()) push(TokenType::kData, std::string(text), offset);
+    if (!text.empty()) push(TokenKind::kData, std::string(text), offset);
   }
 
   void lex_root() {
@@ -183,7 +183,7 @@ class Lexer {
 
   // Inside {{ }} or {% %}: expression tokens up to the matching end marker.
   void lex_tag(TagKind kind, size_t tag) {
-    push(kind == TagKind::kVariable ? TokenType::kVariableBegin : TokenType::kBlockBegin, {}, tag);
+    push(kind == TagKind::kVariable ? TokenKind::kVariableBegin : TokenKind::kBlockBegin, {}, tag);
     std::vector<char> balance;  // expected closing brackets; tag ends are ignored inside
     while (true) {
       if (pos_ >= src_.size()) fail("unexpected end of template, expected end of tag", tag);
@@ -198,7 +198,7 @@ class Lexer {
       } else if (is_name_start(c)) {
         const size_t start = pos_;
         while (pos_ < src_.size() && is_name_char(src_[pos_])) ++pos_;
-        push(TokenType::kName, std::string(src_.substr(start, pos_ - start)), start);
+        push(TokenKind::kName, std::string(src_.substr(start, pos_ - start)), start);
       } else if (c == '\'' || c == '"') {
         lex_string();
       } else {
@@ -217,7 +217,7 @@ class Lexer {
       } else {
         return false;
       }
-      push(TokenType::kVariableEnd, {}, start);
+      push(TokenKind::kVariableEnd, {}, start);
       line_starting_ = src_[pos_ - 1] == '\n';
       return true;
     }
@@ -229,7 +229,7 @@ class Lexer {
       return false;
     }
     pos_ += 2;
-    push(TokenType::kBlockEnd, {}, start);
+    push(TokenKind::kBlockEnd, {}, start);
     finish_block_end(sign);
     return true;
   }
@@ -270,7 +270,7 @@ class Lexer {
             spelled.find("e-") != std::string::npos || spelled.find("E-") != std::string::npos;
         value = tiny ? 0.0 : std::numeric_limits<double>::infinity();
       }
-      push(TokenType::kFloat, std::move(spelled), start).float_value = value;
+      push(TokenKind::kFloat, std::move(spelled), start).float_value = value;
       pos_ = end;
       return;
     }
@@ -313,7 +313,7 @@ class Lexer {
       ++p;
     }
     if (!any) fail("invalid integer literal", start);
-    push(TokenType::kInteger, std::string(src_.substr(start, p - start)), start).int_value =
+    push(TokenKind::kInteger, std::string(src_.substr(start, p - start)), start).int_value =
         static_cast<int64_t>(value);
     pos_ = p;
   }
@@ -336,7 +336,7 @@ class Lexer {
         ++pos_;
       }
     }
-    push(TokenType::kString, std::move(value), start);
+    push(TokenKind::kString, std::move(value), start);
   }
 
   // Python's unicode-escape decoding of one backslash sequence at pos_ (unknown escapes are
@@ -394,7 +394,7 @@ class Lexer {
     for (std::string_view op : kTwoChar) {
       if (at(pos_, op)) {
         pos_ += 2;
-        push(TokenType::kOperator, std::string(op), start);
+        push(TokenKind::kOperator, std::string(op), start);
         return;
       }
     }
@@ -414,7 +414,7 @@ class Lexer {
       balance.pop_back();
     }
     ++pos_;
-    push(TokenType::kOperator, std::string(1, c), start);
+    push(TokenKind::kOperator, std::string(1, c), start);
   }
 
   std::string_view src_;

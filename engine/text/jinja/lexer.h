@@ -9,7 +9,7 @@
 
 namespace engine::jinja {
 
-enum class TokenType : uint8_t {
+enum class TokenKind : uint8_t {
   kData,           // literal template text (also the body of {% raw %})
   kVariableBegin,  // {{
   kVariableEnd,    // }}
@@ -24,7 +24,7 @@ enum class TokenType : uint8_t {
 };
 
 struct Token {
-  TokenType type = TokenType::kEnd;
+  TokenKind type = TokenKind::kEnd;
   std::string text;
   int64_t int_value = 0;
   double float_value = 0;

@@ -21,11 +21,11 @@ const Token& Parser::peek(size_t ahead) const {
 }
 
 bool Parser::is_op(std::string_view op) const {
-  return current().type == TokenType::kOperator && current().text == op;
+  return current().type == TokenKind::kOperator && current().text == op;
 }
 
 bool Parser::is_name(std::string_view name) const {
-  return current().type == TokenType::kName && current().text == name;
+  return current().type == TokenKind::kName && current().text == name;
 }
 
 bool Parser::skip_op(std::string_view op) {
@@ -49,19 +49,19 @@ void Parser::expect_name(std::string_view name) {
 }
 
 std::string Parser::expect_identifier() {
-  if (current().type != TokenType::kName) fail("expected a name, got " + describe_current());
+  if (current().type != TokenKind::kName) fail("expected a name, got " + describe_current());
   return advance().text;
 }
 
-void Parser::expect(TokenType type) {
+void Parser::expect(TokenKind type) {
   if (current().type == type) {
     advance();
     return;
   }
   switch (type) {
-    case TokenType::kBlockEnd:
+    case TokenKind::kBlockEnd:
       fail("expected end of statement block ('%}'), got " + describe_current());
-    case TokenType::kVariableEnd:
+    case TokenKind::kVariableEnd:
       fail("expected end of print statement ('}}'), got " + describe_current());
     default: fail("unexpected " + describe_current());
   }
@@ -70,17 +70,17 @@ void Parser::expect(TokenType type) {
 std::string Parser::describe_current() const {
   const Token& t = current();
   switch (t.type) {
-    case TokenType::kData: return "template text";
-    case TokenType::kVariableBegin: return "'{{'";
-    case TokenType::kVariableEnd: return "end of print statement";
-    case TokenType::kBlockBegin: return "'{%'";
-    case TokenType::kBlockEnd: return "end of statement block";
-    case TokenType::kName: return "'" + t.text + "'";
-    case TokenType::kString: return "string literal";
-    case TokenType::kInteger:
-    case TokenType::kFloat: return "number '" + t.text + "'";
-    case TokenType::kOperator: return "'" + t.text + "'";
-    case TokenType::kEnd: return "end of template";
+    case TokenKind::kData: return "template text";
+    case TokenKind::kVariableBegin: return "'{{'";
+    case TokenKind::kVariableEnd: return "end of print statement";
+    case TokenKind::kBlockBegin: return "'{%'";
+    case TokenKind::kBlockEnd: return "end of statement block";
+    case TokenKind::kName: return "'" + t.text + "'";
+    case TokenKind::kString: return "string literal";
+    case TokenKind::kInteger:
+    case TokenKind::kFloat: return "number '" + t.text + "'";
+    case TokenKind::kOperator: return "'" + t.text + "'";
+    case TokenKind::kEnd: return "end of template";
   }
   return "token";
 }
@@ -96,7 +96,7 @@ void Parser::fail_at(const std::string& message, uint32_t offset) const {
 
 Body Parser::parse_root() {
   Body body = parse_body({});
-  if (current().type != TokenType::kEnd) fail("unexpected " + describe_current());
+  if (current().type != TokenKind::kEnd) fail("unexpected " + describe_current());
   return body;
 }
 
@@ -110,28 +110,28 @@ Body Parser::parse_body(const std::vector<std::string_view>& end_tags) {
   Body body;
   while (true) {
     const Token& t = current();
-    if (t.type == TokenType::kEnd) {
+    if (t.type == TokenKind::kEnd) {
       if (end_tags.empty()) break;
       fail("unexpected end of template, expected " + describe_end_tags());
     }
-    if (t.type == TokenType::kData) {
+    if (t.type == TokenKind::kData) {
       body.push_back(std::make_unique<TextStmt>(t.offset, t.text));
       advance();
-    } else if (t.type == TokenType::kVariableBegin) {
+    } else if (t.type == TokenKind::kVariableBegin) {
       advance();
       ExprPtr e = parse_tuple(true);
-      expect(TokenType::kVariableEnd);
+      expect(TokenKind::kVariableEnd);
       body.push_back(std::make_unique<OutputStmt>(t.offset, std::move(e)));
-    } else if (t.type == TokenType::kBlockBegin) {
+    } else if (t.type == TokenKind::kBlockBegin) {
       const Token& name = peek();
-      if (name.type == TokenType::kName &&
+      if (name.type == TokenKind::kName &&
           std::find(end_tags.begin(), end_tags.end(), name.text) != end_tags.end()) {
         advance();
         break;
       }
       advance();
       body.push_back(parse_statement());
-      expect(TokenType::kBlockEnd);
+      expect(TokenKind::kBlockEnd);
     } else {
       fail("unexpected " + describe_current());
     }
@@ -151,14 +151,14 @@ std::string Parser::describe_end_tags() const {
 
 // After a block's opening tag: expects its "%}", then the body up to one of end_tags.
 Body Parser::parse_block_body(const std::vector<std::string_view>& end_tags) {
-  expect(TokenType::kBlockEnd);
+  expect(TokenKind::kBlockEnd);
   return parse_body(end_tags);
 }
 
 StmtPtr Parser::parse_statement() {
   const Token& t = current();
   const uint32_t offset = t.offset;
-  if (t.type != TokenType::kName) fail("expected a statement name, got " + describe_current());
+  if (t.type != TokenKind::kName) fail("expected a statement name, got " + describe_current());
   const std::string tag = advance().text;
   if (tag == "if") return parse_if(offset);
   if (tag == "for") return parse_for(offset);
@@ -273,7 +273,7 @@ StmtPtr Parser::parse_filter_block(uint32_t offset) {
 
 StmtPtr Parser::parse_with(uint32_t offset) {
   auto stmt = std::make_unique<WithStmt>(offset);
-  while (!(current().type == TokenType::kBlockEnd)) {
+  while (!(current().type == TokenKind::kBlockEnd)) {
     if (!stmt->assignments.empty()) expect_op(",");
     AssignTarget target = parse_assign_target(false);
     expect_op("=");
@@ -287,8 +287,8 @@ StmtPtr Parser::parse_with(uint32_t offset) {
 // name | name.attr (allow_attribute) | a, b | (a, b)
 AssignTarget Parser::parse_assign_target(bool allow_attribute) {
   AssignTarget target;
-  if (allow_attribute && current().type == TokenType::kName &&
-      peek().type == TokenType::kOperator && peek().text == ".") {
+  if (allow_attribute && current().type == TokenKind::kName &&
+      peek().type == TokenKind::kOperator && peek().text == ".") {
     target.names.push_back(advance().text);
     advance();
     target.attribute = expect_identifier();
@@ -299,7 +299,7 @@ AssignTarget Parser::parse_assign_target(bool allow_attribute) {
     target.names.push_back(expect_identifier());
     if (!skip_op(",")) break;
     target.is_tuple = true;
-    if (current().type != TokenType::kName) break;  // trailing comma
+    if (current().type != TokenKind::kName) break;  // trailing comma
   }
   if (parens) expect_op(")");
   if (parens && target.names.size() > 1) target.is_tuple = true;

@@ -40,7 +40,7 @@ class Parser {
   void expect_op(std::string_view op);
   void expect_name(std::string_view name);
   std::string expect_identifier();
-  void expect(TokenType type);
+  void expect(TokenKind type);
   [[noreturn]] void fail(const std::string& message) const;
   [[noreturn]] void fail_at(const std::string& message, uint32_t offset) const;
   [[noreturn]] void fail_too_deep() const;

@@ -68,8 +68,8 @@ ExprPtr Parser::parse_tuple(bool with_condexpr, bool explicit_parens) {
   auto tuple = make<ListExpr>(offset);
   bool is_tuple = false;
   auto at_end = [&] {
-    const TokenType t = current().type;
-    return t == TokenType::kVariableEnd || t == TokenType::kBlockEnd || is_op(")");
+    const TokenKind t = current().type;
+    return t == TokenKind::kVariableEnd || t == TokenKind::kBlockEnd || is_op(")");
   };
   while (true) {
     if (!tuple->items.empty()) expect_op(",");
@@ -163,7 +163,7 @@ ExprPtr Parser::parse_compare() {
       op = CompareOp::kGe;
     else if (is_name("in"))
       op = CompareOp::kIn;
-    else if (is_name("not") && peek().type == TokenType::kName && peek().text == "in") {
+    else if (is_name("not") && peek().type == TokenKind::kName && peek().text == "in") {
       advance();
       op = CompareOp::kNotIn;
     } else {
@@ -237,21 +237,21 @@ ExprPtr Parser::parse_primary() {
   const Token& t = current();
   const uint32_t offset = t.offset;
   switch (t.type) {
-    case TokenType::kName: {
+    case TokenKind::kName: {
       const std::string& n = advance().text;
       if (n == "true" || n == "True") return make<LiteralExpr>(offset, Value(true));
       if (n == "false" || n == "False") return make<LiteralExpr>(offset, Value(false));
       if (n == "none" || n == "None") return make<LiteralExpr>(offset, Value::none());
       return make<NameExpr>(offset, n);
     }
-    case TokenType::kString: {
+    case TokenKind::kString: {
       std::string s = advance().text;
-      while (current().type == TokenType::kString) s += advance().text;  // "a" "b" concatenates
+      while (current().type == TokenKind::kString) s += advance().text;  // "a" "b" concatenates
       return make<LiteralExpr>(offset, Value(std::move(s)));
     }
-    case TokenType::kInteger: return make<LiteralExpr>(offset, Value(advance().int_value));
-    case TokenType::kFloat: return make<LiteralExpr>(offset, Value(advance().float_value));
-    case TokenType::kOperator:
+    case TokenKind::kInteger: return make<LiteralExpr>(offset, Value(advance().int_value));
+    case TokenKind::kFloat: return make<LiteralExpr>(offset, Value(advance().float_value));
+    case TokenKind::kOperator:
       if (skip_op("(")) {
         ExprPtr inner = parse_tuple(true, true);
         expect_op(")");
@@ -318,10 +318,10 @@ ExprPtr Parser::parse_subscript(ExprPtr node) {
   const uint32_t offset = current().offset;
   const Expr* obj = node.get();
   if (skip_op(".")) {
-    if (current().type == TokenType::kName) {
+    if (current().type == TokenKind::kName) {
       return sized(make<GetAttrExpr>(offset, std::move(node), advance().text), {obj});
     }
-    if (current().type == TokenType::kInteger) {
+    if (current().type == TokenKind::kInteger) {
       auto index = make<LiteralExpr>(current().offset, Value(advance().int_value));
       return sized(make<GetItemExpr>(offset, std::move(node), std::move(index)), {obj});
     }
@@ -371,7 +371,7 @@ ExprPtr Parser::parse_filter_and_tests(ExprPtr node) {
 ExprPtr Parser::parse_filter(ExprPtr input) {
   const uint32_t offset = current().offset;
   std::string name = expect_identifier();
-  while (is_op(".") && peek().type == TokenType::kName) {
+  while (is_op(".") && peek().type == TokenKind::kName) {
     advance();
     name += "." + advance().text;
   }
@@ -389,9 +389,9 @@ ExprPtr Parser::parse_test(ExprPtr input) {
   test->negated = negated;
   const Token& t = current();
   const bool arg_follows =
-      (t.type == TokenType::kName && t.text != "else" && t.text != "or" && t.text != "and") ||
-      t.type == TokenType::kString || t.type == TokenType::kInteger ||
-      t.type == TokenType::kFloat || is_op("[") || is_op("{");
+      (t.type == TokenKind::kName && t.text != "else" && t.text != "or" && t.text != "and") ||
+      t.type == TokenKind::kString || t.type == TokenKind::kInteger ||
+      t.type == TokenKind::kFloat || is_op("[") || is_op("{");
   if (is_op("(")) {
     parse_call_args(test->args);
   } else if (arg_follows) {
@@ -410,7 +410,7 @@ void Parser::parse_call_args(Arguments& args) {
       if (is_op(")")) break;
     }
     if (is_op("*") || is_op("**")) fail("*args and **kwargs in calls are not supported");
-    if (current().type == TokenType::kName && peek().type == TokenType::kOperator &&
+    if (current().type == TokenKind::kName && peek().type == TokenKind::kOperator &&
         peek().text == "=") {
       std::string key = advance().text;
       advance();

@@ -48,7 +48,7 @@ void MergeTable::build(const Vocab& vocab) {
   const auto& merges = vocab.merges();
   const size_t capacity = std::bit_ceil(std::max<size_t>(16, merges.size() * 2));
   shift_ = 64 - std::countr_zero(capacity);
-  slots_.assign(capacity, Slot{});
+  buckets_.assign(capacity, Bucket{});
   std::string joined;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const auto& [left_text, right_text] = merges[rank];
@@ -58,18 +58,18 @@ void MergeTable::build(const Vocab& vocab) {
     const int32_t merged = vocab.find(joined);
     if (left == kNoToken || right == kNoToken || merged == kNoToken) continue;
     const uint64_t key = pack(left, right);
-    size_t i = slot_of(key);
-    while (slots_[i].key != kEmpty && slots_[i].key != key) i = (i + 1) & (capacity - 1);
-    if (slots_[i].key == kEmpty) slots_[i] = {key, {static_cast<int32_t>(rank), merged}};
+    size_t i = bucket_of(key);
+    while (buckets_[i].key != kEmpty && buckets_[i].key != key) i = (i + 1) & (capacity - 1);
+    if (buckets_[i].key == kEmpty) buckets_[i] = {key, {static_cast<int32_t>(rank), merged}};
   }
 }
 
 const MergeTable::Merge* MergeTable::find(int32_t left, int32_t right) const {
   const uint64_t key = pack(left, right);
-  const size_t mask = slots_.size() - 1;
-  for (size_t i = slot_of(key);; i = (i + 1) & mask) {
-    if (slots_[i].key == key) return &slots_[i].merge;
-    if (slots_[i].key == kEmpty) return nullptr;
+  const size_t mask = buckets_.size() - 1;
+  for (size_t i = bucket_of(key);; i = (i + 1) & mask) {
+    if (buckets_[i].key == key) return &buckets_[i].merge;
+    if (buckets_[i].key == kEmpty) return nullptr;
   }
 }
 

@@ -33,7 +33,7 @@ class MergeTable {
   const Merge* find(int32_t left, int32_t right) const;
 
  private:
-  struct Slot {
+  struct Bucket {  // of the open-addressing table
     uint64_t key = kEmpty;
     Merge merge{};
   };
@@ -41,8 +41,8 @@ class MergeTable {
   static uint64_t pack(int32_t left, int32_t right) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
   }
-  size_t slot_of(uint64_t key) const { return (key * 0x9E3779B97F4A7C15ull) >> shift_; }
-  std::vector<Slot> slots_;
+  size_t bucket_of(uint64_t key) const { return (key * 0x9E3779B97F4A7C15ull) >> shift_; }
+  std::vector<Bucket> buckets_;
   unsigned shift_ = 64;
 };
 

@@ -27,7 +27,7 @@ void read_id(const gguf::File& file, std::string_view name, int32_t vocab_size, 
   if (value == nullptr || value->is_array()) return;
   int64_t raw = -1;
   try {
-    if (value->type() == gguf::ValueType::U64) {
+    if (value->type() == gguf::ValueType::kU64) {
       const uint64_t u = value->as_u64();
       raw = u < static_cast<uint64_t>(vocab_size) ? static_cast<int64_t>(u) : -1;
     } else {
@@ -41,7 +41,7 @@ void read_id(const gguf::File& file, std::string_view name, int32_t vocab_size, 
 
 void read_bool(const gguf::File& file, std::string_view name, bool& flag) {
   const gguf::Value* value = file.find(key(name));
-  if (value != nullptr && value->type() == gguf::ValueType::BOOL) flag = value->as_bool();
+  if (value != nullptr && value->type() == gguf::ValueType::kBool) flag = value->as_bool();
 }
 
 uint16_t attr_from_type(TokenType type) {
@@ -127,7 +127,7 @@ void Vocab::read_kind(const gguf::File& file) {
 void Vocab::read_tokens(const gguf::File& file) {
   const gguf::Value* tokens = file.find_array(key("tokens"));
   if (tokens == nullptr) fail("missing " + key("tokens"));
-  if (tokens->element_type() != gguf::ValueType::STRING) fail(key("tokens") + " is not strings");
+  if (tokens->element_type() != gguf::ValueType::kString) fail(key("tokens") + " is not strings");
   const uint64_t n = tokens->size();
   if (n == 0 || n > static_cast<uint64_t>(INT32_MAX - 1)) fail("bad vocabulary size");
 
@@ -172,7 +172,7 @@ void Vocab::read_tokens(const gguf::File& file) {
 void Vocab::read_merges(const gguf::File& file) {
   const gguf::Value* merges = file.find_array(key("merges"));
   if (merges == nullptr) fail("missing " + key("merges") + " for a BPE vocabulary");
-  if (merges->element_type() != gguf::ValueType::STRING) fail(key("merges") + " is not strings");
+  if (merges->element_type() != gguf::ValueType::kString) fail(key("merges") + " is not strings");
   merges_.reserve(merges->size());
   for (uint64_t i = 0; i < merges->size(); ++i) {
     const std::string_view line = merges->string_at(i);

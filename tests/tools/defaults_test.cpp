@@ -1,0 +1,45 @@
+// One set of defaults: what `ggufd serve` does without flags (config/) is what the libraries do
+// when built without options (ServiceOptions, HttpOptions, SchedulerOptions, the sampling rules).
+#include <gtest/gtest.h>
+
+#include "config/serve_config.h"
+#include "engine/runtime/sampler.h"
+#include "server/service.h"
+
+namespace ggufd::test {
+namespace {
+
+TEST(Defaults, ConfigDefaultsAreTheLibrariesDefaults) {
+  const config::ServeConfig c;
+  const server::ServiceOptions s;
+  EXPECT_EQ(c.http.host, s.http.host);
+  EXPECT_EQ(c.http.port, s.http.port);
+  EXPECT_EQ(static_cast<size_t>(c.http.body_limit), s.http.body_limit);
+  EXPECT_EQ(static_cast<size_t>(c.http.header_limit), s.http.header_limit);
+  EXPECT_EQ(static_cast<size_t>(c.http.tokenize_limit), s.tokenize_limit);
+  EXPECT_EQ(c.http.max_json_depth, s.max_json_depth);
+  EXPECT_EQ(c.http.header_timeout, s.http.header_timeout.count());
+  EXPECT_EQ(c.http.read_timeout, s.http.read_timeout.count());
+  EXPECT_EQ(c.http.idle_timeout, s.http.idle_timeout.count());
+  EXPECT_EQ(c.http.max_connections, s.http.max_connections);
+  EXPECT_EQ(c.http.request_timeout, s.request_timeout_s);
+  EXPECT_EQ(c.http.shutdown_grace, s.shutdown_grace_s);
+
+  EXPECT_EQ(c.engine.threads, s.engine.n_threads);
+  EXPECT_EQ(c.engine.ctx_size, s.engine.n_ctx);
+  EXPECT_EQ(c.engine.parallel, s.engine.n_slots);
+  EXPECT_EQ(c.engine.queue_limit, s.engine.max_queue);
+  EXPECT_EQ(c.engine.prefill_chunk, s.engine.prefill_chunk);
+  EXPECT_EQ(c.engine.kv_type == "f16", s.engine.kv_type == engine::KvType::kF16);
+
+  EXPECT_FLOAT_EQ(static_cast<float>(c.sampling.temperature), s.sampling_defaults.temperature);
+  EXPECT_FLOAT_EQ(static_cast<float>(c.sampling.top_p), s.sampling_defaults.top_p);
+  EXPECT_EQ(c.sampling.top_k, s.sampling_defaults.top_k);
+  EXPECT_FLOAT_EQ(static_cast<float>(c.sampling.min_p), s.sampling_defaults.min_p);
+  EXPECT_FLOAT_EQ(static_cast<float>(c.sampling.repeat_penalty), s.sampling_defaults.repeat_penalty);
+  EXPECT_EQ(c.sampling.max_tokens, s.default_max_tokens);
+  EXPECT_EQ(c.log.metrics, s.metrics);
+}
+
+}  // namespace
+}  // namespace ggufd::test
