@@ -89,7 +89,7 @@ void Metrics::observe_request_duration(double seconds) {
   request_duration_.observe(seconds);
 }
 
-std::string Metrics::render(const EngineGauges& g) const {
+std::string Metrics::render(const engine::SchedulerStats& g) const {
   engine::MutexLock lock(mutex_);
   std::string out;
   header(out, "ggufd_requests_total", "counter", "HTTP requests by endpoint and status.");
@@ -106,7 +106,7 @@ std::string Metrics::render(const EngineGauges& g) const {
   header(out, "ggufd_prompt_tokens_per_second", "gauge", "Recent prompt processing throughput.");
   sample(out, "ggufd_prompt_tokens_per_second", g.prompt_tokens_per_second);
   header(out, "ggufd_queue_depth", "gauge", "Requests waiting for a slot.");
-  sample(out, "ggufd_queue_depth", static_cast<double>(g.queue_depth));
+  sample(out, "ggufd_queue_depth", static_cast<double>(g.queued));
   header(out, "ggufd_slots_active", "gauge", "Slots generating or processing a prompt.");
   sample(out, "ggufd_slots_active", static_cast<double>(g.active_slots));
   header(out, "ggufd_slots_total", "gauge", "Configured parallel slots.");

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/runtime/scheduler.h"
 #include "engine/runtime/thread_annotations.h"
 
 namespace server {
@@ -27,16 +28,6 @@ class Histogram {
   uint64_t count_ = 0;
 };
 
-// Gauges read from the engine when /metrics is scraped.
-struct EngineGauges {
-  int64_t queue_depth = 0;
-  int64_t active_slots = 0;
-  int64_t total_slots = 0;
-  int64_t kv_cells_used = 0;
-  int64_t kv_cells_total = 0;
-  double generation_tokens_per_second = 0;  // over the recent past
-  double prompt_tokens_per_second = 0;
-};
 
 // Counters and histograms of the HTTP side. Thread-safety: every method may be called from any
 // thread (one mutex; updates are per request or per token, far from the hot path of the model).
@@ -50,8 +41,9 @@ class Metrics {
   void observe_token_latency(double seconds);
   void observe_request_duration(double seconds);
 
-  // The whole exposition; `gauges` supplies engine-side values.
-  std::string render(const EngineGauges& gauges) const;
+  // The whole exposition; `engine` supplies the scheduler's gauges (queue, slots, KV cache,
+  // recent throughput; all zero while the model loads).
+  std::string render(const engine::SchedulerStats& engine) const;
 
  private:
   mutable engine::Mutex mutex_;

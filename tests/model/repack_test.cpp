@@ -21,17 +21,14 @@ namespace engine {
 namespace {
 
 using gguf::TensorType;
-using ggufd::test::expect_close;
-using ggufd::test::kPackable;
-using ggufd::test::random_activations;
-using ggufd::test::random_matrix;
+namespace qt = ggufd::test;  // quantized test matrices
 
 TEST(Repack, MatmulAndLookupsOverPackedGroupsAndLeftOverRows) {
   std::mt19937 rng(11);
   ThreadPool pool(2);
-  for (TensorType type : kPackable) {
+  for (TensorType type : qt::kPackable) {
     const int64_t rows = 157, cols = 2 * kernels::kernel_traits(type)->block_size();  // 19 packed groups + 5 rows
-    const std::vector<uint8_t> w = random_matrix(type, rows, cols, rng);
+    const std::vector<uint8_t> w = qt::random_matrix(type, rows, cols, rng);
     const size_t row_bytes = w.size() / static_cast<size_t>(rows);
     Matrix plain{type, rows, cols, row_bytes, w.data()};
     Matrix m = plain;
@@ -49,11 +46,11 @@ TEST(Repack, MatmulAndLookupsOverPackedGroupsAndLeftOverRows) {
       EXPECT_EQ(a, b) << gguf::type_info(type).name << " row " << r;
     }
     for (int64_t n : {1, 2, 5, 17}) {
-      const std::vector<float> x = random_activations(n, cols, rng);
+      const std::vector<float> x = qt::random_activations(n, cols, rng);
       std::vector<float> a(static_cast<size_t>(n * rows)), b(a.size());
       matmul(plain, x.data(), n, a.data(), pool);
       matmul(m, x.data(), n, b.data(), pool);
-      expect_close(b, a, cols, std::string(gguf::type_info(type).name) + " n=" + std::to_string(n));
+      qt::expect_close(b, a, cols, std::string(gguf::type_info(type).name) + " n=" + std::to_string(n));
     }
   }
 }
