@@ -92,10 +92,13 @@ bool is_integer(ValueType t) {
 bool is_float(ValueType t) { return t == ValueType::kF32 || t == ValueType::kF64; }
 
 const TypeInfo* type_info(uint32_t raw_id) {
-  for (const TypeInfo& info : kTypes) {
-    if (static_cast<uint32_t>(info.type) == raw_id) return &info;
-  }
-  return nullptr;
+  // Ids are small and dense: an index by id, built once.
+  static const auto by_id = [] {
+    std::array<const TypeInfo*, 64> index{};
+    for (const TypeInfo& info : kTypes) index.at(static_cast<uint32_t>(info.type)) = &info;
+    return index;
+  }();
+  return raw_id < by_id.size() ? by_id[raw_id] : nullptr;
 }
 
 const TypeInfo& type_info(TensorType t) { return *type_info(static_cast<uint32_t>(t)); }

@@ -1,5 +1,6 @@
 #include "engine/kernels/traits.h"
 
+#include <array>
 #include <cstddef>
 #include <cstring>
 
@@ -16,15 +17,16 @@ namespace {
 using gguf::TensorType;
 
 // The packed layouts (packing.h): each field's runs, from the block structs.
-constexpr uint8_t runs(size_t field_bytes, size_t run) { return static_cast<uint8_t>(field_bytes / run); }
-constexpr PackedField kQ4_0Fields[] = {{offsetof(BlockQ4_0, d), 2, 1},
-                                       {offsetof(BlockQ4_0, qs), 4, runs(sizeof(BlockQ4_0::qs), 4)}};
-constexpr PackedField kQ8_0Fields[] = {{offsetof(BlockQ8_0, d), 2, 1},
-                                       {offsetof(BlockQ8_0, qs), 4, runs(sizeof(BlockQ8_0::qs), 4)}};
-constexpr PackedField kQ4_KFields[] = {{offsetof(BlockQ4_K, d), 2, 1},
-                                       {offsetof(BlockQ4_K, dmin), 2, 1},
-                                       {offsetof(BlockQ4_K, scales), 4, runs(sizeof(BlockQ4_K::scales), 4)},
-                                       {offsetof(BlockQ4_K, qs), 4, runs(sizeof(BlockQ4_K::qs), 4)}};
+constexpr int runs(size_t field_bytes, size_t run) { return static_cast<int>(field_bytes / run); }
+constexpr int at(size_t offset) { return static_cast<int>(offset); }
+constexpr PackedField kQ4_0Fields[] = {{at(offsetof(BlockQ4_0, d)), 2, 1},
+                                       {at(offsetof(BlockQ4_0, qs)), 4, runs(sizeof(BlockQ4_0::qs), 4)}};
+constexpr PackedField kQ8_0Fields[] = {{at(offsetof(BlockQ8_0, d)), 2, 1},
+                                       {at(offsetof(BlockQ8_0, qs)), 4, runs(sizeof(BlockQ8_0::qs), 4)}};
+constexpr PackedField kQ4_KFields[] = {{at(offsetof(BlockQ4_K, d)), 2, 1},
+                                       {at(offsetof(BlockQ4_K, dmin)), 2, 1},
+                                       {at(offsetof(BlockQ4_K, scales)), 4, runs(sizeof(BlockQ4_K::scales), 4)},
+                                       {at(offsetof(BlockQ4_K, qs)), 4, runs(sizeof(BlockQ4_K::qs), 4)}};
 static_assert(offsetof(BlockIQ4_NL, d) == offsetof(BlockQ4_0, d) && offsetof(BlockIQ4_NL, qs) == offsetof(BlockQ4_0, qs));
 constexpr PackedLayout kQ4_0Packed{kQ4_0Fields};  // also IQ4_NL: the same fields
 constexpr PackedLayout kQ8_0Packed{kQ8_0Fields};
@@ -59,10 +61,13 @@ constexpr KernelTraits kTable[] = {
 }  // namespace
 
 const KernelTraits* kernel_traits(gguf::TensorType type) {
-  for (const KernelTraits& t : kTable) {
-    if (t.type == type) return &t;
-  }
-  return nullptr;
+  static const auto by_id = [] {  // looked up per packed group and per matmul: an index by id
+    std::array<const KernelTraits*, 64> index{};
+    for (const KernelTraits& t : kTable) index.at(static_cast<uint32_t>(t.type)) = &t;
+    return index;
+  }();
+  const auto id = static_cast<uint32_t>(type);
+  return id < by_id.size() ? by_id[id] : nullptr;
 }
 
 std::span<const KernelTraits> all_kernel_traits() { return kTable; }

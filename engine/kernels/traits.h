@@ -28,9 +28,9 @@ using VecDotFn = float (*)(const void* w, const void* x, int64_t cols);
 // A packed 8-row layout (packing.h) as the block's fields: `count` runs of `bytes` bytes (2 or 4)
 // from `offset`; the packed block stores them in order, each run as 8 rows side by side.
 struct PackedField {
-  uint16_t offset;
-  uint8_t bytes;
-  uint8_t count;
+  int offset;
+  int bytes;
+  int count;
 };
 struct PackedLayout {
   std::span<const PackedField> fields;
