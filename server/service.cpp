@@ -153,6 +153,11 @@ void Service::Impl::load() {
     spdlog::info("model {}: {} layers, embedding {}, vocab {}, context {} x {} slots, loaded in {:.0f} ms",
                  app.model_id, hp.n_layer, hp.n_embd, hp.n_vocab, so.n_ctx, so.n_slots,
                  std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    std::string arch;
+    for (const engine::HParamField& f : engine::describe_hparams(hp)) {
+      if (f.name != "n_layer" && f.name != "n_embd") arch += (arch.empty() ? "" : ", ") + f.name + " " + f.value;
+    }
+    spdlog::info("architecture: {}", arch);
     const engine::SchedulerStats kv = scheduler->stats();
     spdlog::info("memory: weights {:.1f} MiB (mapped from the file), KV cache {:.1f} MiB ({}, {} cells)",
                  static_cast<double>(model->weight_bytes()) / (1 << 20),

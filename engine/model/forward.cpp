@@ -1,6 +1,10 @@
 // The forward pass of a llama-family transformer over a batch of tokens, read top to bottom:
-//   embed -> per layer: [norm, Q/K/V, (bias), (q/k norm), rope, store K/V, attention, output
-//   projection, residual] [norm, gate/up, silu * up, down, residual] -> final norm -> logits.
+//   embed (* scale) -> per layer:
+//     [norm, Q/K/V, (bias), (q/k norm), rope, store K/V, attention (window, soft-cap), output
+//      projection, (post-norm), residual]
+//     [norm, gate/up, act(gate) * up, down -- or the top-k experts' -- (post-norm), residual]
+//   -> final norm -> logits (soft-cap, scale).
+// What varies by architecture is data in HParams (arch.h's table and hparams.cpp fill it).
 #include "engine/model/forward.h"
 
 #include <algorithm>
@@ -30,8 +34,13 @@ void store_row(void* row, KvType type, const float* src, int64_t n) {
 
 }  // namespace
 
-Forward::Forward(const Model& model, int64_t max_batch)
-    : model_(model), hp_(model.hparams()), max_batch_(max_batch), attn_ops_(kernels::dispatch().attn) {
+Forward::Forward(const Model& model, int64_t max_batch, int64_t n_ctx_seq)
+    : model_(model),
+      hp_(model.hparams()),
+      max_batch_(max_batch),
+      attn_ops_(kernels::dispatch().attn),
+      rope_factors_(model.rope_factors(n_ctx_seq > 0 ? n_ctx_seq : model.hparams().n_ctx_train)),
+      has_swa_(std::find(hp_.swa_layer.begin(), hp_.swa_layer.end(), 1) != hp_.swa_layer.end()) {
   if (max_batch <= 0) throw std::invalid_argument("max_batch must be positive");
   const int64_t B = max_batch;
   x_.resize(sz(B * hp_.n_embd));
@@ -41,11 +50,24 @@ Forward::Forward(const Model& model, int64_t max_batch)
   k_.resize(sz(B * hp_.k_dim()));
   v_.resize(sz(B * hp_.v_dim()));
   att_.resize(sz(B * hp_.n_head * hp_.head_dim_v));
-  hb_.resize(sz(B * hp_.n_ff));
-  hb2_.resize(sz(B * hp_.n_ff));
+  if (hp_.n_expert == 0) {
+    hb_.resize(sz(B * hp_.n_ff));
+    hb2_.resize(sz(B * hp_.n_ff));
+  }
   rope_.resize(sz(B * hp_.n_rot));
+  if (has_swa_) rope_swa_.resize(sz(B * hp_.n_rot));
   cells_.resize(sz(B));
   xout_.resize(sz(B * hp_.n_embd));
+  if (hp_.n_expert > 0) {
+    router_.resize(sz(B * hp_.n_expert));
+    sel_.resize(sz(B * hp_.n_expert_used));
+    selw_.resize(sz(B * hp_.n_expert_used));
+    rows_.resize(sz(B));
+    xe_.resize(sz(B * hp_.n_embd));
+    he_.resize(sz(B * hp_.n_ff_exp));
+    he2_.resize(sz(B * hp_.n_ff_exp));
+    ye_.resize(sz(B * hp_.n_embd));
+  }
 }
 
 void Forward::eval(const Batch& batch, KvCache& cache, ThreadPool& pool) {
@@ -63,11 +85,13 @@ void Forward::eval(const Batch& batch, KvCache& cache, ThreadPool& pool) {
     }
   }
   n_outputs_ = batch.n_outputs();
+  route_margin_.assign(hp_.n_expert > 0 ? sz(n) : 0, 1.0f);
   logits_.resize(sz(n_outputs_ * hp_.n_vocab));
   att_scratch_.resize(sz(pool.size() * hp_.head_dim_k));
   float* out = logits_.data();
   for (int64_t begin = 0; begin < n; begin += max_batch_) {
     const int64_t end = std::min(n, begin + max_batch_);
+    chunk_begin_ = begin;
     eval_chunk(batch, begin, end, cache, pool);
     out = output_head(batch, begin, end, out, pool);
   }
@@ -79,15 +103,18 @@ void Forward::eval_chunk(const Batch& batch, int64_t begin, int64_t end, KvCache
   const int32_t* tokens = batch.tokens.data() + begin;
   const SeqId* seq = batch.seq.data() + begin;
   const int32_t* pos = batch.pos.data() + begin;
-  const float* freq_factors = model_.rope_freqs.empty() ? nullptr : model_.rope_freqs.data();
-
   for (int64_t t = 0; t < n; ++t) {
-    // x[t] = token_embd[token]   token_embd (n_vocab, E) -> x (E,)
+    // x[t] = token_embd[token] * embd_scale      token_embd (n_vocab, E) -> x (E,)
     dequantize_row(model_.tok_embd, tokens[t], x_.data() + t * E);
-    // the token's cache cell, and its rope angles (n_rot/2, 2)
+    if (hp_.embd_scale != 1.0f) scale(x_.data() + t * E, hp_.embd_scale, E);
+    // the token's cache cell, and its rope angles (n_rot/2, 2): global and sliding layers'
     cells_[sz(t)] = cache.cell_for(seq[t], pos[t]);
     rope_angles(rope_.data() + t * hp_.n_rot, pos[t], hp_.n_rot, hp_.rope_freq_base,
-                hp_.rope_freq_scale, freq_factors);
+                hp_.rope_freq_scale, rope_factors_, hp_.rope_attn_factor);
+    if (has_swa_) {
+      rope_angles(rope_swa_.data() + t * hp_.n_rot, pos[t], hp_.n_rot, hp_.rope_freq_base_swa,
+                  hp_.rope_freq_scale_swa, rope_factors_, hp_.rope_attn_factor);
+    }
   }
   for (int64_t il = 0; il < hp_.n_layer; ++il) {
     attention_block(il, n, seq, pos, cache, pool);
@@ -114,7 +141,7 @@ void Forward::attention_block(int64_t il, int64_t n, const SeqId* seq, const int
     for (int64_t t = ith; t < n; t += nth) prepare_qkv(il, t, cache);
   });
 
-  // att[t, h] = softmax(q[t, h] . K[seq_t, pos <= pos_t] / sqrt(head_dim_k)) @ V[...]
+  // att[t, h] = softmax(kq_scale * q[t, h] . K[seq_t, window of pos_t]) @ V[...]
   const int64_t n_items = n * hp_.n_head;
   const int64_t scratch_per_thread = hp_.head_dim_k;
   pool.run([&](int ith, int nth) {
@@ -127,10 +154,21 @@ void Forward::attention_block(int64_t il, int64_t n, const SeqId* seq, const int
 
   // xb2 = att @ Wo^T (+ bo)                      att (n, n_head * head_dim_v) -> xb2 (n, E)
   matmul(l.wo, att_.data(), n, xb2_.data(), pool);
+  if (!l.bo.empty()) {
+    for (int64_t t = 0; t < n; ++t) add(xb2_.data() + t * E, l.bo.data(), E);
+  }
+  add_residual(l.post_attn_norm, n);
+}
+
+void Forward::add_residual(const std::vector<float>& post_norm, int64_t n) {
+  const int64_t E = hp_.n_embd;
   for (int64_t t = 0; t < n; ++t) {
-    if (!l.bo.empty()) add(xb2_.data() + t * E, l.bo.data(), E);
+    float* y = xb2_.data() + t * E;
+    // xb2 = rmsnorm(xb2) * post_norm (gemma); xb2 *= residual_scale (granite)
+    if (!post_norm.empty()) rmsnorm(y, y, post_norm.data(), E, hp_.rms_eps);
+    if (hp_.residual_scale != 1.0f) scale(y, hp_.residual_scale, E);
     // x += xb2                                   residual
-    add(x_.data() + t * E, xb2_.data() + t * E, E);
+    add(x_.data() + t * E, y, E);
   }
 }
 
@@ -143,14 +181,16 @@ void Forward::prepare_qkv(int64_t il, int64_t t, KvCache& cache) {
   if (!l.bq.empty()) add(q, l.bq.data(), hp_.q_dim());
   if (!l.bk.empty()) add(k, l.bk.data(), hp_.k_dim());
   if (!l.bv.empty()) add(v, l.bv.data(), hp_.v_dim());
-  const float* angles = rope_.data() + t * hp_.n_rot;  // (n_rot/2, 2)
+  const bool use_rope = hp_.rope_layer[sz(il)] != 0;
+  const float* angles = (hp_.swa_layer[sz(il)] ? rope_swa_ : rope_).data() + t * hp_.n_rot;  // (n_rot/2, 2)
   for (int64_t h = 0; h < hp_.n_head; ++h) {
     if (!l.q_norm.empty()) rmsnorm(q + h * hd, q + h * hd, l.q_norm.data(), hd, hp_.rms_eps);
-    rope(q + h * hd, angles, hp_.n_rot, hp_.rope_style);
+    if (use_rope) rope(q + h * hd, angles, hp_.n_rot, hp_.rope_style);
   }
+  if (hp_.q_scale != 1.0f) scale(q, hp_.q_scale, hp_.q_dim());  // gemma, phi3: Q itself scaled
   for (int64_t h = 0; h < hp_.n_head_kv; ++h) {
     if (!l.k_norm.empty()) rmsnorm(k + h * hd, k + h * hd, l.k_norm.data(), hd, hp_.rms_eps);
-    rope(k + h * hd, angles, hp_.n_rot, hp_.rope_style);
+    if (use_rope) rope(k + h * hd, angles, hp_.n_rot, hp_.rope_style);
   }
   // cache K[il, cell] = k (k_dim,), V[il, cell] = v (v_dim,)
   const int32_t cell = cells_[sz(t)];
@@ -158,8 +198,9 @@ void Forward::prepare_qkv(int64_t il, int64_t t, KvCache& cache) {
   store_row(cache.v_row(il, cell), cache.type(), v, hp_.v_dim());
 }
 
-// One head of one token, streaming over its sequence's cached positions <= pos with an online
-// softmax: no score matrix, one pass over K and V, each row read in the cache's own type.
+// One head of one token, streaming over its sequence's cached positions <= pos (and > pos - n_swa
+// on a sliding layer) with an online softmax: no score matrix, one pass over K and V, each row
+// read in the cache's own type. Scores are kq_scale * q.k, soft-capped when the model says so.
 // With an F16 cache this is llama.cpp's CPU flash attention, rounding for rounding: q is rounded
 // to f16 (the dot is f16 x f16) and the V accumulator is kept in f16. The reference logits
 // (../shared/golden) are produced that way and the small random models amplify any difference;
@@ -169,7 +210,8 @@ void Forward::attend(int64_t il, int64_t t, int64_t h, SeqId seq, int32_t pos,
   const kernels::AttnOps& ops = *attn_ops_;
   const int64_t hd_k = hp_.head_dim_k, hd_v = hp_.head_dim_v;
   const int64_t kv_head = h / (hp_.n_head / hp_.n_head_kv);  // GQA: heads share a K/V head
-  const float kq_scale = 1.0f / std::sqrt(static_cast<float>(hd_k));
+  const float cap = hp_.attn_softcap;
+  const float kq_scale = cap != 0.0f ? hp_.kq_scale / cap : hp_.kq_scale;
   const bool f16 = cache.type() == KvType::kF16;
   const size_t k_off = sz(kv_head * hd_k) * cache.elem_bytes();  // this head in a K row
   const size_t v_off = sz(kv_head * hd_v) * cache.elem_bytes();  // this head in a V row
@@ -183,12 +225,20 @@ void Forward::attend(int64_t il, int64_t t, int64_t h, SeqId seq, int32_t pos,
   std::fill(out, out + hd_v, 0.0f);
   float max = -std::numeric_limits<float>::infinity();
   float sum = 0.0f;
-  for (const KvCache::Entry& s : cache.entries(seq)) {
+  const std::vector<KvCache::Entry>& entries = cache.entries(seq);
+  auto first = entries.begin();  // sliding layer: the first position inside the window
+  if (hp_.swa_layer[sz(il)]) {
+    first = std::partition_point(entries.begin(), entries.end(),
+                                 [&](const KvCache::Entry& e) { return pos - e.pos >= hp_.n_swa; });
+  }
+  for (auto it = first; it != entries.end(); ++it) {
+    const KvCache::Entry& s = *it;
     if (s.pos > pos) break;  // causal: entries are ordered by position
     const void* k_row = static_cast<const uint8_t*>(cache.k_row(il, s.cell)) + k_off;
     const void* v_row = static_cast<const uint8_t*>(cache.v_row(il, s.cell)) + v_off;
-    const float score = kq_scale * (f16 ? ops.dot_f16(q, static_cast<const uint16_t*>(k_row), hd_k)
-                                        : ops.dot_f32(q, static_cast<const float*>(k_row), hd_k));
+    float score = kq_scale * (f16 ? ops.dot_f16(q, static_cast<const uint16_t*>(k_row), hd_k)
+                                  : ops.dot_f32(q, static_cast<const float*>(k_row), hd_k));
+    if (cap != 0.0f) score = cap * std::tanh(score);
     float w = 1.0f;
     if (score > max) {  // rescale what was accumulated under the old maximum
       const float c = std::exp(max - score);
@@ -214,20 +264,101 @@ void Forward::attend(int64_t il, int64_t t, int64_t h, SeqId seq, int32_t pos,
 
 void Forward::ffn_block(int64_t il, int64_t n, ThreadPool& pool) {
   const LayerWeights& l = model_.layers[sz(il)];
-  const int64_t E = hp_.n_embd, F = hp_.n_ff;
+  const int64_t E = hp_.n_embd;
   // xb = rmsnorm(x) * ffn_norm                   x (n, E) -> xb (n, E)
   for (int64_t t = 0; t < n; ++t) {
     rmsnorm(xb_.data() + t * E, x_.data() + t * E, l.ffn_norm.data(), E, hp_.rms_eps);
   }
+  if (l.gate_exps.empty()) {
+    dense_ffn(l, n, pool);
+  } else {
+    moe_ffn(l, n, pool);
+  }
+  add_residual(l.post_ffn_norm, n);
+}
+
+void Forward::dense_ffn(const LayerWeights& l, int64_t n, ThreadPool& pool) {
+  const int64_t F = hp_.n_ff;
   // hb = xb @ Wgate^T, hb2 = xb @ Wup^T          xb (n, E) -> hb, hb2 (n, F)
   matmul(l.ffn_gate, xb_.data(), n, hb_.data(), pool);
   matmul(l.ffn_up, xb_.data(), n, hb2_.data(), pool);
-  // hb = silu(hb) * hb2                          (n, F)
-  silu_mul(hb_.data(), hb2_.data(), n * F);
+  // hb = act(hb) * hb2                           (n, F)
+  if (hp_.ffn_act == FfnAct::kGeluTanh) {
+    gelu_mul(hb_.data(), hb2_.data(), n * F);
+  } else {
+    silu_mul(hb_.data(), hb2_.data(), n * F);
+  }
   // xb2 = hb @ Wdown^T                           hb (n, F) -> xb2 (n, E)
   matmul(l.ffn_down, hb_.data(), n, xb2_.data(), pool);
-  // x += xb2                                     residual
-  add(x_.data(), xb2_.data(), n * E);
+}
+
+void Forward::route(const LayerWeights& l, int64_t n, ThreadPool& pool) {
+  const int64_t X = hp_.n_expert, K = hp_.n_expert_used;
+  // router = softmax(xb @ Wgate_inp^T)           xb (n, E) -> router (n, X)
+  matmul(l.ffn_gate_inp, xb_.data(), n, router_.data(), pool);
+  std::vector<int32_t> order(sz(X));
+  for (int64_t t = 0; t < n; ++t) {
+    float* p = router_.data() + t * X;
+    softmax(p, X);
+    // the K most probable experts, best first (and the runner-up, for the margin)
+    for (int32_t e = 0; e < X; ++e) order[sz(e)] = e;
+    const int64_t ranked = std::min(K + 1, X);
+    std::partial_sort(order.begin(), order.begin() + ranked, order.end(),
+                      [&](int32_t a, int32_t b) { return p[a] > p[b]; });
+    if (ranked > K) {
+      float& margin = route_margin_[sz(chunk_begin_ + t)];
+      margin = std::min(margin, p[order[sz(K - 1)]] - p[order[sz(K)]]);
+    }
+    int32_t* sel = sel_.data() + t * K;  // (K,)
+    float* w = selw_.data() + t * K;     // (K,)
+    float sum = 0.0f;
+    for (int64_t j = 0; j < K; ++j) {
+      sel[j] = order[sz(j)];
+      w[j] = p[sel[j]];
+      sum += w[j];
+    }
+    // renormalized to sum 1 (the sum clamped to f16's smallest normal, as llama.cpp), then scaled
+    if (hp_.expert_weights_norm) scale(w, 1.0f / std::max(sum, 6.103515625e-5f), K);
+    if (hp_.expert_weights_scale != 0.0f && hp_.expert_weights_scale != 1.0f) scale(w, hp_.expert_weights_scale, K);
+  }
+}
+
+// Tokens are grouped by expert, so each chosen expert's weights are read once for the whole
+// batch, and experts no token chose are not read at all.
+void Forward::moe_ffn(const LayerWeights& l, int64_t n, ThreadPool& pool) {
+  const int64_t E = hp_.n_embd, F = hp_.n_ff_exp, K = hp_.n_expert_used;
+  route(l, n, pool);
+  std::fill(xb2_.begin(), xb2_.begin() + n * E, 0.0f);
+  for (int32_t e = 0; e < hp_.n_expert; ++e) {
+    // xe = the rows of xb routed to e            (m, E); row i is choice rows_[i] (t * K + j)
+    int64_t m = 0;
+    for (int64_t t = 0; t < n; ++t) {
+      for (int64_t j = 0; j < K; ++j) {
+        if (sel_[sz(t * K + j)] != e) continue;
+        rows_[sz(m)] = static_cast<int32_t>(t * K + j);
+        std::copy_n(xb_.data() + t * E, E, xe_.data() + m * E);
+        ++m;
+      }
+    }
+    if (m == 0) continue;
+    // he = act(xe @ Wgate_e^T) * (xe @ Wup_e^T)  (m, F); ye = he @ Wdown_e^T (m, E)
+    matmul(l.gate_exps[sz(e)], xe_.data(), m, he_.data(), pool);
+    matmul(l.up_exps[sz(e)], xe_.data(), m, he2_.data(), pool);
+    if (hp_.ffn_act == FfnAct::kGeluTanh) {
+      gelu_mul(he_.data(), he2_.data(), m * F);
+    } else {
+      silu_mul(he_.data(), he2_.data(), m * F);
+    }
+    matmul(l.down_exps[sz(e)], he_.data(), m, ye_.data(), pool);
+    // xb2[t] += w[t, j] * ye[i]
+    for (int64_t i = 0; i < m; ++i) {
+      const int64_t tj = rows_[sz(i)], t = tj / K;
+      const float w = selw_[sz(tj)];
+      float* dst = xb2_.data() + t * E;
+      const float* src = ye_.data() + i * E;
+      for (int64_t c = 0; c < E; ++c) dst[c] += w * src[c];
+    }
+  }
 }
 
 float* Forward::output_head(const Batch& batch, int64_t begin, int64_t end, float* out,
@@ -242,6 +373,9 @@ float* Forward::output_head(const Batch& batch, int64_t begin, int64_t end, floa
   }
   // logits = xout @ Wout^T                       xout (m, E) -> out (m, n_vocab)
   if (m > 0) matmul(model_.output, xout_.data(), m, out, pool);
+  // soft-capped (gemma2), divided by logit_scale (granite)
+  if (hp_.final_softcap != 0.0f) softcap(out, hp_.final_softcap, m * hp_.n_vocab);
+  if (hp_.logit_scale != 1.0f) scale(out, 1.0f / hp_.logit_scale, m * hp_.n_vocab);
   return out + m * hp_.n_vocab;
 }
 

@@ -22,7 +22,9 @@ namespace engine {
 // Thread-safety: none; one Forward per thread driving a ThreadPool.
 class Forward {
  public:
-  Forward(const Model& model, int64_t max_batch);
+  // n_ctx_seq: the longest sequence this pass will see (0: the training context); it picks
+  // LongRoPE's short or long factors, as llama.cpp does.
+  Forward(const Model& model, int64_t max_batch, int64_t n_ctx_seq = 0);
 
   // Runs `batch`: stores every token's K/V in `cache` (cells assigned with cache.cell_for()) and
   // computes the logits of the tokens whose batch.logits flag is set, in batch order.
@@ -35,6 +37,10 @@ class Forward {
   const float* logits(int64_t i) const { return logits_.data() + i * hp_.n_vocab; }
   int64_t n_vocab() const { return hp_.n_vocab; }
   int64_t max_batch() const { return max_batch_; }
+  // MoE only: for token i of the last batch, the smallest gap over the layers between the router
+  // probabilities of its last chosen expert and the best expert not chosen. A gap near 0 is a
+  // near-tie another implementation may resolve the other way (tests use it; 1 for dense models).
+  float route_margin(int64_t i) const { return route_margin_.empty() ? 1.0f : route_margin_[static_cast<size_t>(i)]; }
 
  private:
   // One chunk of at most max_batch tokens, [begin, end) of the batch.
@@ -46,6 +52,13 @@ class Forward {
   void attend(int64_t il, int64_t t, int64_t h, SeqId seq, int32_t pos, const KvCache& cache,
               float* q_scratch);
   void ffn_block(int64_t il, int64_t n, ThreadPool& pool);
+  // xb (n, E) -> xb2 (n, E) through the dense FFN / the token's top-k experts.
+  void dense_ffn(const LayerWeights& l, int64_t n, ThreadPool& pool);
+  void moe_ffn(const LayerWeights& l, int64_t n, ThreadPool& pool);
+  // The router's top-k experts of each token: sel_ (n, k) ids and selw_ (n, k) weights.
+  void route(const LayerWeights& l, int64_t n, ThreadPool& pool);
+  // Block output xb2 (n, E): the post-norm (gemma) and residual scale (granite), then x += xb2.
+  void add_residual(const std::vector<float>& post_norm, int64_t n);
   // Final norm + output matrix for the chunk's flagged tokens; writes their rows at `out` and
   // returns the end of what it wrote.
   float* output_head(const Batch& batch, int64_t begin, int64_t end, float* out, ThreadPool& pool);
@@ -54,7 +67,10 @@ class Forward {
   const HParams& hp_;
   int64_t max_batch_;
   const kernels::AttnOps* attn_ops_;  // the dispatch table's attention vector ops
+  const float* rope_factors_;         // (n_rot/2,) frequency divisors, or null
+  bool has_swa_;                      // some layer slides (its RoPE may differ: rope_swa_)
   int64_t n_outputs_ = 0;
+  int64_t chunk_begin_ = 0;  // the running chunk's first token in the batch
 
   // Scratch, (max_batch, ...) row-major: row t belongs to the chunk's t-th token.
   std::vector<float> x_;        // (B, n_embd) residual stream
@@ -67,9 +83,20 @@ class Forward {
   std::vector<float> hb_;       // (B, n_ff) gate, then silu(gate) * up
   std::vector<float> hb2_;      // (B, n_ff) up
   std::vector<float> rope_;     // (B, n_rot/2, 2) cos, sin per token
+  std::vector<float> rope_swa_; // (B, n_rot/2, 2) the same with the sliding layers' base
   std::vector<int32_t> cells_;  // (B,) the cache cell of each token
   std::vector<float> att_scratch_;  // (threads, head_dim_k) per-thread query rows
   std::vector<float> xout_;     // (B, n_embd) final-normed rows that want logits
+  // Mixture of experts (empty for a dense model).
+  std::vector<float> router_;   // (B, n_expert) router logits, then probabilities
+  std::vector<int32_t> sel_;    // (B, n_expert_used) chosen experts of each token
+  std::vector<float> selw_;     // (B, n_expert_used) their weights
+  std::vector<int32_t> rows_;   // (B,) the tokens routed to one expert
+  std::vector<float> xe_;       // (B, n_embd) those tokens' rows of xb, gathered
+  std::vector<float> he_;       // (B, n_ff_exp) gate, then act(gate) * up
+  std::vector<float> he2_;      // (B, n_ff_exp) up
+  std::vector<float> ye_;       // (B, n_embd) the expert's output
+  std::vector<float> route_margin_;  // (batch size,) see route_margin()
   std::vector<float> logits_;   // (n_outputs, n_vocab) results of the last eval()
 };
 

@@ -1,5 +1,7 @@
 #include "engine/model/model.h"
 
+#include "engine/model/arch.h"
+
 #include <sys/mman.h>
 
 #include <cstring>
@@ -58,6 +60,32 @@ class Loader {
     return out;
   }
 
+  // The 3-D tensor of n_expert matrices W_e (rows, cols), GGUF shape [cols, rows, n_expert]: one
+  // view per expert.
+  std::vector<Matrix> experts(const std::string& name, int64_t n_expert, int64_t rows, int64_t cols) const {
+    const gguf::TensorInfo& t = get(name);
+    if (t.n_dims != 3 || static_cast<int64_t>(t.ne[0]) != cols || static_cast<int64_t>(t.ne[1]) != rows ||
+        static_cast<int64_t>(t.ne[2]) != n_expert) {
+      fail(file_, "tensor '" + name + "' has shape " + shape_string(t) + ", expected [" + std::to_string(cols) +
+                      ", " + std::to_string(rows) + ", " + std::to_string(n_expert) + "]");
+    }
+    check_type(t);
+    const Matrix all = view(t);  // (n_expert * rows, cols)
+    std::vector<Matrix> out;
+    for (int64_t e = 0; e < n_expert; ++e) out.push_back(row_slice(all, e * rows, rows));
+    return out;
+  }
+
+  // Rows [first, first + n) of m as a matrix of its own (a part of a fused tensor, one expert).
+  static Matrix row_slice(const Matrix& m, int64_t first, int64_t n) {
+    Matrix s = m;
+    s.rows = n;
+    s.data = static_cast<const uint8_t*>(m.data) + static_cast<size_t>(first) * m.row_bytes;
+    return s;
+  }
+
+  bool has(const std::string& name) const { return file_.find_tensor(name) != nullptr; }
+
   const gguf::TensorInfo& get(const std::string& name) const {
     const gguf::TensorInfo* t = file_.find_tensor(name);
     if (!t) fail(file_, "tensor '" + name + "' is missing (architecture " + arch() + ")");
@@ -81,70 +109,57 @@ class Loader {
   const gguf::File& file_;
 };
 
-Arch parse_arch(const gguf::File& file, std::string_view name) {
-  if (name == "llama") return Arch::kLlama;
-  if (name == "qwen2") return Arch::kQwen2;
-  if (name == "qwen3") return Arch::kQwen3;
-  fail(file, "architecture '" + std::string(name) +
-                 "' is not supported (supported: llama, qwen2, qwen3)");
-}
-
-// rope.scaling.type / factor, or the older rope.scale_linear -> freq_scale.
-float read_rope_freq_scale(const gguf::File& file, const std::string& p) {
-  const std::string type(file.find_string(p + "rope.scaling.type").value_or("linear"));
-  if (type == "none") return 1.0f;
-  if (type != "linear") {
-    fail(file, "rope scaling type '" + type + "' (" + p + "rope.scaling.type) is not supported "
-               "(supported: none, linear)");
+// Layer il's weights, each tensor's presence, shape and type checked against hp and the
+// architecture table.
+LayerWeights load_layer(const Loader& ld, const HParams& hp, int64_t il) {
+  const ArchTraits& arch = arch_traits(hp.arch);
+  const std::string b = "blk." + std::to_string(il) + ".";
+  const int64_t E = hp.n_embd;
+  LayerWeights l;
+  l.attn_norm = ld.vector(b + "attn_norm.weight", E, true);
+  if (ld.has(b + "attn_qkv.weight")) {  // fused Q, K, V rows (phi3)
+    const Matrix qkv = ld.matrix(b + "attn_qkv.weight", hp.q_dim() + hp.k_dim() + hp.v_dim(), E);
+    l.wq = Loader::row_slice(qkv, 0, hp.q_dim());
+    l.wk = Loader::row_slice(qkv, hp.q_dim(), hp.k_dim());
+    l.wv = Loader::row_slice(qkv, hp.q_dim() + hp.k_dim(), hp.v_dim());
+  } else {
+    l.wq = ld.matrix(b + "attn_q.weight", hp.q_dim(), E);
+    l.wk = ld.matrix(b + "attn_k.weight", hp.k_dim(), E);
+    l.wv = ld.matrix(b + "attn_v.weight", hp.v_dim(), E);
   }
-  double factor = file.find_f64(p + "rope.scaling.factor").value_or(0.0);
-  if (factor == 0.0) factor = file.find_f64(p + "rope.scale_linear").value_or(0.0);
-  if (factor < 0.0) fail(file, p + "rope.scaling.factor must be positive");
-  return factor == 0.0 ? 1.0f : static_cast<float>(1.0 / factor);
-}
-
-int64_t positive(const gguf::File& file, const std::string& key, uint64_t v) {
-  if (v == 0 || v > (1ull << 31)) fail(file, key + " = " + std::to_string(v) + " is out of range");
-  return static_cast<int64_t>(v);
+  l.wo = ld.matrix(b + "attn_output.weight", E, hp.n_head * hp.head_dim_v);
+  l.bq = ld.vector(b + "attn_q.bias", hp.q_dim(), arch.qkv_bias);
+  l.bk = ld.vector(b + "attn_k.bias", hp.k_dim(), arch.qkv_bias);
+  l.bv = ld.vector(b + "attn_v.bias", hp.v_dim(), arch.qkv_bias);
+  l.bo = ld.vector(b + "attn_output.bias", E, false);
+  l.q_norm = ld.vector(b + "attn_q_norm.weight", hp.head_dim_k, arch.qk_norm);
+  l.k_norm = ld.vector(b + "attn_k_norm.weight", hp.head_dim_k, arch.qk_norm);
+  l.post_attn_norm = ld.vector(b + "post_attention_norm.weight", E, arch.post_norms);
+  l.ffn_norm = ld.vector(b + "ffn_norm.weight", E, true);
+  l.post_ffn_norm = ld.vector(b + "post_ffw_norm.weight", E, arch.post_norms);
+  if (hp.n_expert > 0) {
+    l.ffn_gate_inp = ld.matrix(b + "ffn_gate_inp.weight", hp.n_expert, E);
+    l.gate_exps = ld.experts(b + "ffn_gate_exps.weight", hp.n_expert, hp.n_ff_exp, E);
+    l.up_exps = ld.experts(b + "ffn_up_exps.weight", hp.n_expert, hp.n_ff_exp, E);
+    l.down_exps = ld.experts(b + "ffn_down_exps.weight", hp.n_expert, E, hp.n_ff_exp);
+  } else if (!ld.has(b + "ffn_gate.weight") && hp.arch == Arch::kPhi3) {  // fused gate+up: gate first
+    const Matrix gate_up = ld.matrix(b + "ffn_up.weight", 2 * hp.n_ff, E);
+    l.ffn_gate = Loader::row_slice(gate_up, 0, hp.n_ff);
+    l.ffn_up = Loader::row_slice(gate_up, hp.n_ff, hp.n_ff);
+  } else {
+    l.ffn_gate = ld.matrix(b + "ffn_gate.weight", hp.n_ff, E);
+    l.ffn_up = ld.matrix(b + "ffn_up.weight", hp.n_ff, E);
+  }
+  if (hp.n_expert == 0) l.ffn_down = ld.matrix(b + "ffn_down.weight", E, hp.n_ff);
+  return l;
 }
 
 }  // namespace
 
-HParams read_hparams(const gguf::File& file) {
-  if (file.big_endian()) {
-    fail(file, "big-endian GGUF files are not supported (convert the model to little-endian)");
-  }
-  HParams hp;
-  hp.arch_name = std::string(file.get_string("general.architecture"));
-  hp.arch = parse_arch(file, hp.arch_name);
-  const std::string p = hp.arch_name + ".";
-  auto req = [&](const std::string& key) { return positive(file, p + key, file.get_u64(p + key)); };
-  auto opt = [&](const std::string& key, int64_t dflt) {
-    const auto v = file.find_u64(p + key);
-    return v ? positive(file, p + key, *v) : dflt;
-  };
-  hp.n_ctx_train = req("context_length");
-  hp.n_embd = req("embedding_length");
-  hp.n_layer = req("block_count");
-  hp.n_ff = req("feed_forward_length");
-  hp.n_head = req("attention.head_count");
-  hp.n_head_kv = opt("attention.head_count_kv", hp.n_head);
-  if (hp.n_head % hp.n_head_kv != 0) {
-    fail(file, p + "attention.head_count (" + std::to_string(hp.n_head) +
-                   ") is not a multiple of head_count_kv (" + std::to_string(hp.n_head_kv) + ")");
-  }
-  hp.head_dim_k = opt("attention.key_length", hp.n_embd / hp.n_head);
-  hp.head_dim_v = opt("attention.value_length", hp.n_embd / hp.n_head);
-  hp.n_rot = static_cast<int>(opt("rope.dimension_count", hp.head_dim_k));
-  if (hp.n_rot % 2 != 0 || hp.n_rot > hp.head_dim_k) {
-    fail(file, p + "rope.dimension_count (" + std::to_string(hp.n_rot) +
-                   ") must be even and at most the head size (" + std::to_string(hp.head_dim_k) + ")");
-  }
-  hp.rms_eps = static_cast<float>(file.get_f64(p + "attention.layer_norm_rms_epsilon"));
-  hp.rope_freq_base = static_cast<float>(file.find_f64(p + "rope.freq_base").value_or(10000.0));
-  hp.rope_freq_scale = read_rope_freq_scale(file, p);
-  hp.rope_style = hp.arch == Arch::kLlama ? RopeStyle::kNormal : RopeStyle::kNeox;
-  return hp;
+const float* Model::rope_factors(int64_t n_ctx_seq) const {
+  if (!rope_freqs.empty()) return rope_freqs.data();
+  if (!rope_long.empty() && n_ctx_seq > hp_.n_ctx_orig) return rope_long.data();
+  return rope_short.empty() ? nullptr : rope_short.data();
 }
 
 Model Model::load(const std::string& path, bool repack) { return from_file(gguf::File::open(path), repack); }
@@ -156,7 +171,12 @@ template <class M, class Layers>
 std::vector<M*> matmul_weights_of(M& output, Layers& layers) {
   std::vector<M*> mats{&output};
   for (auto& l : layers) {
-    for (M* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) mats.push_back(m);
+    for (M* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.ffn_gate_inp}) {
+      if (m->data) mats.push_back(m);  // (a MoE layer has no dense FFN, a dense one no router)
+    }
+    for (auto* experts : {&l.gate_exps, &l.up_exps, &l.down_exps}) {
+      for (M& m : *experts) mats.push_back(&m);
+    }
   }
   return mats;
 }
@@ -231,28 +251,10 @@ Model Model::from_file(gguf::File file, bool repack) {
   m.output = f.find_tensor("output.weight") ? ld.matrix("output.weight", hp.n_vocab, hp.n_embd)
                                             : m.tok_embd;
   m.rope_freqs = ld.vector("rope_freqs.weight", hp.n_rot / 2, false);
+  m.rope_short = ld.vector("rope_factors_short.weight", hp.n_rot / 2, false);
+  m.rope_long = ld.vector("rope_factors_long.weight", hp.n_rot / 2, false);
 
-  const bool qwen2 = hp.arch == Arch::kQwen2, qwen3 = hp.arch == Arch::kQwen3;
-  for (int64_t il = 0; il < hp.n_layer; ++il) {
-    const std::string b = "blk." + std::to_string(il) + ".";
-    LayerWeights l;
-    l.attn_norm = ld.vector(b + "attn_norm.weight", hp.n_embd, true);
-    l.wq = ld.matrix(b + "attn_q.weight", hp.q_dim(), hp.n_embd);
-    l.wk = ld.matrix(b + "attn_k.weight", hp.k_dim(), hp.n_embd);
-    l.wv = ld.matrix(b + "attn_v.weight", hp.v_dim(), hp.n_embd);
-    l.wo = ld.matrix(b + "attn_output.weight", hp.n_embd, hp.n_head * hp.head_dim_v);
-    l.bq = ld.vector(b + "attn_q.bias", hp.q_dim(), qwen2);
-    l.bk = ld.vector(b + "attn_k.bias", hp.k_dim(), qwen2);
-    l.bv = ld.vector(b + "attn_v.bias", hp.v_dim(), qwen2);
-    l.bo = ld.vector(b + "attn_output.bias", hp.n_embd, false);
-    l.q_norm = ld.vector(b + "attn_q_norm.weight", hp.head_dim_k, qwen3);
-    l.k_norm = ld.vector(b + "attn_k_norm.weight", hp.head_dim_k, qwen3);
-    l.ffn_norm = ld.vector(b + "ffn_norm.weight", hp.n_embd, true);
-    l.ffn_gate = ld.matrix(b + "ffn_gate.weight", hp.n_ff, hp.n_embd);
-    l.ffn_up = ld.matrix(b + "ffn_up.weight", hp.n_ff, hp.n_embd);
-    l.ffn_down = ld.matrix(b + "ffn_down.weight", hp.n_embd, hp.n_ff);
-    m.layers.push_back(std::move(l));
-  }
+  for (int64_t il = 0; il < hp.n_layer; ++il) m.layers.push_back(load_layer(ld, hp, il));
   if (repack) {
     m.packed_ = PackedWeights::pack(matmul_weights_of<Matrix>(m.output, m.layers), f.owns_mapping());
     if (m.output.data == m.tok_embd.data) m.tok_embd = m.output;  // tied: look rows up in the copy

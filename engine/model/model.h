@@ -14,11 +14,24 @@
 
 namespace engine {
 
-// The architectures the forward pass implements (general.architecture).
+// The architectures the forward pass implements (general.architecture). What sets each apart is
+// listed once, in the architecture table of model.cpp.
 enum class Arch {
-  kLlama,  // RMSNorm, normal RoPE, GQA, SwiGLU; optional q/k/v/o biases and rope_freqs
-  kQwen2,  // llama + q/k/v biases, NeoX RoPE
-  kQwen3,  // llama + per-head q/k RMSNorm, NeoX RoPE, head size from attention.key_length
+  kLlama,     // RMSNorm, normal RoPE, GQA, SwiGLU; optional biases, rope_freqs, experts (mixtral)
+  kQwen2,     // llama + q/k/v biases, NeoX RoPE
+  kQwen3,     // llama + per-head q/k RMSNorm, NeoX RoPE, head size from attention.key_length
+  kQwen3Moe,  // qwen3 with a mixture of experts in place of the FFN
+  kGemma2,    // sliding window on alternate layers, soft-capped attention and logits, GELU, post-norms
+  kGemma3,    // gemma2's block with q/k norms, 5-of-6 sliding layers with their own RoPE base
+  kPhi3,      // fused QKV and gate+up matrices, partial rotary, LongRoPE factors
+  kGranite,   // llama with embedding, residual, attention and logit multipliers
+  kSmolLM3,   // llama without RoPE on the layers no_rope_layers marks
+};
+
+// The FFN's gate activation.
+enum class FfnAct {
+  kSilu,      // silu(gate) * up (SwiGLU)
+  kGeluTanh,  // gelu(gate) * up with GELU's tanh approximation (GeGLU), as ggml tabulates it
 };
 
 // Hyperparameters, named after the GGUF keys they come from ("[arch]." prefix omitted).
@@ -39,6 +52,33 @@ struct HParams {
   float rope_freq_base = 10000.0f;  // rope.freq_base
   float rope_freq_scale = 1.0f;     // 1 / rope.scaling.factor (linear), or 1 / rope.scale_linear
   RopeStyle rope_style = RopeStyle::kNormal;
+  float rope_attn_factor = 1.0f;    // rope.scaling.attn_factor: scales cos and sin (LongRoPE)
+  int64_t n_ctx_orig = 0;           // rope.scaling.original_context_length: LongRoPE's short/long switch
+
+  // Per layer (n_layer,): 1 where the layer attends through a sliding window / applies RoPE.
+  std::vector<uint8_t> swa_layer;
+  std::vector<uint8_t> rope_layer;
+  int64_t n_swa = 0;                    // attention.sliding_window: a query at p sees (p - n_swa, p]
+  float rope_freq_base_swa = 10000.0f;  // rope.freq_base_swa: RoPE base of the sliding layers
+  float rope_freq_scale_swa = 1.0f;
+
+  // Attention: scores = q_scale * kq_scale * (q . k), soft-capped to +-attn_softcap when nonzero.
+  // q_scale multiplies Q itself before the (f16) attention, as gemma's and phi3's graphs do.
+  float q_scale = 1.0f;
+  float kq_scale = 0.0f;        // attention.scale, else 1/sqrt(head_dim_k)
+  float attn_softcap = 0.0f;    // attn_logit_softcapping
+  float final_softcap = 0.0f;   // final_logit_softcapping: logits = c * tanh(logits / c)
+  float embd_scale = 1.0f;      // embedding_scale (granite) or sqrt(n_embd) (gemma)
+  float residual_scale = 1.0f;  // residual_scale: multiplies each block's output (granite)
+  float logit_scale = 1.0f;     // logit_scale: logits are divided by it (granite)
+  FfnAct ffn_act = FfnAct::kSilu;
+
+  // Mixture of experts (n_expert 0: a dense FFN).
+  int64_t n_expert = 0;           // expert_count
+  int64_t n_expert_used = 0;      // expert_used_count: experts per token (top-k of the router)
+  int64_t n_ff_exp = 0;           // expert_feed_forward_length
+  bool expert_weights_norm = false;  // top-k weights renormalized to sum 1
+  float expert_weights_scale = 0.0f; // expert_weights_scale: multiplies them when not 0 or 1
 
   int64_t q_dim() const { return n_head * head_dim_k; }      // width of Q rows
   int64_t k_dim() const { return n_head_kv * head_dim_k; }   // width of K rows (one cache row)
@@ -55,11 +95,17 @@ struct LayerWeights {
   Matrix wv;                     // (v_dim, n_embd)
   Matrix wo;                     // (n_embd, n_head * head_dim_v)
   std::vector<float> bq, bk, bv, bo;      // (q_dim,) (k_dim,) (v_dim,) (n_embd,): qwen2, optional
-  std::vector<float> q_norm, k_norm;      // (head_dim_k,) each: qwen3
+  std::vector<float> q_norm, k_norm;      // (head_dim_k,) each: qwen3, gemma3
+  std::vector<float> post_attn_norm;      // (n_embd,) on the attention output: gemma2/3
   std::vector<float> ffn_norm;   // (n_embd,)
-  Matrix ffn_gate;               // (n_ff, n_embd)
+  Matrix ffn_gate;               // (n_ff, n_embd)    dense FFN
   Matrix ffn_up;                 // (n_ff, n_embd)
   Matrix ffn_down;               // (n_embd, n_ff)
+  std::vector<float> post_ffn_norm;       // (n_embd,) on the FFN output: gemma2/3
+  // Mixture of experts, in place of the dense FFN: one view per expert into the 3-D tensors.
+  Matrix ffn_gate_inp;                    // (n_expert, n_embd) router
+  std::vector<Matrix> gate_exps, up_exps;  // n_expert x (n_ff_exp, n_embd)
+  std::vector<Matrix> down_exps;           // n_expert x (n_embd, n_ff_exp)
 };
 
 // A loaded model: validated hyperparameters and weight views.
@@ -101,6 +147,12 @@ class Model {
   std::vector<float> output_norm;  // (n_embd,)
   Matrix output;                   // (n_vocab, n_embd): token_embd itself when tied
   std::vector<float> rope_freqs;   // (n_rot/2,) frequency divisors (llama3 scaling), optional
+  std::vector<float> rope_short, rope_long;  // (n_rot/2,) LongRoPE divisors (phi3), optional
+
+  // The frequency divisors RoPE uses for sequences of up to n_ctx_seq tokens: rope_freqs, else
+  // LongRoPE's long factors beyond the original context and its short ones within it; null when
+  // the model has none.
+  const float* rope_factors(int64_t n_ctx_seq) const;
 
  private:
   explicit Model(gguf::File file) : file_(std::move(file)) {}
@@ -111,5 +163,15 @@ class Model {
 
 // Reads and checks the hyperparameters of `file` (no tensors). Throws std::runtime_error.
 HParams read_hparams(const gguf::File& file);
+
+// One interpreted hyperparameter, for people: `ggufd inspect`, the metadata endpoint, the log.
+struct HParamField {
+  std::string name;   // e.g. "sliding_window"
+  std::string value;  // e.g. "512" or "layers 0-4, 6-10 of 12"
+  bool numeric;       // value is a JSON number
+};
+
+// The architecture and what sets this model apart (only the features it uses).
+std::vector<HParamField> describe_hparams(const HParams& hp);
 
 }  // namespace engine

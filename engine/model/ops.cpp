@@ -1,6 +1,7 @@
 #include "engine/model/ops.h"
 
 #include <cmath>
+#include <vector>
 
 #include "engine/kernels/fp16.h"
 
@@ -28,6 +29,44 @@ void silu_mul(float* gate, const float* up, int64_t n) {
   }
 }
 
+namespace {
+
+// gelu(h) rounded to f16 for every f16 value h, as f32: ggml's ggml_table_gelu_f16.
+const float* gelu_table() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(1 << 16);
+    constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f, kA = 0.044715f;
+    for (uint32_t h = 0; h < t.size(); ++h) {
+      const float x = kernels::fp16_to_fp32(static_cast<uint16_t>(h));
+      const float g = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kA * x * x)));
+      t[h] = kernels::round_fp16(g);
+    }
+    return t;
+  }();
+  return table.data();
+}
+
+}  // namespace
+
+void gelu_mul(float* gate, const float* up, int64_t n) {
+  const float* table = gelu_table();
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    if (g <= -10.0f) {
+      gate[i] = 0.0f;
+    } else if (g >= 10.0f) {
+      gate[i] = g * up[i];
+    } else {
+      gate[i] = table[kernels::fp32_to_fp16(g)] * up[i];
+    }
+  }
+}
+
+void softcap(float* x, float cap, int64_t n) {
+  const float inv = 1.0f / cap;
+  for (int64_t i = 0; i < n; ++i) x[i] = std::tanh(x[i] * inv) * cap;
+}
+
 void softmax(float* x, int64_t n) {
   if (n <= 0) return;
   float max = x[0];
@@ -47,13 +86,13 @@ void to_fp16(uint16_t* dst, const float* src, int64_t n) {
 // Computed as ggml does (float, theta advanced by a constant ratio), so positions get the exact
 // angles of the reference implementation.
 void rope_angles(float* cos_sin, int32_t pos, int n_rot, float freq_base, float freq_scale,
-                 const float* freq_factors) {
+                 const float* freq_factors, float mscale) {
   const float theta_scale = std::pow(freq_base, -2.0f / static_cast<float>(n_rot));
   float theta = static_cast<float>(pos);
   for (int i = 0; i < n_rot / 2; ++i) {
     const float t = freq_scale * (freq_factors ? theta / freq_factors[i] : theta);
-    cos_sin[2 * i] = std::cos(t);
-    cos_sin[2 * i + 1] = std::sin(t);
+    cos_sin[2 * i] = std::cos(t) * mscale;
+    cos_sin[2 * i + 1] = std::sin(t) * mscale;
     theta *= theta_scale;
   }
 }

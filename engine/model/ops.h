@@ -22,6 +22,14 @@ void scale(float* x, float s, int64_t n);
 // gate (n,) = silu(gate) * up (n,)   (SwiGLU)
 void silu_mul(float* gate, const float* up, int64_t n);
 
+// gate (n,) = gelu(gate) * up (n,)   (GeGLU), GELU's tanh approximation evaluated as ggml's CPU
+// backend does: through a table indexed by the f16 rounding of gate, holding f16 results; exact
+// outside (-10, 10).
+void gelu_mul(float* gate, const float* up, int64_t n);
+
+// x (n,) = cap * tanh(x / cap)   (soft-capping, gemma2)
+void softcap(float* x, float cap, int64_t n);
+
 // x (n,) = softmax(x); returns nothing, numerically stable (subtracts the max).
 void softmax(float* x, int64_t n);
 
@@ -36,10 +44,11 @@ enum class RopeStyle {
   kNeox,    // halves (i, i + n_rot/2): qwen2, qwen3, gpt-neox
 };
 
-// The angles of one position: cos_sin (n_rot/2, 2) = (cos, sin) of
+// The angles of one position: cos_sin (n_rot/2, 2) = mscale * (cos, sin) of
 //   freq_scale * pos * base^(-2i/n_rot) / freq_factors[i]        (freq_factors may be null)
+// mscale is LongRoPE's attention factor (1 otherwise).
 void rope_angles(float* cos_sin, int32_t pos, int n_rot, float freq_base, float freq_scale,
-                 const float* freq_factors);
+                 const float* freq_factors, float mscale = 1.0f);
 
 // Rotates the first n_rot dims of one head x (head_dim,) by the angles cos_sin (n_rot/2, 2).
 void rope(float* x, const float* cos_sin, int n_rot, RopeStyle style);

@@ -1,5 +1,8 @@
 #include "server/api/gguf_json.h"
 
+#include <cmath>
+
+#include "engine/model/model.h"
 #include "gguf/summary.h"
 
 namespace server {
@@ -60,6 +63,29 @@ json value_to_json(const gguf::Value& v, bool full) {
           {"length", n}, {"head", std::move(items)}};
 }
 
+namespace {
+
+// The hyperparameters as ggufd reads them ({"supported": false, "error"} when it can't).
+json model_json(const gguf::File& file) {
+  try {
+    json j = {{"supported", true}};
+    for (const engine::HParamField& f : engine::describe_hparams(engine::read_hparams(file))) {
+      if (!f.numeric) {
+        j[f.name] = f.value;
+      } else if (const double v = std::stod(f.value); v == std::floor(v) && std::abs(v) < 9.0e15) {
+        j[f.name] = static_cast<int64_t>(v);
+      } else {
+        j[f.name] = v;
+      }
+    }
+    return j;
+  } catch (const std::exception& e) {
+    return {{"supported", false}, {"error", e.what()}};
+  }
+}
+
+}  // namespace
+
 json file_to_json(const gguf::File& file, bool full) {
   const gguf::Summary s = gguf::summarize(file);
   json metadata = json::object();
@@ -101,6 +127,7 @@ json file_to_json(const gguf::File& file, bool full) {
         {"tensor_bytes", s.n_tensor_bytes}, {"size_label", s.size_label},
         {"file_type", std::move(file_type)}, {"by_type", std::move(by_type)}}},
       {"name", name_json(s.name_parts)},
+      {"model", model_json(file)},
   };
 }
 

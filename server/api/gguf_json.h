@@ -19,7 +19,8 @@ nlohmann::json value_to_json(const gguf::Value& v, bool full);
 std::string value_type_label(const gguf::Value& v);
 
 // {"file","header":{...},"metadata":{key:value},"metadata_types":{key:type},"tensors":[...],
-//  "totals":{...},"name":{...}|null}
+//  "totals":{...},"name":{...}|null,"model":{"supported",architecture and hyperparameters as
+//  ggufd reads them | "error"}}
 nlohmann::json file_to_json(const gguf::File& file, bool full);
 
 // Serializes with invalid UTF-8 replaced (GGUF strings are untrusted bytes).

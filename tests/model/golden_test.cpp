@@ -29,10 +29,18 @@ const std::vector<std::string> kGoldenModels = {
     "synth-llama-Q4_K_M", "synth-llama-Q5_K_M",  "synth-llama-Q6_K",    "synth-llama-IQ4_NL",
     "synth-llama-IQ4_XS", "synth-qwen2-Q8_0",    "synth-qwen2-Q4_K_M",  "synth-qwen3-F32",
     "synth-qwen3-Q8_0",   "synth-qwen3-Q6_K",
+    // architectures/: beyond llama
+    "architectures/synth-gemma3-F32",    "architectures/synth-gemma3-Q8_0",
+    "architectures/synth-gemma2-Q8_0",   "architectures/synth-qwen3moe-F32",
+    "architectures/synth-qwen3moe-Q8_0", "architectures/synth-qwen3moe-Q4_K_M",
+    "architectures/synth-phi3-Q8_0",     "architectures/synth-granite-Q8_0",
+    "architectures/synth-smollm3-Q8_0",
 };
 
+// golden/architectures/synth-x.json belongs to models/synth/synth-x.gguf.
 std::string model_path(const std::string& stem) {
-  return "models/" + std::string(stem.rfind("synth-", 0) == 0 ? "synth/" : "") + stem + ".gguf";
+  const std::string name = stem.substr(stem.find('/') + 1);  // (npos + 1 == 0)
+  return "models/" + std::string(name.rfind("synth-", 0) == 0 ? "synth/" : "") + name + ".gguf";
 }
 
 nlohmann::json load_json(const std::string& relative) {
@@ -51,16 +59,30 @@ bool float_weights(const Model& m) {
   return true;
 }
 
-// Logits (n_tokens, n_vocab) of one sequence, every position wanted.
+// Logits (n_tokens, n_vocab) of one sequence, every position wanted; `route_margins` (n_tokens,)
+// receives each position's Forward::route_margin() when given.
 std::vector<float> eval_all(const Model& m, const std::vector<int32_t>& tokens, ThreadPool& pool,
-                            int64_t max_batch = 32) {
+                            int64_t max_batch = 32, std::vector<float>* route_margins = nullptr) {
   KvCache cache(m.hparams(), static_cast<int64_t>(tokens.size()));
   Forward fwd(m, max_batch);
   Batch b;
   for (size_t i = 0; i < tokens.size(); ++i) b.add(tokens[i], 0, static_cast<int32_t>(i), true);
   fwd.eval(b, cache, pool);
+  if (route_margins) {
+    for (int64_t i = 0; i < b.size(); ++i) route_margins->push_back(fwd.route_margin(i));
+  }
   return {fwd.logits(0), fwd.logits(0) + b.size() * m.hparams().n_vocab};
 }
+
+// A mixture-of-experts router whose last chosen expert leads the next by less than this
+// probability is a near-tie: the quantized activations of two correct implementations differ by
+// more than that, and choosing the other expert moves that token's logits by O(1) (seen: flips at
+// gaps up to 0.0017 with Q8_0 weights and 0.0047 with Q4_K_M). Such a position is not compared. A flip also changes that
+// position's K/V in the later layers, which every later position attends to, so positions after
+// a near-tie are compared with kAfterTie times the tolerance (seen: up to 1.34). The F32 models
+// are compared everywhere at the normal tolerance.
+constexpr float kRouteTie = 0.006f;
+constexpr double kAfterTie = 1.5;
 
 class Golden : public ::testing::TestWithParam<std::string> {};
 
@@ -77,13 +99,21 @@ TEST_P(Golden, TeacherForcedLogitsMatchReference) {
   ThreadPool pool(1);  // tiny models: one thread is fastest (ctest runs tests in parallel)
 
   double max_err = 0.0, max_ratio = 0.0;  // worst |o - r|, and worst |o - r| / tolerance
+  int route_ties = 0;                     // positions skipped as router near-ties
   for (const auto& c : golden["cases"]) {
     std::vector<int32_t> tokens = c["tokens"].get<std::vector<int32_t>>();
     const size_t n_prompt = tokens.size();
     // gen_top[g] follows greedy[g]; a run that stopped early has fewer gen_top than greedy.
     for (size_t g = 0; g < c["gen_top"].size(); ++g) tokens.push_back(c["greedy"][g].get<int32_t>());
-    const std::vector<float> logits = eval_all(model, tokens, pool);
+    std::vector<float> margins;
+    const std::vector<float> logits = eval_all(model, tokens, pool, 32, &margins);
+    double slack = 1.0;  // kAfterTie once a near-tie has been passed
     for (size_t p = 0; p < tokens.size(); ++p) {
+      if (!exact_type && margins[p] < kRouteTie) {
+        ++route_ties;
+        slack = kAfterTie;
+        continue;
+      }
       const auto& ref = p < n_prompt ? c["top"][p] : c["gen_top"][p - n_prompt];
       const float* row = logits.data() + p * static_cast<size_t>(n_vocab);
       for (const auto& pair : ref) {
@@ -91,23 +121,24 @@ TEST_P(Golden, TeacherForcedLogitsMatchReference) {
         const double r = pair[1].get<double>(), o = row[id];
         max_err = std::max(max_err, std::abs(o - r));
         max_ratio = std::max(max_ratio, std::abs(o - r) / (abs_tol + rel_tol * std::abs(r)));
-        ASSERT_LE(std::abs(o - r), abs_tol + rel_tol * std::abs(r))
+        ASSERT_LE(std::abs(o - r), slack * (abs_tol + rel_tol * std::abs(r)))
             << stem << " prompt '" << c["prompt"].get<std::string>() << "' position " << p
             << " token " << id << ": ours " << o << ", reference " << r;
       }
       const double top1 = ref[0][1].get<double>(), top2 = ref[1][1].get<double>();
-      if (top1 - top2 > 2 * (abs_tol + rel_tol * std::abs(top1))) {
+      if (top1 - top2 > 2 * slack * (abs_tol + rel_tol * std::abs(top1))) {
         const int64_t ours = std::max_element(row, row + n_vocab) - row;
         ASSERT_EQ(ours, ref[0][0].get<int64_t>()) << stem << " argmax at position " << p;
       }
     }
   }
-  std::printf("[ golden   ] %-20s %s max |ours - reference| = %.5f (%.2f of the tolerance)\n",
-              stem.c_str(), exact_type ? "float" : "quant", max_err, max_ratio);
+  std::printf("[ golden   ] %-20s %s max |ours - reference| = %.5f (%.2f of the tolerance)%s\n",
+              stem.c_str(), exact_type ? "float" : "quant", max_err, max_ratio,
+              route_ties ? (", " + std::to_string(route_ties) + " router near-tie position(s) skipped").c_str() : "");
 }
 
 std::string test_name(const ::testing::TestParamInfo<std::string>& p) {
-  std::string s = p.param;
+  std::string s = p.param.substr(p.param.find('/') + 1);
   std::replace(s.begin(), s.end(), '-', '_');
   return s;
 }
@@ -117,9 +148,11 @@ INSTANTIATE_TEST_SUITE_P(AllModels, Golden, ::testing::ValuesIn(kGoldenModels), 
 TEST(GoldenFiles, EveryReferenceFileIsTested) {
   GGUFD_REQUIRE_SHARED("golden");
   const std::set<std::string> known(kGoldenModels.begin(), kGoldenModels.end());
-  for (const auto& e : std::filesystem::directory_iterator(shared_path("golden"))) {
-    if (e.path().extension() == ".json") {
-      EXPECT_TRUE(known.count(e.path().stem().string())) << e.path() << " has no test";
+  for (const std::string dir : {"", "architectures/"}) {
+    for (const auto& e : std::filesystem::directory_iterator(shared_path("golden/" + dir))) {
+      if (e.path().extension() == ".json") {
+        EXPECT_TRUE(known.count(dir + e.path().stem().string())) << e.path() << " has no test";
+      }
     }
   }
 }
@@ -167,9 +200,13 @@ TEST(GoldenStories, GreedyGenerationMatchesTokenForToken) {
 }
 
 // The same tokens give the same logits whether a sequence runs alone or batched with others.
-TEST(Forward, BatchingDoesNotChangeLogits) {
-  GGUFD_REQUIRE_SHARED("models/synth/synth-qwen2-Q8_0.gguf");
-  const Model model = Model::load(shared_path("models/synth/synth-qwen2-Q8_0.gguf"));
+// Run for a dense model, a mixture of experts (tokens of both sequences share expert groups) and
+// sliding-window layers (window 8 < the 10 positions).
+class Batching : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Batching, DoesNotChangeLogits) {
+  GGUFD_REQUIRE_SHARED("models/synth/" + GetParam() + ".gguf");
+  const Model model = Model::load(shared_path("models/synth/" + GetParam() + ".gguf"));
   const int64_t n_vocab = model.hparams().n_vocab;
   ThreadPool pool(2);  // threads split heads and rows: must not matter either
   const std::vector<int32_t> a = {1, 400, 31, 77, 250, 9, 311, 18, 402, 55};
@@ -225,6 +262,14 @@ TEST(Forward, BatchingDoesNotChangeLogits) {
   fwd.eval(batch, cache, pool);
   for (int64_t v = 0; v < n_vocab; ++v) ASSERT_NEAR(fwd.logits(1)[v], alone[9][static_cast<size_t>(v)], 1e-5);
 }
+
+INSTANTIATE_TEST_SUITE_P(Forward, Batching,
+                         ::testing::Values("synth-qwen2-Q8_0", "synth-qwen3moe-Q8_0", "synth-gemma3-Q8_0"),
+                         [](const auto& p) {
+                           std::string s = p.param;
+                           std::replace(s.begin(), s.end(), '-', '_');
+                           return s;
+                         });
 
 // The GGUF v1 file holds the same weights: same logits, bit for bit.
 TEST(GoldenStories, Version1FileGivesTheSameLogits) {

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <string>
 
+#include "engine/model/model.h"
 #include "gguf/file.h"
 #include "gguf/summary.h"
 #include "server/api/gguf_json.h"
@@ -140,6 +141,14 @@ void print_text(const gguf::File& f, bool full) {
                 static_cast<unsigned long long>(t.n_tensors),
                 static_cast<unsigned long long>(t.n_elements),
                 static_cast<unsigned long long>(t.n_bytes));
+  }
+  std::printf("\nmodel (as ggufd reads it):\n");
+  try {
+    for (const engine::HParamField& h : engine::describe_hparams(engine::read_hparams(f))) {
+      std::printf("  %-28s %s\n", h.name.c_str(), h.value.c_str());
+    }
+  } catch (const std::exception& e) {
+    std::printf("  not loadable: %s\n", e.what());
   }
   if (chat_template != nullptr) {
     std::printf("\nchat template (tokenizer.chat_template):\n%.*s\n",

@@ -1,0 +1,46 @@
+// The architecture table: what sets each supported architecture apart, in one place. Loading
+// (model.cpp), hyperparameters (hparams.cpp) and the forward pass read it; nothing else switches
+// on the architecture's name.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "engine/model/model.h"
+
+namespace engine {
+
+struct ArchTraits {
+  Arch arch;
+  std::string_view name;  // general.architecture
+  RopeStyle rope;
+  FfnAct act;
+  bool qkv_bias;    // attn_{q,k,v}.bias required
+  bool qk_norm;     // attn_{q,k}_norm required (per-head RMSNorm of Q and K)
+  bool post_norms;  // post_attention_norm and post_ffw_norm required (gemma)
+  bool moe;         // a mixture of experts required in every layer
+};
+
+inline constexpr ArchTraits kArchTraits[] = {
+    //  arch             name        rope               ffn act             bias   qk_n   post   moe
+    {Arch::kLlama,     "llama",    RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false},
+    {Arch::kQwen2,     "qwen2",    RopeStyle::kNeox,   FfnAct::kSilu,     true,  false, false, false},
+    {Arch::kQwen3,     "qwen3",    RopeStyle::kNeox,   FfnAct::kSilu,     false, true,  false, false},
+    {Arch::kQwen3Moe,  "qwen3moe", RopeStyle::kNeox,   FfnAct::kSilu,     false, true,  false, true},
+    {Arch::kGemma2,    "gemma2",   RopeStyle::kNeox,   FfnAct::kGeluTanh, false, false, true,  false},
+    {Arch::kGemma3,    "gemma3",   RopeStyle::kNeox,   FfnAct::kGeluTanh, false, true,  true,  false},
+    {Arch::kPhi3,      "phi3",     RopeStyle::kNeox,   FfnAct::kSilu,     false, false, false, false},
+    {Arch::kGranite,   "granite",  RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false},
+    {Arch::kSmolLM3,   "smollm3",  RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false},
+};
+
+// The row of `arch` (every Arch has one).
+const ArchTraits& arch_traits(Arch arch);
+
+// The row named `name`, or null.
+const ArchTraits* find_arch(std::string_view name);
+
+// "llama, qwen2, ..." for error messages.
+std::string supported_arch_names();
+
+}  // namespace engine

@@ -1,0 +1,285 @@
+// Hyperparameters from GGUF metadata, read as llama.cpp reads them for each architecture, and the
+// architecture table's lookups.
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+#include "engine/model/arch.h"
+#include "engine/model/model.h"
+
+namespace engine {
+
+const ArchTraits& arch_traits(Arch arch) {
+  for (const ArchTraits& a : kArchTraits) {
+    if (a.arch == arch) return a;
+  }
+  throw std::logic_error("architecture missing from kArchTraits");
+}
+
+const ArchTraits* find_arch(std::string_view name) {
+  for (const ArchTraits& a : kArchTraits) {
+    if (a.name == name) return &a;
+  }
+  return nullptr;
+}
+
+std::string supported_arch_names() {
+  std::string s;
+  for (const ArchTraits& a : kArchTraits) s += (s.empty() ? "" : ", ") + std::string(a.name);
+  return s;
+}
+
+namespace {
+
+[[noreturn]] void fail(const gguf::File& file, const std::string& what) {
+  throw std::runtime_error(file.name() + ": " + what);
+}
+
+int64_t positive(const gguf::File& file, const std::string& key, uint64_t v) {
+  if (v == 0 || v > (1ull << 31)) fail(file, key + " = " + std::to_string(v) + " is out of range");
+  return static_cast<int64_t>(v);
+}
+
+// A float key that must be finite and, when `positive_only`, above zero.
+float finite(const gguf::File& file, const std::string& key, double v, bool positive_only) {
+  if (!std::isfinite(v) || (positive_only && v <= 0.0)) {
+    fail(file, key + " = " + std::to_string(v) + " is out of range");
+  }
+  return static_cast<float>(v);
+}
+
+// rope.scaling.type / factor, or the older rope.scale_linear -> freq_scale. LongRoPE's factors are
+// tensors (rope_factors_{short,long}); its frequencies are otherwise unscaled.
+float read_rope_freq_scale(const gguf::File& file, const std::string& p) {
+  const std::string type(file.find_string(p + "rope.scaling.type").value_or("linear"));
+  if (type == "none" || type == "longrope") return 1.0f;
+  if (type != "linear") {
+    fail(file, "rope scaling type '" + type + "' (" + p + "rope.scaling.type) is not supported "
+               "(supported: none, linear, longrope)");
+  }
+  double factor = file.find_f64(p + "rope.scaling.factor").value_or(0.0);
+  if (factor == 0.0) factor = file.find_f64(p + "rope.scale_linear").value_or(0.0);
+  if (factor < 0.0 || !std::isfinite(factor)) fail(file, p + "rope.scaling.factor must be positive");
+  return factor == 0.0 ? 1.0f : static_cast<float>(1.0 / factor);
+}
+
+// Marks every layer il with il % period < period - 1 as sliding-window (llama.cpp's
+// set_swa_pattern: the last layer of each period attends globally; period 1 means none slide).
+void set_swa_pattern(HParams& hp, int64_t period) {
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    hp.swa_layer[static_cast<size_t>(il)] = (il % period) < (period - 1) ? 1 : 0;
+  }
+}
+
+// gemma's query scale: 1/sqrt(head size), except the 27B models' 1/sqrt(n_embd / n_head).
+float gemma_q_scale(const HParams& hp, int64_t n_layer_27b) {
+  const auto d = hp.n_layer == n_layer_27b ? hp.n_embd / hp.n_head : hp.head_dim_k;
+  return 1.0f / std::sqrt(static_cast<float>(d));
+}
+
+// What differs per architecture beyond the common keys.
+void read_arch_hparams(const gguf::File& file, const std::string& p, HParams& hp) {
+  auto f64 = [&](const std::string& key, double dflt) { return file.find_f64(p + key).value_or(dflt); };
+  auto u64 = [&](const std::string& key, int64_t dflt) {
+    const auto v = file.find_u64(p + key);
+    return v ? positive(file, p + key, *v) : dflt;
+  };
+  switch (hp.arch) {
+    case Arch::kGemma2:
+      hp.n_swa = u64("attention.sliding_window", 4096);
+      set_swa_pattern(hp, u64("attention.sliding_window_pattern", 2));
+      hp.rope_freq_base_swa = finite(file, p + "rope.freq_base_swa", f64("rope.freq_base_swa", hp.rope_freq_base), true);
+      hp.rope_freq_scale_swa = hp.rope_freq_scale;
+      hp.attn_softcap = finite(file, p + "attn_logit_softcapping", f64("attn_logit_softcapping", 50.0), true);
+      hp.final_softcap = finite(file, p + "final_logit_softcapping", f64("final_logit_softcapping", 30.0), true);
+      hp.q_scale = gemma_q_scale(hp, 46);
+      hp.kq_scale = 1.0f;
+      hp.embd_scale = std::sqrt(static_cast<float>(hp.n_embd));
+      break;
+    case Arch::kGemma3:
+      if (const auto swa = file.find_u64(p + "attention.sliding_window"); swa && *swa > 0) {
+        hp.n_swa = positive(file, p + "attention.sliding_window", *swa);
+        set_swa_pattern(hp, u64("attention.sliding_window_pattern", 6));
+        hp.rope_freq_base_swa = finite(file, p + "rope.freq_base_swa", f64("rope.freq_base_swa", 10000.0), true);
+      }
+      hp.final_softcap = finite(file, p + "final_logit_softcapping", f64("final_logit_softcapping", 0.0), false);
+      hp.q_scale = gemma_q_scale(hp, 62);
+      hp.kq_scale = 1.0f;
+      hp.embd_scale = std::sqrt(static_cast<float>(hp.n_embd));
+      break;
+    case Arch::kPhi3:  // (llama.cpp ignores phi3's attention.sliding_window; so do we)
+      hp.q_scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim_k));
+      hp.kq_scale = 1.0f;
+      break;
+    case Arch::kGranite: {
+      hp.embd_scale = finite(file, p + "embedding_scale", f64("embedding_scale", 1.0), false);
+      hp.residual_scale = finite(file, p + "residual_scale", f64("residual_scale", 1.0), false);
+      if (const double s = f64("attention.scale", 0.0); s != 0.0) hp.kq_scale = finite(file, p + "attention.scale", s, true);
+      hp.logit_scale = finite(file, p + "logit_scale", file.get_f64(p + "logit_scale"), true);
+      if (!file.find_bool(p + "rope.scaling.finetuned").value_or(true)) hp.rope_layer.assign(hp.rope_layer.size(), 0);
+      break;
+    }
+    case Arch::kSmolLM3:
+      if (const gguf::Value* a = file.find_array(p + "no_rope_layers")) {  // 1: the layer uses RoPE
+        if (a->size() != static_cast<uint64_t>(hp.n_layer)) {
+          fail(file, p + "no_rope_layers has " + std::to_string(a->size()) + " entries, expected " +
+                         std::to_string(hp.n_layer) + " (one per layer)");
+        }
+        for (int64_t il = 0; il < hp.n_layer; ++il) hp.rope_layer[static_cast<size_t>(il)] = a->i64_at(il) != 0;
+      } else {  // llama.cpp's fixed rule: every 4th layer has no RoPE
+        for (int64_t il = 0; il < hp.n_layer; ++il) hp.rope_layer[static_cast<size_t>(il)] = (il + 1) % 4 != 0;
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+// expert_count and friends; a dense model has none.
+void read_experts(const gguf::File& file, const std::string& p, const ArchTraits& traits, HParams& hp) {
+  const auto n_expert = file.find_u64(p + "expert_count").value_or(0);
+  if (n_expert == 0) {
+    if (traits.moe) fail(file, p + "expert_count is missing: architecture " + hp.arch_name + " has experts");
+    return;
+  }
+  if (!traits.moe && hp.arch != Arch::kLlama) {
+    fail(file, p + "expert_count is set, but experts are not supported for architecture " + hp.arch_name);
+  }
+  constexpr uint64_t kMaxExperts = 512;
+  if (n_expert > kMaxExperts) {
+    fail(file, p + "expert_count = " + std::to_string(n_expert) + " is out of range (at most " +
+                   std::to_string(kMaxExperts) + ")");
+  }
+  hp.n_expert = static_cast<int64_t>(n_expert);
+  hp.n_expert_used = positive(file, p + "expert_used_count", file.get_u64(p + "expert_used_count"));
+  if (hp.n_expert_used > hp.n_expert) {
+    fail(file, p + "expert_used_count (" + std::to_string(hp.n_expert_used) + ") exceeds expert_count (" +
+                   std::to_string(hp.n_expert) + ")");
+  }
+  const auto ff = file.find_u64(p + "expert_feed_forward_length");
+  hp.n_ff_exp = ff ? positive(file, p + "expert_feed_forward_length", *ff) : hp.n_ff / hp.n_expert_used;
+  hp.expert_weights_norm = file.find_bool(p + "expert_weights_norm").value_or(true);
+  hp.expert_weights_scale = finite(file, p + "expert_weights_scale", file.find_f64(p + "expert_weights_scale").value_or(0.0), false);
+}
+
+}  // namespace
+
+HParams read_hparams(const gguf::File& file) {
+  if (file.big_endian()) {
+    fail(file, "big-endian GGUF files are not supported (convert the model to little-endian)");
+  }
+  HParams hp;
+  hp.arch_name = std::string(file.get_string("general.architecture"));
+  const ArchTraits* traits = find_arch(hp.arch_name);
+  if (!traits) {
+    fail(file, "architecture '" + hp.arch_name + "' is not supported (supported: " + supported_arch_names() + ")");
+  }
+  hp.arch = traits->arch;
+  const std::string p = hp.arch_name + ".";
+  auto req = [&](const std::string& key) { return positive(file, p + key, file.get_u64(p + key)); };
+  auto opt = [&](const std::string& key, int64_t dflt) {
+    const auto v = file.find_u64(p + key);
+    return v ? positive(file, p + key, *v) : dflt;
+  };
+  hp.n_ctx_train = req("context_length");
+  hp.n_embd = req("embedding_length");
+  hp.n_layer = req("block_count");
+  if (static_cast<uint64_t>(hp.n_layer) > file.tensors().size()) {  // each layer has tensors
+    fail(file, p + "block_count = " + std::to_string(hp.n_layer) + " exceeds the file's " +
+                   std::to_string(file.tensors().size()) + " tensors");
+  }
+  hp.n_ff = req("feed_forward_length");
+  hp.n_head = req("attention.head_count");
+  hp.n_head_kv = opt("attention.head_count_kv", hp.n_head);
+  if (hp.n_head % hp.n_head_kv != 0) {
+    fail(file, p + "attention.head_count (" + std::to_string(hp.n_head) +
+                   ") is not a multiple of head_count_kv (" + std::to_string(hp.n_head_kv) + ")");
+  }
+  hp.head_dim_k = opt("attention.key_length", hp.n_embd / hp.n_head);
+  hp.head_dim_v = opt("attention.value_length", hp.n_embd / hp.n_head);
+  hp.n_rot = static_cast<int>(opt("rope.dimension_count", hp.head_dim_k));
+  if (hp.n_rot % 2 != 0 || hp.n_rot > hp.head_dim_k) {
+    fail(file, p + "rope.dimension_count (" + std::to_string(hp.n_rot) +
+                   ") must be even and at most the head size (" + std::to_string(hp.head_dim_k) + ")");
+  }
+  hp.rms_eps = static_cast<float>(file.get_f64(p + "attention.layer_norm_rms_epsilon"));
+  hp.rope_freq_base = finite(file, p + "rope.freq_base", file.find_f64(p + "rope.freq_base").value_or(10000.0), true);
+  hp.rope_freq_scale = read_rope_freq_scale(file, p);
+  hp.rope_attn_factor = finite(file, p + "rope.scaling.attn_factor",
+                               file.find_f64(p + "rope.scaling.attn_factor").value_or(1.0), true);
+  hp.n_ctx_orig = opt("rope.scaling.original_context_length", hp.n_ctx_train);
+  hp.rope_style = traits->rope;
+  hp.ffn_act = traits->act;
+  hp.kq_scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim_k));
+  hp.swa_layer.assign(static_cast<size_t>(hp.n_layer), 0);
+  hp.rope_layer.assign(static_cast<size_t>(hp.n_layer), 1);
+  read_arch_hparams(file, p, hp);
+  read_experts(file, p, *traits, hp);
+  return hp;
+}
+
+namespace {
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+// "0-4, 6-10" for the layers where flags[il] == want.
+std::string layer_ranges(const std::vector<uint8_t>& flags, uint8_t want) {
+  std::string s;
+  for (size_t i = 0; i < flags.size();) {
+    if (flags[i] != want) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j + 1 < flags.size() && flags[j + 1] == want) ++j;
+    s += (s.empty() ? "" : ", ") + std::to_string(i) + (j > i ? "-" + std::to_string(j) : "");
+    i = j + 1;
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<HParamField> describe_hparams(const HParams& hp) {
+  std::vector<HParamField> f;
+  auto num = [&](const std::string& name, double v) { f.push_back({name, number(v), true}); };
+  auto text = [&](const std::string& name, std::string v) { f.push_back({name, std::move(v), false}); };
+  text("architecture", hp.arch_name);
+  num("n_layer", static_cast<double>(hp.n_layer));
+  num("n_embd", static_cast<double>(hp.n_embd));
+  num("n_head", static_cast<double>(hp.n_head));
+  num("n_head_kv", static_cast<double>(hp.n_head_kv));
+  num("head_dim", static_cast<double>(hp.head_dim_k));
+  num("n_ff", static_cast<double>(hp.n_ff));
+  num("n_ctx_train", static_cast<double>(hp.n_ctx_train));
+  text("rope", std::string(hp.rope_style == RopeStyle::kNeox ? "neox" : "normal") + ", base " +
+                   number(hp.rope_freq_base) + (hp.n_rot < hp.head_dim_k ? ", " + std::to_string(hp.n_rot) + " rotary dims" : ""));
+  if (hp.rope_freq_scale != 1.0f) num("rope_freq_scale", hp.rope_freq_scale);
+  if (hp.rope_attn_factor != 1.0f) num("rope_attn_factor", hp.rope_attn_factor);
+  if (const std::string none = layer_ranges(hp.rope_layer, 0); !none.empty()) text("no_rope_layers", none);
+  text("ffn", hp.ffn_act == FfnAct::kGeluTanh ? "gelu (tanh) gated" : "silu gated");
+  if (hp.n_swa > 0) {
+    num("sliding_window", static_cast<double>(hp.n_swa));
+    text("sliding_window_layers", layer_ranges(hp.swa_layer, 1));
+    num("rope_freq_base_swa", hp.rope_freq_base_swa);
+  }
+  if (hp.attn_softcap != 0.0f) num("attn_logit_softcapping", hp.attn_softcap);
+  if (hp.final_softcap != 0.0f) num("final_logit_softcapping", hp.final_softcap);
+  if (hp.embd_scale != 1.0f) num("embedding_scale", hp.embd_scale);
+  if (hp.residual_scale != 1.0f) num("residual_scale", hp.residual_scale);
+  if (hp.logit_scale != 1.0f) num("logit_scale", hp.logit_scale);
+  if (hp.n_expert > 0) {
+    num("expert_count", static_cast<double>(hp.n_expert));
+    num("expert_used_count", static_cast<double>(hp.n_expert_used));
+    num("expert_feed_forward_length", static_cast<double>(hp.n_ff_exp));
+    text("expert_weights", hp.expert_weights_norm ? "softmax, top-k renormalized" : "softmax");
+  }
+  return f;
+}
+
+}  // namespace engine
