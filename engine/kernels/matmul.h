@@ -14,12 +14,13 @@ class ThreadPool;
 // A view: `data` points into the mapped model file. Rows [0, packed_rows) may also exist in the
 // dispatch table's packed 8-row layout (kernels/packing.h) at `packed`, owned by the model;
 // matmul then reads those instead. Group g starts at packed + g * 8 * row_bytes.
+// A default-constructed Matrix is empty (data null): a weight the model does not have.
 struct Matrix {
-  gguf::TensorType type;
-  int64_t rows;
-  int64_t cols;
-  size_t row_bytes;
-  const void* data;
+  gguf::TensorType type = gguf::TensorType::F32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  size_t row_bytes = 0;
+  const void* data = nullptr;
   const void* packed = nullptr;
   int64_t packed_rows = 0;  // a multiple of 8
 };

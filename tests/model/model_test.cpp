@@ -218,3 +218,84 @@ TEST(Model, PageInReportsProgressUpToTheBytesMatmulReadsFromTheFile) {
 
 }  // namespace
 }  // namespace engine
+
+namespace engine {
+namespace {
+
+Model load_synth(const std::string& name, bool repack = true) {
+  return Model::load(ggufd::test::shared_path("models/synth/" + name + ".gguf"), repack);
+}
+
+// The hyperparameters each architecture's keys (and llama.cpp's defaults) give, per
+// ../shared/golden/README.md's description of the synthetic models.
+TEST(Model, ArchitectureSpecifics) {
+  for (const char* f : {"gemma3-Q8_0", "gemma2-Q8_0", "qwen3moe-Q8_0", "phi3-Q8_0", "granite-Q8_0", "smollm3-Q8_0"}) {
+    GGUFD_REQUIRE_SHARED(std::string("models/synth/synth-") + f + ".gguf");
+  }
+  const Model g3 = load_synth("synth-gemma3-Q8_0");
+  EXPECT_EQ(g3.hparams().swa_layer, (std::vector<uint8_t>{1, 1, 1, 1, 1, 0}));
+  EXPECT_EQ(g3.hparams().n_swa, 8);
+  EXPECT_FLOAT_EQ(g3.hparams().rope_freq_base_swa, 1e4f);
+  EXPECT_FLOAT_EQ(g3.hparams().embd_scale, 16.0f);   // sqrt(256)
+  EXPECT_FLOAT_EQ(g3.hparams().q_scale, 0.125f);     // 1/sqrt(64), scores then unscaled
+  EXPECT_FLOAT_EQ(g3.hparams().kq_scale, 1.0f);
+  EXPECT_EQ(g3.hparams().ffn_act, FfnAct::kGeluTanh);
+  EXPECT_EQ(g3.layers[0].post_ffn_norm.size(), 256u);
+
+  const Model g2 = load_synth("synth-gemma2-Q8_0");
+  EXPECT_EQ(g2.hparams().swa_layer, (std::vector<uint8_t>{1, 0, 1, 0}));
+  EXPECT_FLOAT_EQ(g2.hparams().attn_softcap, 50.0f);
+  EXPECT_FLOAT_EQ(g2.hparams().final_softcap, 30.0f);
+
+  const Model moe = load_synth("synth-qwen3moe-Q8_0");
+  EXPECT_EQ(moe.hparams().n_expert, 8);
+  EXPECT_EQ(moe.hparams().n_expert_used, 2);
+  EXPECT_EQ(moe.hparams().n_ff_exp, 128);
+  EXPECT_TRUE(moe.hparams().expert_weights_norm);
+  ASSERT_EQ(moe.layers[1].down_exps.size(), 8u);
+  EXPECT_EQ(moe.layers[1].down_exps[7].rows, 256);
+  EXPECT_EQ(moe.layers[1].down_exps[7].cols, 128);
+  EXPECT_EQ(moe.layers[1].ffn_down.data, nullptr);  // no dense FFN
+
+  const Model phi = load_synth("synth-phi3-Q8_0", /*repack=*/false);
+  // Q, K, V and gate, up are consecutive row ranges of the fused tensors.
+  EXPECT_EQ(static_cast<const uint8_t*>(phi.layers[0].wk.data),
+            static_cast<const uint8_t*>(phi.layers[0].wq.data) + 256 * phi.layers[0].wq.row_bytes);
+  EXPECT_EQ(phi.layers[0].ffn_up.rows, 512);
+  EXPECT_EQ(static_cast<const uint8_t*>(phi.layers[0].ffn_up.data),
+            static_cast<const uint8_t*>(phi.layers[0].ffn_gate.data) + 512 * phi.layers[0].ffn_gate.row_bytes);
+
+  const Model gr = load_synth("synth-granite-Q8_0");
+  EXPECT_FLOAT_EQ(gr.hparams().embd_scale, 12.0f);
+  EXPECT_FLOAT_EQ(gr.hparams().residual_scale, 0.22f);
+  EXPECT_FLOAT_EQ(gr.hparams().kq_scale, 0.015625f);
+  EXPECT_FLOAT_EQ(gr.hparams().logit_scale, 8.0f);
+
+  const Model sm = load_synth("synth-smollm3-Q8_0");
+  EXPECT_EQ(sm.hparams().rope_layer, (std::vector<uint8_t>{1, 1, 1, 0}));
+}
+
+// Every matrix of every architecture is a real view (a MoE layer's absent dense FFN is not
+// listed), and page_in reads them all, packed or not.
+TEST(Model, EveryArchitecturePagesIn) {
+  for (const char* name : {"synth-gemma3-Q8_0", "synth-gemma2-Q8_0", "synth-qwen3moe-Q4_K_M",
+                           "synth-phi3-Q8_0", "synth-granite-Q8_0", "synth-smollm3-Q8_0"}) {
+    GGUFD_REQUIRE_SHARED(std::string("models/synth/") + name + ".gguf");
+    for (bool repack : {true, false}) {
+      const Model m = load_synth(name, repack);
+      for (const Matrix* w : m.matmul_weights()) ASSERT_NE(w->data, nullptr) << name;
+      uint64_t total = 0;
+      m.page_in([&](uint64_t, uint64_t t) { total = t; });
+      EXPECT_EQ(total, unpacked_matmul_bytes(m)) << name << (repack ? " packed" : "");
+    }
+  }
+}
+
+TEST(Model, RefusesExpertsWhereTheArchitectureHasNone) {
+  TinyModel m;
+  m.arch = "qwen3moe";
+  EXPECT_CONTAINS(load_error(m), "expert_count is missing");
+}
+
+}  // namespace
+}  // namespace engine
