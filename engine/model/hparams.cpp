@@ -72,10 +72,13 @@ void set_swa_pattern(HParams& hp, int64_t period) {
   }
 }
 
-// gemma's query scale: 1/sqrt(head size), except the 27B models' 1/sqrt(n_embd / n_head).
-float gemma_q_scale(const HParams& hp, int64_t n_layer_27b) {
+// gemma's scales: embeddings by sqrt(n_embd); Q itself by 1/sqrt(head size) -- 1/sqrt(n_embd /
+// n_head) for the 27B models, told apart by their layer count -- and scores then left unscaled.
+void set_gemma_scales(HParams& hp, int64_t n_layer_27b) {
   const auto d = hp.n_layer == n_layer_27b ? hp.n_embd / hp.n_head : hp.head_dim_k;
-  return 1.0f / std::sqrt(static_cast<float>(d));
+  hp.q_scale = 1.0f / std::sqrt(static_cast<float>(d));
+  hp.kq_scale = 1.0f;
+  hp.embd_scale = std::sqrt(static_cast<float>(hp.n_embd));
 }
 
 // What differs per architecture beyond the common keys.
@@ -93,9 +96,7 @@ void read_arch_hparams(const gguf::File& file, const std::string& p, HParams& hp
       hp.rope_freq_scale_swa = hp.rope_freq_scale;
       hp.attn_softcap = finite(file, p + "attn_logit_softcapping", f64("attn_logit_softcapping", 50.0), true);
       hp.final_softcap = finite(file, p + "final_logit_softcapping", f64("final_logit_softcapping", 30.0), true);
-      hp.q_scale = gemma_q_scale(hp, 46);
-      hp.kq_scale = 1.0f;
-      hp.embd_scale = std::sqrt(static_cast<float>(hp.n_embd));
+      set_gemma_scales(hp, 46);
       break;
     case Arch::kGemma3:
       if (const auto swa = file.find_u64(p + "attention.sliding_window"); swa && *swa > 0) {
@@ -104,9 +105,7 @@ void read_arch_hparams(const gguf::File& file, const std::string& p, HParams& hp
         hp.rope_freq_base_swa = finite(file, p + "rope.freq_base_swa", f64("rope.freq_base_swa", 10000.0), true);
       }
       hp.final_softcap = finite(file, p + "final_logit_softcapping", f64("final_logit_softcapping", 0.0), false);
-      hp.q_scale = gemma_q_scale(hp, 62);
-      hp.kq_scale = 1.0f;
-      hp.embd_scale = std::sqrt(static_cast<float>(hp.n_embd));
+      set_gemma_scales(hp, 62);
       break;
     case Arch::kPhi3:  // (llama.cpp ignores phi3's attention.sliding_window; so do we)
       hp.q_scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim_k));
