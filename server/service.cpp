@@ -159,9 +159,14 @@ void Service::Impl::load() {
     }
     spdlog::info("architecture: {}", arch);
     const engine::SchedulerStats kv = scheduler->stats();
-    spdlog::info("memory: weights {:.1f} MiB (mapped from the file), KV cache {:.1f} MiB ({}, {} cells)",
-                 static_cast<double>(model->weight_bytes()) / (1 << 20),
-                 static_cast<double>(kv.kv_bytes) / (1 << 20), s.kv_type, kv.kv_cells_total);
+    const auto mib = [](size_t bytes) { return static_cast<double>(bytes) / (1 << 20); };
+    std::string ring;
+    if (kv.kv_window_cells > 0) {
+      ring = fmt::format("; sliding-window layers in a ring of {} cells, {:.1f} MiB without it", kv.kv_window_cells,
+                         mib(kv.kv_bytes_without_window));
+    }
+    spdlog::info("memory: weights {:.1f} MiB (mapped from the file), KV cache {:.1f} MiB ({}, {} cells{})",
+                 mib(model->weight_bytes()), mib(kv.kv_bytes), s.kv_type, kv.kv_cells_total, ring);
     app.ready = true;
   } catch (const std::exception& e) {
     failure = e.what();

@@ -57,6 +57,7 @@ Forward::Forward(const Model& model, int64_t max_batch, int64_t n_ctx_seq)
   rope_.resize(sz(B * hp_.n_rot));
   if (has_swa_) rope_swa_.resize(sz(B * hp_.n_rot));
   cells_.resize(sz(B));
+  window_cells_.resize(sz(B));
   xout_.resize(sz(B * hp_.n_embd));
   if (hp_.n_expert > 0) {
     router_.resize(sz(B * hp_.n_expert));
@@ -93,6 +94,7 @@ void Forward::eval(const Batch& batch, KvCache& cache, ThreadPool& pool) {
     const int64_t end = std::min(n, begin + max_batch_);
     chunk_begin_ = begin;
     eval_chunk(batch, begin, end, cache, pool);
+    slide_windows(batch, begin, end, cache);
     out = output_head(batch, begin, end, out, pool);
   }
 }
@@ -109,6 +111,9 @@ void Forward::eval_chunk(const Batch& batch, int64_t begin, int64_t end, KvCache
     if (hp_.embd_scale != 1.0f) scale(x_.data() + t * E, hp_.embd_scale, E);
     // the token's cache cell, and its rope angles (n_rot/2, 2): global and sliding layers'
     cells_[sz(t)] = cache.cell_for(seq[t], pos[t]);
+    if (cache.n_window_cells() > 0) {
+      window_cells_[sz(t)] = cache.cell_for(seq[t], pos[t], KvCache::Pool::kWindow);
+    }
     rope_angles(rope_.data() + t * hp_.n_rot, pos[t], hp_.n_rot, hp_.rope_freq_base,
                 hp_.rope_freq_scale, rope_factors_, hp_.rope_attn_factor);
     if (has_swa_) {
@@ -119,6 +124,18 @@ void Forward::eval_chunk(const Batch& batch, int64_t begin, int64_t end, KvCache
   for (int64_t il = 0; il < hp_.n_layer; ++il) {
     attention_block(il, n, seq, pos, cache, pool);
     ffn_block(il, n, pool);
+  }
+}
+
+void Forward::slide_windows(const Batch& batch, int64_t begin, int64_t end, KvCache& cache) {
+  if (cache.n_window_cells() == 0) return;
+  // Each sequence's last token in the chunk (found from the back; a batch holds few sequences).
+  slid_.clear();
+  for (int64_t t = end - 1; t >= begin; --t) {
+    const SeqId s = batch.seq[sz(t)];
+    if (std::find(slid_.begin(), slid_.end(), s) != slid_.end()) continue;
+    slid_.push_back(s);
+    cache.slide_window(s, batch.pos[sz(t)] + 1);
   }
 }
 
@@ -192,8 +209,8 @@ void Forward::prepare_qkv(int64_t il, int64_t t, KvCache& cache) {
     if (!l.k_norm.empty()) rmsnorm(k + h * hd, k + h * hd, l.k_norm.data(), hd, hp_.rms_eps);
     if (use_rope) rope(k + h * hd, angles, hp_.n_rot, hp_.rope_style);
   }
-  // cache K[il, cell] = k (k_dim,), V[il, cell] = v (v_dim,)
-  const int32_t cell = cells_[sz(t)];
+  // cache K[il, cell] = k (k_dim,), V[il, cell] = v (v_dim,), in the layer's pool
+  const int32_t cell = (cache.pool(il) == KvCache::Pool::kWindow ? window_cells_ : cells_)[sz(t)];
   store_row(cache.k_row(il, cell), cache.type(), k, hp_.k_dim());
   store_row(cache.v_row(il, cell), cache.type(), v, hp_.v_dim());
 }
@@ -225,7 +242,7 @@ void Forward::attend(int64_t il, int64_t t, int64_t h, SeqId seq, int32_t pos,
   std::fill(out, out + hd_v, 0.0f);
   float max = -std::numeric_limits<float>::infinity();
   float sum = 0.0f;
-  const std::vector<KvCache::Entry>& entries = cache.entries(seq);
+  const std::vector<KvCache::Entry>& entries = cache.entries(seq, cache.pool(il));
   auto first = entries.begin();  // sliding layer: the first position inside the window
   if (hp_.swa_layer[sz(il)]) {
     first = std::partition_point(entries.begin(), entries.end(),

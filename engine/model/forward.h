@@ -26,8 +26,10 @@ class Forward {
   // LongRoPE's short or long factors, as llama.cpp does.
   Forward(const Model& model, int64_t max_batch, int64_t n_ctx_seq = 0);
 
-  // Runs `batch`: stores every token's K/V in `cache` (cells assigned with cache.cell_for()) and
-  // computes the logits of the tokens whose batch.logits flag is set, in batch order.
+  // Runs `batch`: stores every token's K/V in `cache` (cells assigned with cache.cell_for(), in
+  // the window pool too when the cache has one) and computes the logits of the tokens whose
+  // batch.logits flag is set, in batch order. A sequence's tokens in a batch come in position
+  // order; afterwards its window cells are slid to its last position + 1.
   // Throws std::invalid_argument for a bad token id / position / sequence id, std::runtime_error
   // when the cache is full (cells of the tokens already processed stay assigned).
   void eval(const Batch& batch, KvCache& cache, ThreadPool& pool);
@@ -48,6 +50,8 @@ class Forward {
   void attention_block(int64_t il, int64_t n, const SeqId* seq, const int32_t* pos,
                        KvCache& cache, ThreadPool& pool);
   void prepare_qkv(int64_t il, int64_t t, KvCache& cache);
+  // After a chunk: each of its sequences' window cells that no later token attends to are freed.
+  void slide_windows(const Batch& batch, int64_t begin, int64_t end, KvCache& cache);
   // q_scratch: (head_dim_k,) this thread's query row
   void attend(int64_t il, int64_t t, int64_t h, SeqId seq, int32_t pos, const KvCache& cache,
               float* q_scratch);
@@ -84,7 +88,9 @@ class Forward {
   std::vector<float> hb2_;      // (B, n_ff) up
   std::vector<float> rope_;     // (B, n_rot/2, 2) cos, sin per token
   std::vector<float> rope_swa_; // (B, n_rot/2, 2) the same with the sliding layers' base
-  std::vector<int32_t> cells_;  // (B,) the cache cell of each token
+  std::vector<int32_t> cells_;  // (B,) the cache cell of each token (full pool)
+  std::vector<int32_t> window_cells_;  // (B,) its cell in the window pool, when the cache has one
+  std::vector<SeqId> slid_;     // the sequences slide_windows() has seen in this chunk
   std::vector<float> att_scratch_;  // (threads, head_dim_k) per-thread query rows
   std::vector<float> xout_;     // (B, n_embd) final-normed rows that want logits
   // Mixture of experts (empty for a dense model).

@@ -6,64 +6,145 @@
 
 namespace engine {
 
-KvCache::KvCache(const HParams& hp, int64_t n_cells, KvType type)
+namespace {
+
+size_t sz(int64_t n) { return static_cast<size_t>(n); }
+
+bool has_window_layers(const HParams& hp) {
+  return hp.n_swa > 0 && std::find(hp.swa_layer.begin(), hp.swa_layer.end(), 1) != hp.swa_layer.end();
+}
+
+void check_cells(int64_t n, int64_t min, const char* what) {
+  if (n < min || n > INT32_MAX) {
+    throw std::invalid_argument(std::string(what) + " must be in [" + std::to_string(min) + ", 2^31), got " +
+                                std::to_string(n));
+  }
+}
+
+}  // namespace
+
+KvCache::KvCache(const HParams& hp, int64_t n_cells, KvType type, int64_t n_window_cells)
     : type_(type),
-      n_layer_(hp.n_layer),
-      n_cells_(n_cells),
+      n_swa_(hp.n_swa),
       k_dim_(hp.k_dim()),
       v_dim_(hp.v_dim()),
       elem_bytes_(type == KvType::kF16 ? 2 : 4) {
-  if (n_cells <= 0 || n_cells > INT32_MAX) {
-    throw std::invalid_argument("KV cache size must be in [1, 2^31), got " + std::to_string(n_cells));
+  check_cells(n_cells, 1, "KV cache size");
+  check_cells(n_window_cells, 0, "KV cache window size");
+  full_.n_cells = n_cells;
+  window_.n_cells = has_window_layers(hp) ? n_window_cells : 0;
+  // Each layer's rows: (cells of its pool, dim), one layer after another.
+  layer_pool_.resize(sz(hp.n_layer));
+  layer_cell0_.resize(sz(hp.n_layer));
+  int64_t rows = 0;
+  for (size_t il = 0; il < layer_pool_.size(); ++il) {
+    const bool window = window_.n_cells > 0 && hp.swa_layer[il] != 0;
+    layer_pool_[il] = window ? Pool::kWindow : Pool::kFull;
+    layer_cell0_[il] = rows;
+    rows += window ? window_.n_cells : full_.n_cells;
   }
-  k_ = std::make_unique_for_overwrite<uint8_t[]>(static_cast<size_t>(n_layer_ * n_cells_ * k_dim_) * elem_bytes_);
-  v_ = std::make_unique_for_overwrite<uint8_t[]>(static_cast<size_t>(n_layer_ * n_cells_ * v_dim_) * elem_bytes_);
+  bytes_ = sz(rows * (k_dim_ + v_dim_)) * elem_bytes_;
+  k_ = std::make_unique_for_overwrite<uint8_t[]>(sz(rows * k_dim_) * elem_bytes_);
+  v_ = std::make_unique_for_overwrite<uint8_t[]>(sz(rows * v_dim_) * elem_bytes_);
   clear();
 }
 
-int32_t KvCache::cell_for(SeqId seq, int32_t pos) {
-  std::vector<Entry>& s = seqs_[seq];
-  auto it = std::lower_bound(s.begin(), s.end(), pos,
-                             [](const Entry& a, int32_t p) { return a.pos < p; });
+int64_t KvCache::window_cells(const HParams& hp, int64_t n_cells, int64_t n_seq, int64_t max_batch) {
+  if (!has_window_layers(hp)) return 0;
+  const int64_t n = n_seq * (hp.n_swa - 1 + kWindowSlack) + max_batch;
+  return n < n_cells ? n : 0;
+}
+
+size_t KvCache::bytes_without_window() const {
+  return sz(static_cast<int64_t>(layer_pool_.size()) * full_.n_cells * (k_dim_ + v_dim_)) * elem_bytes_;
+}
+
+int32_t KvCache::CellPool::cell_for(SeqId seq, int32_t pos, const char* name) {
+  std::vector<Entry>& s = seqs[seq];
+  auto it = std::lower_bound(s.begin(), s.end(), pos, [](const Entry& a, int32_t p) { return a.pos < p; });
   if (it != s.end() && it->pos == pos) return it->cell;
-  if (free_.empty()) {
-    if (s.empty()) seqs_.erase(seq);
-    throw std::runtime_error("KV cache is full (" + std::to_string(n_cells_) + " cells)");
+  if (free.empty()) {
+    if (s.empty()) seqs.erase(seq);
+    throw std::runtime_error(std::string(name) + " is full (" + std::to_string(n_cells) + " cells)");
   }
-  const int32_t cell = free_.back();
-  free_.pop_back();
+  const int32_t cell = free.back();
+  free.pop_back();
   s.insert(it, Entry{pos, cell});
   return cell;
 }
 
-int32_t KvCache::seq_length(SeqId seq) const {
-  const auto it = seqs_.find(seq);
-  return it == seqs_.end() || it->second.empty() ? 0 : it->second.back().pos + 1;
-}
-
-const std::vector<KvCache::Entry>& KvCache::entries(SeqId seq) const {
-  const auto it = seqs_.find(seq);
-  return it == seqs_.end() ? no_entries_ : it->second;
-}
-
-void KvCache::truncate(SeqId seq, int32_t p) {
-  const auto it = seqs_.find(seq);
-  if (it == seqs_.end()) return;
+void KvCache::CellPool::drop_from(SeqId seq, int32_t p) {
+  const auto it = seqs.find(seq);
+  if (it == seqs.end()) return;
   std::vector<Entry>& s = it->second;
   while (!s.empty() && s.back().pos >= p) {
-    free_.push_back(s.back().cell);
+    free.push_back(s.back().cell);
     s.pop_back();
   }
-  if (s.empty()) seqs_.erase(it);
+  if (s.empty()) seqs.erase(it);
 }
 
-void KvCache::free_sequence(SeqId seq) { truncate(seq, INT32_MIN); }
+void KvCache::CellPool::drop_before(SeqId seq, int32_t p) {
+  const auto it = seqs.find(seq);
+  if (it == seqs.end()) return;
+  std::vector<Entry>& s = it->second;
+  const auto end = std::partition_point(s.begin(), s.end(), [&](const Entry& e) { return e.pos < p; });
+  for (auto e = s.begin(); e != end; ++e) free.push_back(e->cell);
+  s.erase(s.begin(), end);
+  if (s.empty()) seqs.erase(it);
+}
+
+void KvCache::CellPool::clear() {
+  seqs.clear();
+  free.resize(sz(n_cells));
+  // Pop order 0, 1, 2...: a fresh sequence gets consecutive cells.
+  for (int64_t i = 0; i < n_cells; ++i) free[sz(i)] = static_cast<int32_t>(n_cells - 1 - i);
+}
+
+int32_t KvCache::cell_for(SeqId seq, int32_t pos, Pool pool) {
+  return pool == Pool::kWindow ? window_.cell_for(seq, pos, "KV cache window")
+                                  : full_.cell_for(seq, pos, "KV cache");
+}
+
+int32_t KvCache::seq_length(SeqId seq) const {
+  const std::vector<Entry>& s = entries(seq);
+  return s.empty() ? 0 : s.back().pos + 1;
+}
+
+const std::vector<KvCache::Entry>& KvCache::entries(SeqId seq, Pool pool) const {
+  const CellPool& p = pool_ref(pool);
+  const auto it = p.seqs.find(seq);
+  return it == p.seqs.end() ? no_entries_ : it->second;
+}
+
+void KvCache::slide_window(SeqId seq, int32_t next_pos) {
+  if (window_.n_cells == 0) return;
+  // a query at next_pos sees (next_pos - n_swa, next_pos]
+  const int64_t keep_from = next_pos - (n_swa_ - 1) - kWindowSlack;
+  if (keep_from > 0) window_.drop_before(seq, static_cast<int32_t>(keep_from));
+}
+
+int32_t KvCache::truncate(SeqId seq, int32_t p) {
+  full_.drop_from(seq, p);
+  window_.drop_from(seq, p);
+  const int32_t kept = seq_length(seq);
+  if (window_.n_cells == 0 || kept == 0) return kept;
+  // A token at `kept` attends to [kept - n_swa + 1, kept - 1]: all still in the ring?
+  const std::vector<Entry>& w = entries(seq, Pool::kWindow);
+  const int64_t needed_from = std::max<int64_t>(0, kept - n_swa_ + 1);
+  if (!w.empty() && w.front().pos <= needed_from && w.back().pos == kept - 1) return kept;
+  free_sequence(seq);
+  return 0;
+}
+
+void KvCache::free_sequence(SeqId seq) {
+  full_.drop_from(seq, INT32_MIN);
+  window_.drop_from(seq, INT32_MIN);
+}
 
 void KvCache::clear() {
-  seqs_.clear();
-  free_.resize(static_cast<size_t>(n_cells_));
-  // Pop order 0, 1, 2...: a fresh sequence gets consecutive cells.
-  for (int64_t i = 0; i < n_cells_; ++i) free_[static_cast<size_t>(i)] = static_cast<int32_t>(n_cells_ - 1 - i);
+  full_.clear();
+  window_.clear();
 }
 
 }  // namespace engine

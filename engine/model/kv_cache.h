@@ -22,6 +22,12 @@ enum class KvType { kF16, kF32 };
 // drops its positions >= p, free_sequence() drops it entirely; freed cells are reused. The
 // forward pass only ever reads a sequence's own cells, so sequences never see one another.
 //
+// Two pools of cells. The full pool holds every cached position of a sequence. Built with window
+// cells, the cache keeps sliding-window layers (HParams::swa_layer) in a second, smaller pool
+// that holds only each sequence's last positions -- a ring per sequence: slide_window() frees
+// the cells no later token can attend to. A model without such layers, or a cache built without
+// window cells, keeps every layer in the full pool.
+//
 // Ownership: owns its buffers (allocated once in the constructor, left uninitialized: a cell is
 // only read after the forward pass has written it). Movable, not copyable.
 // Thread-safety: none. The bookkeeping methods must not run concurrently with each other or with a
@@ -33,32 +39,56 @@ class KvCache {
     int32_t pos;
     int32_t cell;
   };
+  enum class Pool : uint8_t { kFull, kWindow };
 
-  KvCache(const HParams& hp, int64_t n_cells, KvType type = KvType::kF16);
+  // Positions a sequence keeps in the window pool beyond what its next token attends to, so a
+  // new request may re-evaluate that many of a slot's last tokens and still reuse the slot's
+  // prefix (chat templates re-render the end of the previous turn).
+  static constexpr int32_t kWindowSlack = 64;
+
+  // n_window_cells 0: no window pool.
+  KvCache(const HParams& hp, int64_t n_cells, KvType type = KvType::kF16, int64_t n_window_cells = 0);
+
+  // The window pool for n_seq sequences evaluated at most max_batch tokens at a time: each keeps
+  // n_swa - 1 + kWindowSlack positions between batches, plus one batch in flight. 0 when the model
+  // has no sliding-window layer or the pool would not be smaller than n_cells.
+  static int64_t window_cells(const HParams& hp, int64_t n_cells, int64_t n_seq, int64_t max_batch);
 
   KvType type() const { return type_; }
   size_t elem_bytes() const { return elem_bytes_; }  // 2 (f16) or 4 (f32)
-  int64_t n_cells() const { return n_cells_; }
-  int64_t n_free() const { return static_cast<int64_t>(free_.size()); }
+  int64_t n_cells() const { return full_.n_cells; }
+  int64_t n_window_cells() const { return window_.n_cells; }
+  int64_t n_free() const { return static_cast<int64_t>(full_.free.size()); }
+  // The pool holding a layer's rows.
+  Pool pool(int64_t layer) const { return layer_pool_[static_cast<size_t>(layer)]; }
   // Memory of the K and V arrays.
-  size_t bytes() const { return static_cast<size_t>(n_layer_ * n_cells_ * (k_dim_ + v_dim_)) * elem_bytes_; }
+  size_t bytes() const { return bytes_; }
+  // What a cache of the same size without a window pool would take.
+  size_t bytes_without_window() const;
 
-  // The cell holding (seq, pos): the existing one, or a free cell now assigned to it.
-  // Throws std::runtime_error when the cache is full.
-  int32_t cell_for(SeqId seq, int32_t pos);
+  // The cell holding (seq, pos) in `pool`: the existing one, or a free cell now assigned to it.
+  // Throws std::runtime_error when the pool is full.
+  int32_t cell_for(SeqId seq, int32_t pos, Pool pool = Pool::kFull);
 
-  bool has_sequence(SeqId seq) const { return seqs_.count(seq) != 0; }
+  bool has_sequence(SeqId seq) const { return full_.seqs.count(seq) != 0; }
   // One past the highest cached position of seq (0 when it has none).
   int32_t seq_length(SeqId seq) const;
-  // seq's cells ordered by position (empty when it has none). Invalidated by cell_for()/truncate().
-  const std::vector<Entry>& entries(SeqId seq) const;
+  // seq's cells in `pool` ordered by position (empty when it has none). Invalidated by
+  // cell_for(), truncate() and slide_window().
+  const std::vector<Entry>& entries(SeqId seq, Pool pool = Pool::kFull) const;
 
-  // Drops seq's positions >= p (p <= 0 drops the sequence).
-  void truncate(SeqId seq, int32_t p);
+  // After seq's tokens before next_pos are stored: frees its window cells that no token at
+  // next_pos or later attends to, but for kWindowSlack more.
+  void slide_window(SeqId seq, int32_t next_pos);
+
+  // Drops seq's positions >= p. When the window pool no longer holds what a token at p attends
+  // to, drops the whole sequence. Returns the positions kept: p (or fewer when seq had fewer), or 0.
+  int32_t truncate(SeqId seq, int32_t p);
   void free_sequence(SeqId seq);
   void clear();
 
-  // Raw rows: K (k_dim) and V (v_dim) of one cell in one layer, f16 or f32 per type().
+  // Raw rows: K (k_dim) and V (v_dim) of one cell (of the layer's pool) in one layer, f16 or f32
+  // per type().
   void* k_row(int64_t layer, int32_t cell) { return k_.get() + row_offset(layer, cell, k_dim_); }
   void* v_row(int64_t layer, int32_t cell) { return v_.get() + row_offset(layer, cell, v_dim_); }
   const void* k_row(int64_t layer, int32_t cell) const {
@@ -69,17 +99,32 @@ class KvCache {
   }
 
  private:
+  // Cells and the sequences occupying them.
+  struct CellPool {
+    int64_t n_cells = 0;
+    std::vector<int32_t> free;  // free cells, popped from the back
+    std::unordered_map<SeqId, std::vector<Entry>> seqs;  // each sorted by pos
+
+    int32_t cell_for(SeqId seq, int32_t pos, const char* name);
+    void drop_from(SeqId seq, int32_t p);    // positions >= p
+    void drop_before(SeqId seq, int32_t p);  // positions < p
+    void clear();
+  };
+
   size_t row_offset(int64_t layer, int32_t cell, int64_t dim) const {
-    return static_cast<size_t>((layer * n_cells_ + cell) * dim) * elem_bytes_;
+    return static_cast<size_t>((layer_cell0_[static_cast<size_t>(layer)] + cell) * dim) * elem_bytes_;
   }
+  const CellPool& pool_ref(Pool p) const { return p == Pool::kWindow ? window_ : full_; }
 
   KvType type_;
-  int64_t n_layer_, n_cells_, k_dim_, v_dim_;
+  int64_t n_swa_, k_dim_, v_dim_;
   size_t elem_bytes_;
-  std::unique_ptr<uint8_t[]> k_;  // (layer, cells, n_head_kv * head_dim_k), f16 or f32
-  std::unique_ptr<uint8_t[]> v_;  // (layer, cells, n_head_kv * head_dim_v), f16 or f32
-  std::vector<int32_t> free_;  // free cells, popped from the back
-  std::unordered_map<SeqId, std::vector<Entry>> seqs_;  // each sorted by pos
+  CellPool full_, window_;
+  std::vector<Pool> layer_pool_;       // (n_layer,)
+  std::vector<int64_t> layer_cell0_;   // (n_layer,) the layer's first row in k_ / v_
+  size_t bytes_ = 0;
+  std::unique_ptr<uint8_t[]> k_;  // per layer (cells of its pool, n_head_kv * head_dim_k), f16 or f32
+  std::unique_ptr<uint8_t[]> v_;  // per layer (cells of its pool, n_head_kv * head_dim_v), f16 or f32
   std::vector<Entry> no_entries_;  // what entries() returns for an unknown sequence
 };
 

@@ -25,28 +25,34 @@ class BatchEvaluator {
   // sequences have cached are then unknown, and the scheduler drops them.
   virtual void eval(const Batch& batch) = 0;
   virtual const float* logits(int64_t i) const = 0;
-  // Forgets sequence `seq`'s cached positions >= n_keep.
-  virtual void truncate(SeqId seq, int32_t n_keep) = 0;
+  // Forgets sequence `seq`'s cached positions >= n_keep; returns how many it kept: n_keep, fewer
+  // when it had fewer, or 0 when the rest cannot be continued (a sliding-window ring that has
+  // already dropped what a token at n_keep attends to).
+  virtual int32_t truncate(SeqId seq, int32_t n_keep) = 0;
 
   struct CacheUse {
     int64_t cells_used = 0;
     int64_t cells_total = 0;
+    int64_t window_cells = 0;  // cells of the sliding-window ring (0: none)
     size_t bytes = 0;
+    size_t bytes_without_window = 0;  // what the cache would take with every layer in full cells
   };
   virtual CacheUse cache_use() const = 0;
 };
 
-// A Model's forward pass over a KV cache of `n_cells` cells, on its own compute threads.
+// A Model's forward pass over a KV cache of `n_cells` cells, on its own compute threads. A model
+// with sliding-window layers keeps them in a ring sized for n_seq sequences (KvCache::window_cells).
 // Ownership: borrows the Model (which must outlive it); owns the cache, scratch and threads.
 class ModelEvaluator final : public BatchEvaluator {
  public:
   // n_threads 0: one per physical core.
-  ModelEvaluator(const Model& model, int64_t n_cells, KvType kv_type, int64_t max_batch, int n_threads);
+  ModelEvaluator(const Model& model, int64_t n_cells, int64_t n_seq, KvType kv_type, int64_t max_batch,
+                 int n_threads);
 
   int64_t n_vocab() const override { return forward_.n_vocab(); }
   void eval(const Batch& batch) override { forward_.eval(batch, cache_, pool_); }
   const float* logits(int64_t i) const override { return forward_.logits(i); }
-  void truncate(SeqId seq, int32_t n_keep) override { cache_.truncate(seq, n_keep); }
+  int32_t truncate(SeqId seq, int32_t n_keep) override { return cache_.truncate(seq, n_keep); }
   CacheUse cache_use() const override;
 
  private:

@@ -243,8 +243,9 @@ void Scheduler::Impl::start(Slot& slot, GenerationRequest&& req) {
   // Keep the common prefix, but always evaluate the last prompt token again: its logits are
   // what the first generated token is sampled from. Scoring the prompt needs every position's
   // logits, so nothing is kept then.
-  const size_t keep = req.prompt_logprobs ? 0 : std::min(common_prefix(slot.cached, req.prompt), req.prompt.size() - 1);
-  eval.truncate(slot.id(), static_cast<int32_t>(keep));
+  // The evaluator may keep less than asked (a sliding-window ring keeps only the last positions).
+  const size_t want = req.prompt_logprobs ? 0 : std::min(common_prefix(slot.cached, req.prompt), req.prompt.size() - 1);
+  const auto keep = static_cast<size_t>(eval.truncate(slot.id(), static_cast<int32_t>(want)));
   slot.cached.resize(keep);
   const std::shared_ptr<TokenSink> sink = req.sink;  // the request moves into the sequence
   Usage usage;
@@ -415,8 +416,9 @@ SubmitStatus Scheduler::Impl::admission(int64_t n_requests) const {
 }
 
 Scheduler::Scheduler(const Model& model, const Tokenizer& tokenizer, SchedulerOptions options) {
-  auto owned = std::make_unique<ModelEvaluator>(model, options.n_slots * options.n_ctx, options.kv_type,
-                                                options.prefill_chunk + options.n_slots, options.n_threads);
+  auto owned = std::make_unique<ModelEvaluator>(model, options.n_slots * options.n_ctx, options.n_slots,
+                                                options.kv_type, options.prefill_chunk + options.n_slots,
+                                                options.n_threads);
   BatchEvaluator& ev = *owned;
   impl_ = std::make_unique<Impl>(std::move(owned), ev, tokenizer, options);
 }
@@ -476,6 +478,8 @@ SchedulerStats Scheduler::stats() const {
   s.kv_cells_used = impl_->cache_use.cells_used;
   s.kv_cells_total = impl_->cache_use.cells_total;
   s.kv_bytes = impl_->cache_use.bytes;
+  s.kv_window_cells = impl_->cache_use.window_cells;
+  s.kv_bytes_without_window = impl_->cache_use.bytes_without_window;
   std::tie(s.generation_tokens_per_second, s.prompt_tokens_per_second) = impl_->throughput.rates(Clock::now());
   return s;
 }

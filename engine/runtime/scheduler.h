@@ -82,6 +82,8 @@ struct SchedulerStats {
   int64_t kv_cells_used = 0;
   int64_t kv_cells_total = 0;
   size_t kv_bytes = 0;  // memory of the whole KV cache
+  int64_t kv_window_cells = 0;  // cells of the sliding-window layers' ring (0: none)
+  size_t kv_bytes_without_window = 0;  // the cache's memory if every layer kept every position
   double generation_tokens_per_second = 0;  // over the last few seconds
   double prompt_tokens_per_second = 0;
 };

@@ -271,6 +271,68 @@ INSTANTIATE_TEST_SUITE_P(Forward, Batching,
                            return s;
                          });
 
+// Sliding-window layers kept in a ring (KvCache window cells) give the logits of a full cache bit
+// for bit: two sequences of 200 tokens, interleaved in chunks of 7, far past the window (8) and
+// the ring's slack, so cells are freed and reused; then a truncation within the slack and one
+// beyond it.
+class WindowRing : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(WindowRing, GivesTheLogitsOfAFullCache) {
+  GGUFD_REQUIRE_SHARED("models/synth/" + GetParam() + ".gguf");
+  const Model model = Model::load(shared_path("models/synth/" + GetParam() + ".gguf"));
+  const HParams& hp = model.hparams();
+  ThreadPool pool(2);
+  constexpr int32_t kLen = 200, kChunk = 7;
+  std::vector<int32_t> tokens(2 * kLen);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>((i * 7919 + 13) % static_cast<size_t>(hp.n_vocab));
+  // Logits (2 * kLen, n_vocab): sequence s's position p at row s * kLen + p.
+  auto run = [&](KvCache& cache) {
+    Forward fwd(model, 2 * kChunk);
+    std::vector<float> out(static_cast<size_t>(2 * kLen * hp.n_vocab));
+    for (int32_t begin = 0; begin < kLen; begin += kChunk) {
+      Batch b;
+      for (int32_t p = begin; p < std::min(kLen, begin + kChunk); ++p) {
+        for (SeqId s : {0, 1}) b.add(tokens[static_cast<size_t>(s * kLen + p)], s, p, true);
+      }
+      fwd.eval(b, cache, pool);
+      for (int64_t i = 0; i < b.size(); ++i) {
+        const float* l = fwd.logits(i);
+        std::copy(l, l + hp.n_vocab, out.begin() + (b.seq[static_cast<size_t>(i)] * kLen + b.pos[static_cast<size_t>(i)]) * hp.n_vocab);
+      }
+    }
+    return out;
+  };
+  KvCache full(hp, 2 * kLen);
+  const int64_t window = KvCache::window_cells(hp, 2 * kLen, 2, 2 * kChunk);
+  ASSERT_GT(window, 0);
+  KvCache ring(hp, 2 * kLen, KvType::kF16, window);
+  EXPECT_LT(ring.bytes(), full.bytes());
+  EXPECT_EQ(run(ring), run(full));
+  EXPECT_LE(static_cast<int64_t>(ring.entries(0, KvCache::Pool::kWindow).size()), hp.n_swa - 1 + KvCache::kWindowSlack);
+
+  // Re-evaluating the last 10 positions after a truncation inside the slack: the same logits.
+  ASSERT_EQ(ring.truncate(1, kLen - 10), kLen - 10);
+  Forward fwd(model, 16);
+  Batch b;
+  for (int32_t p = kLen - 10; p < kLen; ++p) b.add(tokens[static_cast<size_t>(kLen + p)], 1, p, true);
+  fwd.eval(b, ring, pool);
+  std::vector<float> again(fwd.logits(0), fwd.logits(0) + 10 * hp.n_vocab);
+  full.truncate(1, kLen - 10);
+  fwd.eval(b, full, pool);
+  EXPECT_EQ(again, std::vector<float>(fwd.logits(0), fwd.logits(0) + 10 * hp.n_vocab));
+  // Beyond the slack the ring cannot continue the sequence: it is dropped, the other one stays.
+  EXPECT_EQ(ring.truncate(1, 20), 0);
+  EXPECT_FALSE(ring.has_sequence(1));
+  EXPECT_EQ(ring.seq_length(0), kLen);
+}
+
+INSTANTIATE_TEST_SUITE_P(Forward, WindowRing, ::testing::Values("synth-gemma3-Q8_0", "synth-gemma2-Q8_0"),
+                         [](const auto& p) {
+                           std::string s = p.param;
+                           std::replace(s.begin(), s.end(), '-', '_');
+                           return s;
+                         });
+
 // The GGUF v1 file holds the same weights: same logits, bit for bit.
 TEST(GoldenStories, Version1FileGivesTheSameLogits) {
   GGUFD_REQUIRE_SHARED("models/stories260K.gguf");

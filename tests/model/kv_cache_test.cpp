@@ -81,6 +81,70 @@ TEST(KvCache, RowsOfDistinctCellsAndLayersDoNotOverlap) {
   }
 }
 
+// Layer 0 slides over 4 positions, layer 1 attends to everything.
+HParams sliding() {
+  HParams hp = tiny();
+  hp.n_swa = 4;
+  hp.swa_layer = {1, 0};
+  return hp;
+}
+
+TEST(KvCache, WindowPoolHoldsTheSlidingLayers) {
+  const HParams hp = sliding();
+  EXPECT_EQ(KvCache::window_cells(tiny(), 1000, 2, 16), 0) << "no sliding layer, no ring";
+  EXPECT_EQ(KvCache::window_cells(hp, 1000, 2, 16), 2 * (3 + KvCache::kWindowSlack) + 16);
+  EXPECT_EQ(KvCache::window_cells(hp, 100, 2, 16), 0) << "a ring no smaller than the cache is pointless";
+  KvCache c(hp, 1000, KvType::kF32, 150);
+  EXPECT_EQ(c.n_window_cells(), 150);
+  EXPECT_EQ(c.pool(0), KvCache::Pool::kWindow);
+  EXPECT_EQ(c.pool(1), KvCache::Pool::kFull);
+  EXPECT_EQ(c.bytes(), (150u + 1000u) * (4 + 4) * 4);
+  EXPECT_EQ(c.bytes_without_window(), 2000u * (4 + 4) * 4);
+  // The window layer's rows and the full layer's rows do not overlap.
+  static_cast<float*>(c.k_row(0, 149))[3] = 1.0f;
+  static_cast<float*>(c.k_row(1, 0))[0] = 2.0f;
+  EXPECT_EQ(static_cast<float*>(c.k_row(0, 149))[3], 1.0f);
+  EXPECT_LT(static_cast<char*>(c.v_row(0, 149)) + 16, static_cast<char*>(c.v_row(1, 0)) + 1);
+  // Without window cells every layer is in the full pool.
+  KvCache flat(hp, 1000);
+  EXPECT_EQ(flat.n_window_cells(), 0);
+  EXPECT_EQ(flat.pool(0), KvCache::Pool::kFull);
+}
+
+TEST(KvCache, SlidingFreesWhatNoLaterTokenSees) {
+  KvCache c(sliding(), 1000, KvType::kF32, 150);
+  for (int32_t p = 0; p < 100; ++p) {
+    c.cell_for(3, p);
+    c.cell_for(3, p, KvCache::Pool::kWindow);
+  }
+  c.slide_window(3, 100);
+  // A token at 100 sees 97..100; kWindowSlack more are kept.
+  const auto& w = c.entries(3, KvCache::Pool::kWindow);
+  ASSERT_EQ(static_cast<int32_t>(w.size()), 3 + KvCache::kWindowSlack);
+  EXPECT_EQ(w.front().pos, 97 - KvCache::kWindowSlack);
+  EXPECT_EQ(w.back().pos, 99);
+  EXPECT_EQ(c.seq_length(3), 100);
+  EXPECT_EQ(c.entries(3).size(), 100u) << "the full pool keeps everything";
+  // Truncating within the slack keeps the sequence; the window still covers the next token.
+  EXPECT_EQ(c.truncate(3, 97 - KvCache::kWindowSlack + 3), 97 - KvCache::kWindowSlack + 3);
+  EXPECT_EQ(c.entries(3, KvCache::Pool::kWindow).back().pos, 96 - KvCache::kWindowSlack + 3);
+  // Further back the ring no longer holds what position p sees: the whole sequence goes.
+  EXPECT_EQ(c.truncate(3, 20), 0);
+  EXPECT_FALSE(c.has_sequence(3));
+  EXPECT_TRUE(c.entries(3, KvCache::Pool::kWindow).empty());
+  EXPECT_EQ(c.n_free(), 1000);
+  // A full window pool says which pool is full.
+  KvCache small(sliding(), 100, KvType::kF32, 2);
+  small.cell_for(0, 0, KvCache::Pool::kWindow);
+  small.cell_for(0, 1, KvCache::Pool::kWindow);
+  try {
+    small.cell_for(0, 2, KvCache::Pool::kWindow);
+    FAIL() << "a third cell fit in a window pool of 2";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "KV cache window is full (2 cells)");
+  }
+}
+
 TEST(KvCache, RejectsEmptyCapacity) { EXPECT_THROW(KvCache(tiny(), 0), std::invalid_argument); }
 
 }  // namespace

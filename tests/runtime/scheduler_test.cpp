@@ -55,6 +55,7 @@ class FakeEvaluator : public BatchEvaluator {
  public:
   int32_t eos_after = -1;
   bool fail_next = false;
+  int32_t max_rewind = -1;  // >= 0: like a sliding-window ring, truncating further back drops all
   std::vector<int64_t> batch_sizes;
   std::map<SeqId, int32_t> cached;  // sequence -> cached positions
 
@@ -83,9 +84,11 @@ class FakeEvaluator : public BatchEvaluator {
     }
   }
   const float* logits(int64_t i) const override { return rows_[static_cast<size_t>(i)].data(); }
-  void truncate(SeqId seq, int32_t n_keep) override {
+  int32_t truncate(SeqId seq, int32_t n_keep) override {
     std::lock_guard lock(mu_);
-    cached[seq] = std::min(cached[seq], std::max(n_keep, 0));
+    const bool too_far = max_rewind >= 0 && n_keep < cached[seq] - max_rewind;
+    cached[seq] = too_far ? 0 : std::min(cached[seq], std::max(n_keep, 0));
+    return cached[seq];
   }
   CacheUse cache_use() const override { return {0, 1024, 0}; }
 
@@ -221,6 +224,26 @@ TEST_F(SchedulerTest, ReusesTheCachedPrefixOfTheSameSlot) {
   b->wait();
   EXPECT_EQ(b->usage().cached_tokens, 4);
   EXPECT_EQ(b->text(), "kl");
+}
+
+// An evaluator that keeps less than asked (a sliding-window ring): the slot starts over from
+// position 0 (the fake throws on any other position) and reports no cached tokens.
+TEST_F(SchedulerTest, StartsOverWhenTheEvaluatorCannotKeepThePrefix) {
+  start({.n_slots = 1, .n_ctx = 64, .max_queue = 2, .prefill_chunk = 16, .n_threads = 1});
+  fake_.max_rewind = 1;
+  auto a = std::make_shared<RecordingSink>();
+  ASSERT_EQ(scheduler_->submit(request(a, 2, {0, 1, 2, 3, 4, 5})), SubmitStatus::kAccepted);
+  a->wait();
+  auto b = std::make_shared<RecordingSink>();
+  ASSERT_EQ(scheduler_->submit(request(b, 2, {0, 1, 2, 3, 9})), SubmitStatus::kAccepted);
+  EXPECT_EQ(b->wait(), FinishReason::kLength);
+  EXPECT_EQ(b->usage().cached_tokens, 0);
+  EXPECT_EQ(b->text(), "kl");
+  // Within what it can keep the prefix is reused: b's prompt and first generated token.
+  auto c = std::make_shared<RecordingSink>();
+  ASSERT_EQ(scheduler_->submit(request(c, 2, {0, 1, 2, 3, 9, 10, 11})), SubmitStatus::kAccepted);
+  c->wait();
+  EXPECT_EQ(c->usage().cached_tokens, 6);
 }
 
 TEST_F(SchedulerTest, CancelledAndTimedOutRequestsEnd) {

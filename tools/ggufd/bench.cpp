@@ -68,7 +68,8 @@ class Runner {
   Runner(const engine::Model& model, int n_ctx, int threads)
       : model_(model),
         pool_(engine::thread_count(threads)),
-        cache_(model.hparams(), n_ctx),
+        cache_(model.hparams(), n_ctx, engine::KvType::kF16,
+               engine::KvCache::window_cells(model.hparams(), n_ctx, 1, 512)),
         fwd_(model, 512),
         rng_(42) {}
 

@@ -51,7 +51,8 @@ int run_generate(RunOptions o) {
   }
   o.sampling.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
   engine::ThreadPool pool(engine::thread_count(o.threads));
-  engine::KvCache cache(model.hparams(), n_ctx);
+  engine::KvCache cache(model.hparams(), n_ctx, engine::KvType::kF16,
+                        engine::KvCache::window_cells(model.hparams(), n_ctx, 1, 512));
   engine::Forward fwd(model, 512);
   engine::Sampler sampler(o.sampling, model.hparams().n_vocab);
   engine::StreamDecoder decoder(tokenizer);
