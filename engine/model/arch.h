@@ -15,23 +15,28 @@ struct ArchTraits {
   std::string_view name;  // general.architecture
   RopeStyle rope;
   FfnAct act;
-  bool qkv_bias;    // attn_{q,k,v}.bias required
+  bool qkv_bias;    // attn_{q,k,v}.bias required; with moe also attn_output.bias and the router's
+                    // and experts' biases (gpt-oss)
   bool qk_norm;     // attn_{q,k}_norm required (per-head RMSNorm of Q and K)
   bool post_norms;  // post_attention_norm and post_ffw_norm required (gemma)
   bool moe;         // a mixture of experts required in every layer
+  bool sinks;       // attn_sinks required (a per-head logit added to the softmax: gpt-oss)
+  std::string_view ffn_norm;  // the pre-FFN norm's tensor (gpt-oss names it post_attention_norm)
 };
 
 inline constexpr ArchTraits kArchTraits[] = {
-    //  arch             name        rope               ffn act             bias   qk_n   post   moe
-    {Arch::kLlama,     "llama",    RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false},
-    {Arch::kQwen2,     "qwen2",    RopeStyle::kNeox,   FfnAct::kSilu,     true,  false, false, false},
-    {Arch::kQwen3,     "qwen3",    RopeStyle::kNeox,   FfnAct::kSilu,     false, true,  false, false},
-    {Arch::kQwen3Moe,  "qwen3moe", RopeStyle::kNeox,   FfnAct::kSilu,     false, true,  false, true},
-    {Arch::kGemma2,    "gemma2",   RopeStyle::kNeox,   FfnAct::kGeluTanh, false, false, true,  false},
-    {Arch::kGemma3,    "gemma3",   RopeStyle::kNeox,   FfnAct::kGeluTanh, false, true,  true,  false},
-    {Arch::kPhi3,      "phi3",     RopeStyle::kNeox,   FfnAct::kSilu,     false, false, false, false},
-    {Arch::kGranite,   "granite",  RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false},
-    {Arch::kSmolLM3,   "smollm3",  RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false},
+    //  arch             name        rope               ffn act             bias   qk_n   post   moe    sinks  ffn norm
+    {Arch::kLlama,     "llama",    RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false, false, "ffn_norm"},
+    {Arch::kQwen2,     "qwen2",    RopeStyle::kNeox,   FfnAct::kSilu,     true,  false, false, false, false, "ffn_norm"},
+    {Arch::kQwen3,     "qwen3",    RopeStyle::kNeox,   FfnAct::kSilu,     false, true,  false, false, false, "ffn_norm"},
+    {Arch::kQwen3Moe,  "qwen3moe", RopeStyle::kNeox,   FfnAct::kSilu,     false, true,  false, true,  false, "ffn_norm"},
+    {Arch::kGemma2,    "gemma2",   RopeStyle::kNeox,   FfnAct::kGeluTanh, false, false, true,  false, false, "ffn_norm"},
+    {Arch::kGemma3,    "gemma3",   RopeStyle::kNeox,   FfnAct::kGeluTanh, false, true,  true,  false, false, "ffn_norm"},
+    {Arch::kPhi3,      "phi3",     RopeStyle::kNeox,   FfnAct::kSilu,     false, false, false, false, false, "ffn_norm"},
+    {Arch::kGranite,   "granite",  RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false, false, "ffn_norm"},
+    {Arch::kSmolLM3,   "smollm3",  RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false, false, "ffn_norm"},
+    {Arch::kMistral3,  "mistral3", RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false, false, "ffn_norm"},
+    {Arch::kGptOss,    "gpt-oss",  RopeStyle::kNeox,   FfnAct::kSwigluOai, true, false, false, true,  true,  "post_attention_norm"},
 };
 
 // The row of `arch` (every Arch has one).

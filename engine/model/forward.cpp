@@ -34,14 +34,28 @@ void store_row(void* row, KvType type, const float* src, int64_t n) {
 
 }  // namespace
 
+RopeParams Forward::rope_params(float base, float scale, const float* factors) const {
+  RopeParams rp;
+  rp.n_rot = hp_.n_rot;
+  rp.freq_base = base;
+  rp.freq_scale = scale;
+  rp.freq_factors = factors;
+  rp.mscale = hp_.rope_attn_factor;
+  rp.ext_factor = hp_.yarn_ext_factor;
+  if (rp.ext_factor != 0.0f) yarn_corr_dims(rp, hp_.n_ctx_orig, hp_.yarn_beta_fast, hp_.yarn_beta_slow);
+  return rp;
+}
+
 Forward::Forward(const Model& model, int64_t max_batch, int64_t n_ctx_seq)
     : model_(model),
       hp_(model.hparams()),
       max_batch_(max_batch),
       attn_ops_(kernels::dispatch().attn),
-      rope_factors_(model.rope_factors(n_ctx_seq > 0 ? n_ctx_seq : model.hparams().n_ctx_train)),
       has_swa_(std::find(hp_.swa_layer.begin(), hp_.swa_layer.end(), 1) != hp_.swa_layer.end()) {
   if (max_batch <= 0) throw std::invalid_argument("max_batch must be positive");
+  const float* factors = model.rope_factors(n_ctx_seq > 0 ? n_ctx_seq : hp_.n_ctx_train);
+  rope_params_ = rope_params(hp_.rope_freq_base, hp_.rope_freq_scale, factors);
+  rope_params_swa_ = rope_params(hp_.rope_freq_base_swa, hp_.rope_freq_scale_swa, factors);
   const int64_t B = max_batch;
   x_.resize(sz(B * hp_.n_embd));
   xb_.resize(sz(B * hp_.n_embd));
@@ -61,6 +75,7 @@ Forward::Forward(const Model& model, int64_t max_batch, int64_t n_ctx_seq)
   xout_.resize(sz(B * hp_.n_embd));
   if (hp_.n_expert > 0) {
     router_.resize(sz(B * hp_.n_expert));
+    order_.resize(sz(hp_.n_expert));
     sel_.resize(sz(B * hp_.n_expert_used));
     selw_.resize(sz(B * hp_.n_expert_used));
     rows_.resize(sz(B));
@@ -114,12 +129,8 @@ void Forward::eval_chunk(const Batch& batch, int64_t begin, int64_t end, KvCache
     if (cache.n_window_cells() > 0) {
       window_cells_[sz(t)] = cache.cell_for(seq[t], pos[t], KvCache::Pool::kWindow);
     }
-    rope_angles(rope_.data() + t * hp_.n_rot, pos[t], hp_.n_rot, hp_.rope_freq_base,
-                hp_.rope_freq_scale, rope_factors_, hp_.rope_attn_factor);
-    if (has_swa_) {
-      rope_angles(rope_swa_.data() + t * hp_.n_rot, pos[t], hp_.n_rot, hp_.rope_freq_base_swa,
-                  hp_.rope_freq_scale_swa, rope_factors_, hp_.rope_attn_factor);
-    }
+    rope_angles(rope_.data() + t * hp_.n_rot, pos[t], rope_params_);
+    if (has_swa_) rope_angles(rope_swa_.data() + t * hp_.n_rot, pos[t], rope_params_swa_);
   }
   for (int64_t il = 0; il < hp_.n_layer; ++il) {
     attention_block(il, n, seq, pos, cache, pool);
@@ -155,7 +166,7 @@ void Forward::attention_block(int64_t il, int64_t n, const SeqId* seq, const int
 
   // Per token: biases, per-head q/k norms, rope; then K/V into the token's cache cell.
   pool.run([&](int ith, int nth) {
-    for (int64_t t = ith; t < n; t += nth) prepare_qkv(il, t, cache);
+    for (int64_t t = ith; t < n; t += nth) prepare_qkv(il, t, pos[t], cache);
   });
 
   // att[t, h] = softmax(kq_scale * q[t, h] . K[seq_t, window of pos_t]) @ V[...]
@@ -189,7 +200,7 @@ void Forward::add_residual(const std::vector<float>& post_norm, int64_t n) {
   }
 }
 
-void Forward::prepare_qkv(int64_t il, int64_t t, KvCache& cache) {
+void Forward::prepare_qkv(int64_t il, int64_t t, int32_t pos, KvCache& cache) {
   const LayerWeights& l = model_.layers[sz(il)];
   const int64_t hd = hp_.head_dim_k;
   float* q = q_.data() + t * hp_.q_dim();  // (n_head, head_dim_k)
@@ -205,6 +216,10 @@ void Forward::prepare_qkv(int64_t il, int64_t t, KvCache& cache) {
     if (use_rope) rope(q + h * hd, angles, hp_.n_rot, hp_.rope_style);
   }
   if (hp_.q_scale != 1.0f) scale(q, hp_.q_scale, hp_.q_dim());  // gemma, phi3: Q itself scaled
+  if (hp_.attn_temp_scale != 0.0f) {  // mistral3: Q *= 1 + s ln(floor(pos / floor) + 1)
+    const float p = std::floor(static_cast<float>(pos) / static_cast<float>(hp_.attn_temp_floor));
+    scale(q, static_cast<float>(std::log(p + 1.0) * hp_.attn_temp_scale + 1.0), hp_.q_dim());
+  }
   for (int64_t h = 0; h < hp_.n_head_kv; ++h) {
     if (!l.k_norm.empty()) rmsnorm(k + h * hd, k + h * hd, l.k_norm.data(), hd, hp_.rms_eps);
     if (use_rope) rope(k + h * hd, angles, hp_.n_rot, hp_.rope_style);
@@ -225,6 +240,7 @@ void Forward::prepare_qkv(int64_t il, int64_t t, KvCache& cache) {
 void Forward::attend(int64_t il, int64_t t, int64_t h, SeqId seq, int32_t pos,
                      const KvCache& cache, float* q_scratch) {
   const kernels::AttnOps& ops = *attn_ops_;
+  const LayerWeights& l = model_.layers[sz(il)];
   const int64_t hd_k = hp_.head_dim_k, hd_v = hp_.head_dim_v;
   const int64_t kv_head = h / (hp_.n_head / hp_.n_head_kv);  // GQA: heads share a K/V head
   const float cap = hp_.attn_softcap;
@@ -276,6 +292,16 @@ void Forward::attend(int64_t il, int64_t t, int64_t h, SeqId seq, int32_t pos,
     }
     sum += w;
   }
+  if (!l.attn_sinks.empty()) {  // gpt-oss: the sink joins the softmax with no value row
+    const float sink = l.attn_sinks[sz(h)];
+    if (sink > max) {
+      const float c = std::exp(max - sink);
+      scale(out, c, hd_v);
+      sum = sum * c + 1.0f;
+    } else {
+      sum += std::exp(sink - max);
+    }
+  }
   scale(out, 1.0f / sum, hd_v);
 }
 
@@ -294,46 +320,53 @@ void Forward::ffn_block(int64_t il, int64_t n, ThreadPool& pool) {
   add_residual(l.post_ffn_norm, n);
 }
 
+void Forward::ffn_act(float* gate, const float* up, int64_t n) const {
+  switch (hp_.ffn_act) {
+    case FfnAct::kSilu: silu_mul(gate, up, n); return;
+    case FfnAct::kGeluTanh: gelu_mul(gate, up, n); return;
+    case FfnAct::kSwigluOai: swiglu_oai_mul(gate, up, n); return;
+  }
+}
+
 void Forward::dense_ffn(const LayerWeights& l, int64_t n, ThreadPool& pool) {
   const int64_t F = hp_.n_ff;
   // hb = xb @ Wgate^T, hb2 = xb @ Wup^T          xb (n, E) -> hb, hb2 (n, F)
   matmul(l.ffn_gate, xb_.data(), n, hb_.data(), pool);
   matmul(l.ffn_up, xb_.data(), n, hb2_.data(), pool);
   // hb = act(hb) * hb2                           (n, F)
-  if (hp_.ffn_act == FfnAct::kGeluTanh) {
-    gelu_mul(hb_.data(), hb2_.data(), n * F);
-  } else {
-    silu_mul(hb_.data(), hb2_.data(), n * F);
-  }
+  ffn_act(hb_.data(), hb2_.data(), n * F);
   // xb2 = hb @ Wdown^T                           hb (n, F) -> xb2 (n, E)
   matmul(l.ffn_down, hb_.data(), n, xb2_.data(), pool);
 }
 
 void Forward::route(const LayerWeights& l, int64_t n, ThreadPool& pool) {
   const int64_t X = hp_.n_expert, K = hp_.n_expert_used;
-  // router = softmax(xb @ Wgate_inp^T)           xb (n, E) -> router (n, X)
+  const bool topk_softmax = hp_.expert_gating == ExpertGating::kSoftmaxTopK;
+  // router = xb @ Wgate_inp^T (+ bias)           xb (n, E) -> router (n, X); softmax unless
+  // only the chosen experts' logits are
   matmul(l.ffn_gate_inp, xb_.data(), n, router_.data(), pool);
-  std::vector<int32_t> order(sz(X));
   for (int64_t t = 0; t < n; ++t) {
     float* p = router_.data() + t * X;
-    softmax(p, X);
-    // the K most probable experts, best first (and the runner-up, for the margin)
-    for (int32_t e = 0; e < X; ++e) order[sz(e)] = e;
+    if (!l.ffn_gate_inp_b.empty()) add(p, l.ffn_gate_inp_b.data(), X);
+    if (!topk_softmax) softmax(p, X);
+    // the K highest, best first (and the runner-up, for the margin)
+    for (int32_t e = 0; e < X; ++e) order_[sz(e)] = e;
     const int64_t ranked = std::min(K + 1, X);
-    std::partial_sort(order.begin(), order.begin() + ranked, order.end(),
+    std::partial_sort(order_.begin(), order_.begin() + ranked, order_.end(),
                       [&](int32_t a, int32_t b) { return p[a] > p[b]; });
     if (ranked > K) {
       float& margin = route_margin_[sz(chunk_begin_ + t)];
-      margin = std::min(margin, p[order[sz(K - 1)]] - p[order[sz(K)]]);
+      margin = std::min(margin, p[order_[sz(K - 1)]] - p[order_[sz(K)]]);
     }
     int32_t* sel = sel_.data() + t * K;  // (K,)
     float* w = selw_.data() + t * K;     // (K,)
     float sum = 0.0f;
     for (int64_t j = 0; j < K; ++j) {
-      sel[j] = order[sz(j)];
+      sel[j] = order_[sz(j)];
       w[j] = p[sel[j]];
       sum += w[j];
     }
+    if (topk_softmax) softmax(w, K);
     // renormalized to sum 1 (the sum clamped to f16's smallest normal, as llama.cpp), then scaled
     if (hp_.expert_weights_norm) scale(w, 1.0f / std::max(sum, 6.103515625e-5f), K);
     if (hp_.expert_weights_scale != 0.0f && hp_.expert_weights_scale != 1.0f) scale(w, hp_.expert_weights_scale, K);
@@ -361,12 +394,17 @@ void Forward::moe_ffn(const LayerWeights& l, int64_t n, ThreadPool& pool) {
     // he = act(xe @ Wgate_e^T) * (xe @ Wup_e^T)  (m, F); ye = he @ Wdown_e^T (m, E)
     matmul(l.gate_exps[sz(e)], xe_.data(), m, he_.data(), pool);
     matmul(l.up_exps[sz(e)], xe_.data(), m, he2_.data(), pool);
-    if (hp_.ffn_act == FfnAct::kGeluTanh) {
-      gelu_mul(he_.data(), he2_.data(), m * F);
-    } else {
-      silu_mul(he_.data(), he2_.data(), m * F);
+    if (!l.gate_exps_b.empty()) {  // (+ the expert's biases: gpt-oss)
+      for (int64_t i = 0; i < m; ++i) {
+        add(he_.data() + i * F, l.gate_exps_b.data() + e * F, F);
+        add(he2_.data() + i * F, l.up_exps_b.data() + e * F, F);
+      }
     }
+    ffn_act(he_.data(), he2_.data(), m * F);
     matmul(l.down_exps[sz(e)], he_.data(), m, ye_.data(), pool);
+    if (!l.down_exps_b.empty()) {
+      for (int64_t i = 0; i < m; ++i) add(ye_.data() + i * E, l.down_exps_b.data() + e * E, E);
+    }
     // xb2[t] += w[t, j] * ye[i]
     for (int64_t i = 0; i < m; ++i) {
       const int64_t tj = rows_[sz(i)], t = tj / K;

@@ -40,7 +40,7 @@ class Forward {
   int64_t n_vocab() const { return hp_.n_vocab; }
   int64_t max_batch() const { return max_batch_; }
   // MoE only: for token i of the last batch, the smallest gap over the layers between the router
-  // probabilities of its last chosen expert and the best expert not chosen. A gap near 0 is a
+  // probabilities (logits, for top-k softmax gating) of its last chosen expert and the best expert not chosen. A gap near 0 is a
   // near-tie another implementation may resolve the other way (tests use it; 1 for dense models).
   float route_margin(int64_t i) const { return route_margin_.empty() ? 1.0f : route_margin_[static_cast<size_t>(i)]; }
 
@@ -49,7 +49,7 @@ class Forward {
   void eval_chunk(const Batch& batch, int64_t begin, int64_t end, KvCache& cache, ThreadPool& pool);
   void attention_block(int64_t il, int64_t n, const SeqId* seq, const int32_t* pos,
                        KvCache& cache, ThreadPool& pool);
-  void prepare_qkv(int64_t il, int64_t t, KvCache& cache);
+  void prepare_qkv(int64_t il, int64_t t, int32_t pos, KvCache& cache);
   // After a chunk: each of its sequences' window cells that no later token attends to are freed.
   void slide_windows(const Batch& batch, int64_t begin, int64_t end, KvCache& cache);
   // q_scratch: (head_dim_k,) this thread's query row
@@ -63,6 +63,9 @@ class Forward {
   void route(const LayerWeights& l, int64_t n, ThreadPool& pool);
   // Block output xb2 (n, E): the post-norm (gemma) and residual scale (granite), then x += xb2.
   void add_residual(const std::vector<float>& post_norm, int64_t n);
+  // gate (n,) = act(gate) * up (n,) with the model's FFN activation.
+  void ffn_act(float* gate, const float* up, int64_t n) const;
+  RopeParams rope_params(float base, float scale, const float* factors) const;
   // Final norm + output matrix for the chunk's flagged tokens; writes their rows at `out` and
   // returns the end of what it wrote.
   float* output_head(const Batch& batch, int64_t begin, int64_t end, float* out, ThreadPool& pool);
@@ -71,7 +74,8 @@ class Forward {
   const HParams& hp_;
   int64_t max_batch_;
   const kernels::AttnOps* attn_ops_;  // the dispatch table's attention vector ops
-  const float* rope_factors_;         // (n_rot/2,) frequency divisors, or null
+  RopeParams rope_params_;            // how positions become angles: global layers
+  RopeParams rope_params_swa_;        // sliding layers (their own base)
   bool has_swa_;                      // some layer slides (its RoPE may differ: rope_swa_)
   int64_t n_outputs_ = 0;
   int64_t chunk_begin_ = 0;  // the running chunk's first token in the batch
@@ -95,6 +99,7 @@ class Forward {
   std::vector<float> xout_;     // (B, n_embd) final-normed rows that want logits
   // Mixture of experts (empty for a dense model).
   std::vector<float> router_;   // (B, n_expert) router logits, then probabilities
+  std::vector<int32_t> order_;  // (n_expert,) experts ranked by one token's router
   std::vector<int32_t> sel_;    // (B, n_expert_used) chosen experts of each token
   std::vector<float> selw_;     // (B, n_expert_used) their weights
   std::vector<int32_t> rows_;   // (B,) the tokens routed to one expert

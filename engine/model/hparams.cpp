@@ -49,19 +49,34 @@ float finite(const gguf::File& file, const std::string& key, double v, bool posi
   return static_cast<float>(v);
 }
 
-// rope.scaling.type / factor, or the older rope.scale_linear -> freq_scale. LongRoPE's factors are
-// tensors (rope_factors_{short,long}); its frequencies are otherwise unscaled.
-float read_rope_freq_scale(const gguf::File& file, const std::string& p) {
+// rope.scaling.type / factor, or the older rope.scale_linear -> freq_scale; YaRN also sets its
+// ext_factor. LongRoPE's factors are tensors (rope_factors_{short,long}); its frequencies are
+// otherwise unscaled.
+void read_rope_scaling(const gguf::File& file, const std::string& p, HParams& hp) {
   const std::string type(file.find_string(p + "rope.scaling.type").value_or("linear"));
-  if (type == "none" || type == "longrope") return 1.0f;
-  if (type != "linear") {
+  if (type == "none" || type == "longrope") return;
+  if (type != "linear" && type != "yarn") {
     fail(file, "rope scaling type '" + type + "' (" + p + "rope.scaling.type) is not supported "
-               "(supported: none, linear, longrope)");
+               "(supported: none, linear, yarn, longrope)");
   }
   double factor = file.find_f64(p + "rope.scaling.factor").value_or(0.0);
   if (factor == 0.0) factor = file.find_f64(p + "rope.scale_linear").value_or(0.0);
   if (factor < 0.0 || !std::isfinite(factor)) fail(file, p + "rope.scaling.factor must be positive");
-  return factor == 0.0 ? 1.0f : static_cast<float>(1.0 / factor);
+  hp.rope_freq_scale = factor == 0.0 ? 1.0f : static_cast<float>(1.0 / factor);
+  if (type == "yarn") hp.yarn_ext_factor = 1.0f;
+}
+
+// YaRN's attention factor, as llama.cpp's context sets it: mscale(f) = 1 + 0.1 ln f (for f > 1),
+// divided by mscale(f) * log_mul when the file gives yarn_log_multiplier; then divided by
+// 1 + 0.1 ln f, which the RoPE kernel multiplies back in (ggml's rope_yarn). Applied on top of
+// rope.scaling.attn_factor.
+void set_yarn_attn_factor(HParams& hp, float log_mul) {
+  if (hp.yarn_ext_factor == 0.0f) return;
+  const float f = 1.0f / hp.rope_freq_scale;
+  auto mscale = [&](float m) { return f <= 1.0f ? 1.0f : 0.1f * m * std::log(f) + 1.0f; };
+  float attn = log_mul != 0.0f ? mscale(1.0f) / mscale(log_mul) : mscale(1.0f);
+  attn *= 1.0f / (1.0f + 0.1f * std::log(f));
+  hp.rope_attn_factor *= attn;
 }
 
 // Marks every layer il with il % period < period - 1 as sliding-window (llama.cpp's
@@ -119,6 +134,19 @@ void read_arch_hparams(const gguf::File& file, const std::string& p, HParams& hp
       if (!file.find_bool(p + "rope.scaling.finetuned").value_or(true)) hp.rope_layer.assign(hp.rope_layer.size(), 0);
       break;
     }
+    case Arch::kMistral3:
+      hp.attn_temp_scale = finite(file, p + "attention.temperature_scale", f64("attention.temperature_scale", 0.0), false);
+      if (hp.attn_temp_scale != 0.0f) hp.attn_temp_floor = hp.n_ctx_orig;
+      hp.yarn_beta_fast = finite(file, p + "rope.scaling.yarn_beta_fast", f64("rope.scaling.yarn_beta_fast", 32.0), false);
+      hp.yarn_beta_slow = finite(file, p + "rope.scaling.yarn_beta_slow", f64("rope.scaling.yarn_beta_slow", 1.0), false);
+      break;
+    case Arch::kGptOss:
+      hp.n_swa = positive(file, p + "attention.sliding_window", file.get_u64(p + "attention.sliding_window"));
+      set_swa_pattern(hp, u64("attention.sliding_window_pattern", 2));
+      hp.rope_freq_base_swa = finite(file, p + "rope.freq_base_swa", f64("rope.freq_base_swa", hp.rope_freq_base), true);
+      hp.rope_freq_scale_swa = hp.rope_freq_scale;
+      hp.kq_scale = 1.0f / std::sqrt(static_cast<float>(hp.n_rot));
+      break;
     case Arch::kSmolLM3:
       if (const gguf::Value* a = file.find_array(p + "no_rope_layers")) {  // 1: the layer uses RoPE
         if (a->size() != static_cast<uint64_t>(hp.n_layer)) {
@@ -204,7 +232,7 @@ HParams read_hparams(const gguf::File& file) {
   }
   hp.rms_eps = static_cast<float>(file.get_f64(p + "attention.layer_norm_rms_epsilon"));
   hp.rope_freq_base = finite(file, p + "rope.freq_base", file.find_f64(p + "rope.freq_base").value_or(10000.0), true);
-  hp.rope_freq_scale = read_rope_freq_scale(file, p);
+  read_rope_scaling(file, p, hp);
   hp.rope_attn_factor = finite(file, p + "rope.scaling.attn_factor",
                                file.find_f64(p + "rope.scaling.attn_factor").value_or(1.0), true);
   hp.n_ctx_orig = opt("rope.scaling.original_context_length", hp.n_ctx_train);
@@ -214,7 +242,15 @@ HParams read_hparams(const gguf::File& file) {
   hp.swa_layer.assign(static_cast<size_t>(hp.n_layer), 0);
   hp.rope_layer.assign(static_cast<size_t>(hp.n_layer), 1);
   read_arch_hparams(file, p, hp);
+  // llama.cpp reads the YaRN multiplier for mistral3 only (and architectures ggufd lacks)
+  set_yarn_attn_factor(hp, hp.arch == Arch::kMistral3 ? finite(file, p + "rope.scaling.yarn_log_multiplier",
+                                                                file.find_f64(p + "rope.scaling.yarn_log_multiplier").value_or(0.0), false)
+                                                      : 0.0f);
   read_experts(file, p, *traits, hp);
+  if (hp.arch == Arch::kGptOss) {  // top-k logits, softmax over those: no renormalization
+    hp.expert_gating = ExpertGating::kSoftmaxTopK;
+    hp.expert_weights_norm = false;
+  }
   return hp;
 }
 
@@ -259,14 +295,25 @@ std::vector<HParamField> describe_hparams(const HParams& hp) {
   text("rope", std::string(hp.rope_style == RopeStyle::kNeox ? "neox" : "normal") + ", base " +
                    number(hp.rope_freq_base) + (hp.n_rot < hp.head_dim_k ? ", " + std::to_string(hp.n_rot) + " rotary dims" : ""));
   if (hp.rope_freq_scale != 1.0f) num("rope_freq_scale", hp.rope_freq_scale);
+  if (hp.yarn_ext_factor != 0.0f) {
+    text("rope_scaling", "yarn, original context " + std::to_string(hp.n_ctx_orig) + ", beta " +
+                             number(hp.yarn_beta_fast) + "/" + number(hp.yarn_beta_slow));
+  }
+  if (hp.attn_temp_scale != 0.0f) {
+    text("attention_temperature", "1 + " + number(hp.attn_temp_scale) + " ln(floor(pos / " +
+                                      std::to_string(hp.attn_temp_floor) + ") + 1)");
+  }
   if (hp.rope_attn_factor != 1.0f) num("rope_attn_factor", hp.rope_attn_factor);
   if (const std::string none = layer_ranges(hp.rope_layer, 0); !none.empty()) text("no_rope_layers", none);
-  text("ffn", hp.ffn_act == FfnAct::kGeluTanh ? "gelu (tanh) gated" : "silu gated");
+  text("ffn", hp.ffn_act == FfnAct::kGeluTanh    ? "gelu (tanh) gated"
+             : hp.ffn_act == FfnAct::kSwigluOai ? "clamped swiglu (gpt-oss)"
+                                                : "silu gated");
   if (hp.n_swa > 0) {
     num("sliding_window", static_cast<double>(hp.n_swa));
     text("sliding_window_layers", layer_ranges(hp.swa_layer, 1));
     num("rope_freq_base_swa", hp.rope_freq_base_swa);
   }
+  if (arch_traits(hp.arch).sinks) text("attention_sinks", "a learned logit per head");
   if (hp.attn_softcap != 0.0f) num("attn_logit_softcapping", hp.attn_softcap);
   if (hp.final_softcap != 0.0f) num("final_logit_softcapping", hp.final_softcap);
   if (hp.embd_scale != 1.0f) num("embedding_scale", hp.embd_scale);
@@ -276,7 +323,9 @@ std::vector<HParamField> describe_hparams(const HParams& hp) {
     num("expert_count", static_cast<double>(hp.n_expert));
     num("expert_used_count", static_cast<double>(hp.n_expert_used));
     num("expert_feed_forward_length", static_cast<double>(hp.n_ff_exp));
-    text("expert_weights", hp.expert_weights_norm ? "softmax, top-k renormalized" : "softmax");
+    text("expert_weights", hp.expert_gating == ExpertGating::kSoftmaxTopK ? "softmax over the top-k logits"
+                           : hp.expert_weights_norm                        ? "softmax, top-k renormalized"
+                                                                           : "softmax");
   }
   return f;
 }

@@ -60,6 +60,25 @@ class Loader {
     return out;
   }
 
+  // A 2-D f32 tensor of `count` vectors (n,), GGUF shape [n, count], as (count, n); empty when
+  // absent and !required.
+  std::vector<float> vectors(const std::string& name, int64_t n, int64_t count, bool required) const {
+    const gguf::TensorInfo* t = file_.find_tensor(name);
+    if (!t) {
+      if (required) get(name);  // throws "missing"
+      return {};
+    }
+    if (t->n_dims != 2 || static_cast<int64_t>(t->ne[0]) != n || static_cast<int64_t>(t->ne[1]) != count) {
+      fail(file_, "tensor '" + name + "' has shape " + shape_string(*t) + ", expected [" + std::to_string(n) +
+                      ", " + std::to_string(count) + "]");
+    }
+    check_type(*t);
+    const Matrix m = view(*t);
+    std::vector<float> out(static_cast<size_t>(n * count));
+    for (int64_t r = 0; r < count; ++r) dequantize_row(m, r, out.data() + r * n);
+    return out;
+  }
+
   // The 3-D tensor of n_expert matrices W_e (rows, cols), GGUF shape [cols, rows, n_expert]: one
   // view per expert.
   std::vector<Matrix> experts(const std::string& name, int64_t n_expert, int64_t rows, int64_t cols) const {
@@ -131,17 +150,23 @@ LayerWeights load_layer(const Loader& ld, const HParams& hp, int64_t il) {
   l.bq = ld.vector(b + "attn_q.bias", hp.q_dim(), arch.qkv_bias);
   l.bk = ld.vector(b + "attn_k.bias", hp.k_dim(), arch.qkv_bias);
   l.bv = ld.vector(b + "attn_v.bias", hp.v_dim(), arch.qkv_bias);
-  l.bo = ld.vector(b + "attn_output.bias", E, false);
+  const bool moe_biases = arch.moe && arch.qkv_bias;  // gpt-oss: biases everywhere
+  l.bo = ld.vector(b + "attn_output.bias", E, moe_biases);
   l.q_norm = ld.vector(b + "attn_q_norm.weight", hp.head_dim_k, arch.qk_norm);
   l.k_norm = ld.vector(b + "attn_k_norm.weight", hp.head_dim_k, arch.qk_norm);
-  l.post_attn_norm = ld.vector(b + "post_attention_norm.weight", E, arch.post_norms);
-  l.ffn_norm = ld.vector(b + "ffn_norm.weight", E, true);
+  if (arch.sinks) l.attn_sinks = ld.vector(b + "attn_sinks.weight", hp.n_head, true);
+  if (arch.post_norms) l.post_attn_norm = ld.vector(b + "post_attention_norm.weight", E, true);
+  l.ffn_norm = ld.vector(b + std::string(arch.ffn_norm) + ".weight", E, true);
   l.post_ffn_norm = ld.vector(b + "post_ffw_norm.weight", E, arch.post_norms);
   if (hp.n_expert > 0) {
     l.ffn_gate_inp = ld.matrix(b + "ffn_gate_inp.weight", hp.n_expert, E);
     l.gate_exps = ld.experts(b + "ffn_gate_exps.weight", hp.n_expert, hp.n_ff_exp, E);
     l.up_exps = ld.experts(b + "ffn_up_exps.weight", hp.n_expert, hp.n_ff_exp, E);
     l.down_exps = ld.experts(b + "ffn_down_exps.weight", hp.n_expert, E, hp.n_ff_exp);
+    l.ffn_gate_inp_b = ld.vector(b + "ffn_gate_inp.bias", hp.n_expert, moe_biases);
+    l.gate_exps_b = ld.vectors(b + "ffn_gate_exps.bias", hp.n_ff_exp, hp.n_expert, moe_biases);
+    l.up_exps_b = ld.vectors(b + "ffn_up_exps.bias", hp.n_ff_exp, hp.n_expert, moe_biases);
+    l.down_exps_b = ld.vectors(b + "ffn_down_exps.bias", E, hp.n_expert, moe_biases);
   } else if (!ld.has(b + "ffn_gate.weight") && hp.arch == Arch::kPhi3) {  // fused gate+up: gate first
     const Matrix gate_up = ld.matrix(b + "ffn_up.weight", 2 * hp.n_ff, E);
     l.ffn_gate = Loader::row_slice(gate_up, 0, hp.n_ff);

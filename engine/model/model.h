@@ -26,12 +26,21 @@ enum class Arch {
   kPhi3,      // fused QKV and gate+up matrices, partial rotary, LongRoPE factors
   kGranite,   // llama with embedding, residual, attention and logit multipliers
   kSmolLM3,   // llama without RoPE on the layers no_rope_layers marks
+  kMistral3,  // llama with YaRN and a position-dependent attention temperature (Ministral 3)
+  kGptOss,    // MoE with biases everywhere, attention sinks, alternate 128-token windows, clamped SwiGLU
 };
 
 // The FFN's gate activation.
 enum class FfnAct {
   kSilu,      // silu(gate) * up (SwiGLU)
   kGeluTanh,  // gelu(gate) * up with GELU's tanh approximation (GeGLU), as ggml tabulates it
+  kSwigluOai, // gpt-oss: clamped silu(1.702 gate) * (up + 1) (ops.h swiglu_oai_mul)
+};
+
+// How the router's logits become the chosen experts' weights.
+enum class ExpertGating {
+  kSoftmax,      // softmax over all experts, the top k's probabilities (renormalized if asked)
+  kSoftmaxTopK,  // the top k logits, softmax over just those (gpt-oss)
 };
 
 // Hyperparameters, named after the GGUF keys they come from ("[arch]." prefix omitted).
@@ -52,8 +61,16 @@ struct HParams {
   float rope_freq_base = 10000.0f;  // rope.freq_base
   float rope_freq_scale = 1.0f;     // 1 / rope.scaling.factor (linear), or 1 / rope.scale_linear
   RopeStyle rope_style = RopeStyle::kNormal;
-  float rope_attn_factor = 1.0f;    // rope.scaling.attn_factor: scales cos and sin (LongRoPE)
-  int64_t n_ctx_orig = 0;           // rope.scaling.original_context_length: LongRoPE's short/long switch
+  float rope_attn_factor = 1.0f;    // multiplies cos and sin: rope.scaling.attn_factor (LongRoPE), YaRN's
+  int64_t n_ctx_orig = 0;           // rope.scaling.original_context_length: LongRoPE's short/long switch, YaRN's
+  // YaRN (rope.scaling.type yarn): ext_factor 1, and the correction range's beta_fast / beta_slow.
+  float yarn_ext_factor = 0.0f;
+  float yarn_beta_fast = 32.0f;
+  float yarn_beta_slow = 1.0f;
+  // Attention temperature (mistral3): Q at position p is multiplied by
+  // 1 + attn_temp_scale * ln(floor(p / attn_temp_floor) + 1).
+  float attn_temp_scale = 0.0f;     // attention.temperature_scale (0: none)
+  int64_t attn_temp_floor = 0;      // n_ctx_orig
 
   // Per layer (n_layer,): 1 where the layer attends through a sliding window / applies RoPE.
   std::vector<uint8_t> swa_layer;
@@ -77,6 +94,7 @@ struct HParams {
   int64_t n_expert = 0;           // expert_count
   int64_t n_expert_used = 0;      // expert_used_count: experts per token (top-k of the router)
   int64_t n_ff_exp = 0;           // expert_feed_forward_length
+  ExpertGating expert_gating = ExpertGating::kSoftmax;
   bool expert_weights_norm = false;  // top-k weights renormalized to sum 1
   float expert_weights_scale = 0.0f; // expert_weights_scale: multiplies them when not 0 or 1
 
@@ -96,6 +114,7 @@ struct LayerWeights {
   Matrix wo;                     // (n_embd, n_head * head_dim_v)
   std::vector<float> bq, bk, bv, bo;      // (q_dim,) (k_dim,) (v_dim,) (n_embd,): qwen2, optional
   std::vector<float> q_norm, k_norm;      // (head_dim_k,) each: qwen3, gemma3
+  std::vector<float> attn_sinks;          // (n_head,) each head's sink logit: gpt-oss
   std::vector<float> post_attn_norm;      // (n_embd,) on the attention output: gemma2/3
   std::vector<float> ffn_norm;   // (n_embd,)
   Matrix ffn_gate;               // (n_ff, n_embd)    dense FFN
@@ -106,6 +125,10 @@ struct LayerWeights {
   Matrix ffn_gate_inp;                    // (n_expert, n_embd) router
   std::vector<Matrix> gate_exps, up_exps;  // n_expert x (n_ff_exp, n_embd)
   std::vector<Matrix> down_exps;           // n_expert x (n_embd, n_ff_exp)
+  // Router and expert biases (gpt-oss), empty when absent.
+  std::vector<float> ffn_gate_inp_b;       // (n_expert,)
+  std::vector<float> gate_exps_b, up_exps_b;  // (n_expert, n_ff_exp)
+  std::vector<float> down_exps_b;          // (n_expert, n_embd)
 };
 
 // A loaded model: validated hyperparameters and weight views.

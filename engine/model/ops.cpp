@@ -1,6 +1,8 @@
 #include "engine/model/ops.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <vector>
 
 #include "engine/kernels/fp16.h"
@@ -26,6 +28,15 @@ void silu_mul(float* gate, const float* up, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
     gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void swiglu_oai_mul(float* gate, const float* up, int64_t n) {
+  constexpr float kAlpha = 1.702f, kLimit = 7.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = std::min(gate[i], kLimit);
+    const float u = std::clamp(up[i], -kLimit, kLimit);
+    gate[i] = g / (1.0f + std::exp(kAlpha * (-g))) * (u + 1.0f);
   }
 }
 
@@ -85,12 +96,29 @@ void to_fp16(uint16_t* dst, const float* src, int64_t n) {
 
 // Computed as ggml does (float, theta advanced by a constant ratio), so positions get the exact
 // angles of the reference implementation.
-void rope_angles(float* cos_sin, int32_t pos, int n_rot, float freq_base, float freq_scale,
-                 const float* freq_factors, float mscale) {
-  const float theta_scale = std::pow(freq_base, -2.0f / static_cast<float>(n_rot));
+void yarn_corr_dims(RopeParams& rp, int64_t n_ctx_orig, float beta_fast, float beta_slow) {
+  // the dim pair whose wavelength spans `turns` rotations of the original context
+  auto dim = [&](float turns) {
+    return static_cast<float>(rp.n_rot) * std::log(static_cast<float>(n_ctx_orig) / (turns * 2 * std::numbers::pi_v<float>)) /
+           (2 * std::log(rp.freq_base));
+  };
+  rp.corr_low = std::max(0.0f, std::floor(dim(beta_fast)));
+  rp.corr_high = std::min(static_cast<float>(rp.n_rot - 1), std::ceil(dim(beta_slow)));
+}
+
+void rope_angles(float* cos_sin, int32_t pos, const RopeParams& rp) {
+  const float theta_scale = std::pow(rp.freq_base, -2.0f / static_cast<float>(rp.n_rot));
   float theta = static_cast<float>(pos);
-  for (int i = 0; i < n_rot / 2; ++i) {
-    const float t = freq_scale * (freq_factors ? theta / freq_factors[i] : theta);
+  for (int i = 0; i < rp.n_rot / 2; ++i) {
+    const float extrap = rp.freq_factors ? theta / rp.freq_factors[i] : theta;
+    float t = rp.freq_scale * extrap;
+    float mscale = rp.mscale;
+    if (rp.ext_factor != 0.0f) {  // YaRN: mix interpolated and extrapolated angles
+      const float y = (static_cast<float>(i) - rp.corr_low) / std::max(0.001f, rp.corr_high - rp.corr_low);
+      const float mix = (1.0f - std::min(1.0f, std::max(0.0f, y))) * rp.ext_factor;
+      t = t * (1.0f - mix) + extrap * mix;
+      mscale *= 1.0f + 0.1f * std::log(1.0f / rp.freq_scale);
+    }
     cos_sin[2 * i] = std::cos(t) * mscale;
     cos_sin[2 * i + 1] = std::sin(t) * mscale;
     theta *= theta_scale;

@@ -27,6 +27,10 @@ void silu_mul(float* gate, const float* up, int64_t n);
 // outside (-10, 10).
 void gelu_mul(float* gate, const float* up, int64_t n);
 
+// gate (n,) = g * sigmoid(1.702 g) * (u + 1) with g = min(gate, 7), u = clamp(up, -7, 7): gpt-oss's
+// clamped SwiGLU (ggml's swiglu_oai with its alpha 1.702 and limit 7).
+void swiglu_oai_mul(float* gate, const float* up, int64_t n);
+
 // x (n,) = cap * tanh(x / cap)   (soft-capping, gemma2)
 void softcap(float* x, float cap, int64_t n);
 
@@ -44,11 +48,28 @@ enum class RopeStyle {
   kNeox,    // halves (i, i + n_rot/2): qwen2, qwen3, gpt-neox
 };
 
+// How one layer's RoPE turns positions into angles.
+struct RopeParams {
+  int n_rot = 0;                       // rotated dims of a head
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;             // 1 / rope.scaling.factor
+  const float* freq_factors = nullptr; // (n_rot/2,) divisors (llama3 rope_freqs, LongRoPE) or null
+  float mscale = 1.0f;                 // multiplies cos and sin (attention factor)
+  // YaRN (ext_factor 0: off): below dim pair corr_low the angle is extrapolated (unscaled), above
+  // corr_high interpolated (freq_scale), a linear ramp between; the magnitude then grows by
+  // 1 + 0.1 ln(1 / freq_scale). As ggml's rope_yarn.
+  float ext_factor = 0.0f;
+  float corr_low = 0.0f, corr_high = 0.0f;
+};
+
+// YaRN's correction dims [low, high] for n_rot dims, a pretraining context n_ctx_orig and RoPE
+// base: the pairs whose wavelength spans beta_fast resp. beta_slow turns of that context
+// (floored / ceiled, clamped to [0, n_rot - 1]), as ggml_rope_yarn_corr_dims.
+void yarn_corr_dims(RopeParams& rp, int64_t n_ctx_orig, float beta_fast, float beta_slow);
+
 // The angles of one position: cos_sin (n_rot/2, 2) = mscale * (cos, sin) of
-//   freq_scale * pos * base^(-2i/n_rot) / freq_factors[i]        (freq_factors may be null)
-// mscale is LongRoPE's attention factor (1 otherwise).
-void rope_angles(float* cos_sin, int32_t pos, int n_rot, float freq_base, float freq_scale,
-                 const float* freq_factors, float mscale = 1.0f);
+//   theta_i = freq_scale * pos * base^(-2i/n_rot) / freq_factors[i]   (YaRN: ramped, see above)
+void rope_angles(float* cos_sin, int32_t pos, const RopeParams& rp);
 
 // Rotates the first n_rot dims of one head x (head_dim,) by the angles cos_sin (n_rot/2, 2).
 void rope(float* x, const float* cos_sin, int n_rot, RopeStyle style);

@@ -109,11 +109,24 @@ TEST(Model, RopeScalingKeys) {
   old.edit = [](gguf::Writer& w) { w.set("llama.rope.scale_linear", gguf::OwnedValue::f32(2.0f)); };
   EXPECT_FLOAT_EQ(Model::from_file(old.build()).hparams().rope_freq_scale, 0.5f);
 
+  // YaRN: factor 4, so the kernel's 1 + 0.1 ln 4 is cancelled by the attention factor (1 here).
   TinyModel yarn;
   yarn.edit = [](gguf::Writer& w) {
     w.set("llama.rope.scaling.type", gguf::OwnedValue::string("yarn"));
+    w.set("llama.rope.scaling.factor", gguf::OwnedValue::f32(4.0f));
+    w.set("llama.rope.scaling.original_context_length", gguf::OwnedValue::u32(256));
   };
-  EXPECT_CONTAINS(load_error(yarn), "rope scaling type 'yarn'");
+  const HParams y = Model::from_file(yarn.build()).hparams();
+  EXPECT_FLOAT_EQ(y.rope_freq_scale, 0.25f);
+  EXPECT_EQ(y.yarn_ext_factor, 1.0f);
+  EXPECT_EQ(y.n_ctx_orig, 256);
+  EXPECT_NEAR(y.rope_attn_factor, 1.0f, 1e-6f);
+
+  TinyModel dynamic;
+  dynamic.edit = [](gguf::Writer& w) {
+    w.set("llama.rope.scaling.type", gguf::OwnedValue::string("dynamic"));
+  };
+  EXPECT_CONTAINS(load_error(dynamic), "rope scaling type 'dynamic'");
 }
 
 TEST(Model, RefusesUnsupportedArchitecture) {
@@ -295,6 +308,32 @@ TEST(Model, RefusesExpertsWhereTheArchitectureHasNone) {
   TinyModel m;
   m.arch = "qwen3moe";
   EXPECT_CONTAINS(load_error(m), "expert_count is missing");
+}
+
+}  // namespace
+}  // namespace engine
+
+namespace engine {
+namespace {
+
+// YaRN's correction range and angles, against values computed by hand from ggml's formulas:
+// n_rot 64, original context 256, base 1e4 -> pairs [0, 13]; pair 0 keeps its unscaled angle,
+// pairs from 13 on are interpolated (x freq_scale), magnitude 1 + 0.1 ln 4.
+TEST(Rope, YarnRampsBetweenExtrapolationAndInterpolation) {
+  RopeParams rp;
+  rp.n_rot = 64;
+  rp.freq_base = 10000.0f;
+  rp.freq_scale = 0.25f;
+  rp.ext_factor = 1.0f;
+  yarn_corr_dims(rp, 256, 32.0f, 1.0f);
+  EXPECT_EQ(rp.corr_low, 0.0f);
+  EXPECT_EQ(rp.corr_high, 13.0f);
+  std::vector<float> cs(64);
+  rope_angles(cs.data(), 100, rp);
+  const float m = 1.0f + 0.1f * std::log(4.0f);
+  EXPECT_NEAR(cs[0], std::cos(100.0f) * m, 1e-5f);   // pair 0: extrapolated (theta = pos)
+  const float theta20 = 100.0f * std::pow(10000.0f, -40.0f / 64.0f);
+  EXPECT_NEAR(cs[2 * 20 + 1], std::sin(0.25f * theta20) * m, 1e-5f);  // pair 20: interpolated
 }
 
 }  // namespace
