@@ -44,6 +44,15 @@ inline __m256i nibbles(__m128i v) {
   return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m), _mm_and_si128(v, m));
 }
 
+// 32 bits -> 32 bytes: byte e is 0xff where bit e of `bits` is set, else 0.
+inline __m256i bit_mask(uint32_t bits) {
+  const __m256i spread = _mm256_shuffle_epi8(  // byte e holds byte e / 8 of bits
+      _mm256_set1_epi32(static_cast<int>(bits)),
+      _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
+  const __m256i select = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  return _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
+}
+
 // An empty asm that makes `v` live in a register at this point: GCC may no longer re-associate
 // the adds around it. Integer sums over several activation rows otherwise become trees whose
 // partial sums spill to the stack (Q4_0 GEMM, 4 rows: 56 -> 74 GMAC/s pinned, Zen 3).

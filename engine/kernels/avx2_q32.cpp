@@ -34,12 +34,7 @@ struct UQ4_1 {
 inline __m256i fifth_bits(const uint8_t* qh) {
   uint32_t bits;
   std::memcpy(&bits, qh, 4);
-  const __m256i spread = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(static_cast<int>(bits)),
-      _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
-  const __m256i select = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
-  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
-  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+  return _mm256_and_si256(bit_mask(bits), _mm256_set1_epi8(0x10));
 }
 
 struct UQ5_0 {
@@ -72,15 +67,18 @@ struct UQ8_0 {
   }
 };
 
+// 16 bytes of 4-bit codes -> 32 int8 values from a 16-entry table (low nibbles first).
+inline __m256i lookup16(__m128i table, const uint8_t* codes) {
+  return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(table), nibbles(loadu128(codes)));
+}
+
 struct UIQ4_NL {
   static constexpr int kBytes = sizeof(BlockIQ4_NL);
   static constexpr bool kSigned = true, kOffset = false;
   static __m256i load(const uint8_t* b, float& d, float& m) {
     d = fp16(b);
     m = 0.0f;
-    const __m256i table = _mm256_broadcastsi128_si256(
-        _mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113));
-    return _mm256_shuffle_epi8(table, nibbles(loadu128(b + 2)));
+    return lookup16(_mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113), b + 2);
   }
 };
 

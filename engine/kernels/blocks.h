@@ -13,8 +13,16 @@ namespace engine::kernels {
 
 using gguf::kQK;
 using gguf::kQKK;
+using gguf::BlockIQ1_M;
+using gguf::BlockIQ1_S;
+using gguf::BlockIQ2_S;
+using gguf::BlockIQ2_XS;
+using gguf::BlockIQ2_XXS;
+using gguf::BlockIQ3_S;
+using gguf::BlockIQ3_XXS;
 using gguf::BlockIQ4_NL;
 using gguf::BlockIQ4_XS;
+using gguf::BlockMXFP4;
 using gguf::BlockQ2_K;
 using gguf::BlockQ3_K;
 using gguf::BlockQ4_0;
@@ -25,6 +33,8 @@ using gguf::BlockQ5_1;
 using gguf::BlockQ5_K;
 using gguf::BlockQ6_K;
 using gguf::BlockQ8_0;
+using gguf::BlockTQ1_0;
+using gguf::BlockTQ2_0;
 
 // The 16 non-linear levels of IQ4_NL / IQ4_XS.
 inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,

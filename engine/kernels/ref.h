@@ -28,6 +28,17 @@ void dequant_q4_k(const void* row, float* y, int64_t cols);
 void dequant_q5_k(const void* row, float* y, int64_t cols);
 void dequant_q6_k(const void* row, float* y, int64_t cols);
 void dequant_iq4_xs(const void* row, float* y, int64_t cols);
+// The lattice, ternary and MXFP4 types (ref_iq.cpp).
+void dequant_iq2_xxs(const void* row, float* y, int64_t cols);
+void dequant_iq2_xs(const void* row, float* y, int64_t cols);
+void dequant_iq2_s(const void* row, float* y, int64_t cols);
+void dequant_iq3_xxs(const void* row, float* y, int64_t cols);
+void dequant_iq3_s(const void* row, float* y, int64_t cols);
+void dequant_iq1_s(const void* row, float* y, int64_t cols);
+void dequant_iq1_m(const void* row, float* y, int64_t cols);
+void dequant_tq1_0(const void* row, float* y, int64_t cols);
+void dequant_tq2_0(const void* row, float* y, int64_t cols);
+void dequant_mxfp4(const void* row, float* y, int64_t cols);
 
 // x (cols,) f32 -> cols/32 Q8A blocks (round to nearest, |q| <= 127).
 void quantize_q8a(const float* x, ActQ8A* y, int64_t cols);
@@ -50,5 +61,15 @@ float vec_dot_q4_k(const void* w, const void* x, int64_t cols);
 float vec_dot_q5_k(const void* w, const void* x, int64_t cols);
 float vec_dot_q6_k(const void* w, const void* x, int64_t cols);
 float vec_dot_iq4_xs(const void* w, const void* x, int64_t cols);
+float vec_dot_iq2_xxs(const void* w, const void* x, int64_t cols);  // x: Q8K
+float vec_dot_iq2_xs(const void* w, const void* x, int64_t cols);
+float vec_dot_iq2_s(const void* w, const void* x, int64_t cols);
+float vec_dot_iq3_xxs(const void* w, const void* x, int64_t cols);
+float vec_dot_iq3_s(const void* w, const void* x, int64_t cols);
+float vec_dot_iq1_s(const void* w, const void* x, int64_t cols);
+float vec_dot_iq1_m(const void* w, const void* x, int64_t cols);
+float vec_dot_tq1_0(const void* w, const void* x, int64_t cols);
+float vec_dot_tq2_0(const void* w, const void* x, int64_t cols);
+float vec_dot_mxfp4(const void* w, const void* x, int64_t cols);  // x: Q8A
 
 }  // namespace engine::kernels::ref

@@ -99,10 +99,7 @@ void unpack(const BlockQ8_0& b, Unpacked32& u) {
 }
 
 void unpack(const BlockIQ4_NL& b, Unpacked32& u) {
-  for (int j = 0; j < 16; ++j) {
-    u.q[j] = kIq4nlValues[b.qs[j] & 0xf];
-    u.q[j + 16] = kIq4nlValues[b.qs[j] >> 4];
-  }
+  lookup_nibbles(b.qs, kIq4nlValues, u.q);
   u.d = load_fp16(b.d);
   u.m = 0.0f;
 }
@@ -182,52 +179,13 @@ void unpack(const BlockQ6_K& b, UnpackedK& u) {
 void unpack(const BlockIQ4_XS& b, UnpackedK& u) {
   const uint16_t sh = load_u16(b.scales_h);
   for (int sub = 0; sub < 8; ++sub) {
-    const uint8_t* qs = b.qs + 16 * sub;
-    for (int j = 0; j < 16; ++j) {
-      u.q[32 * sub + j] = kIq4nlValues[qs[j] & 0xf];
-      u.q[32 * sub + j + 16] = kIq4nlValues[qs[j] >> 4];
-    }
+    lookup_nibbles(b.qs + 16 * sub, kIq4nlValues, u.q + 32 * sub);
     const int ls = ((b.scales_l[sub / 2] >> (4 * (sub % 2))) & 0xf) | (((sh >> (2 * sub)) & 3) << 4);
     u.sc[2 * sub] = u.sc[2 * sub + 1] = static_cast<int16_t>(ls - 32);
     u.mn[2 * sub] = u.mn[2 * sub + 1] = 0;
   }
   u.d = load_fp16(b.d);
   u.dm = 0.0f;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Dots of canonical blocks
-
-float dot(const Unpacked32& u, const ActQ8A& x) {
-  int isum = 0;
-  for (int j = 0; j < 32; ++j) isum += u.q[j] * x.qs[j];
-  return u.d * x.d * static_cast<float>(isum) + u.m * x.s;
-}
-
-float dot(const UnpackedK& u, const ActQ8K& x) {
-  int isum = 0;
-  int msum = 0;
-  for (int g = 0; g < 16; ++g) {
-    int gsum = 0;
-    for (int j = 16 * g; j < 16 * g + 16; ++j) gsum += u.q[j] * x.qs[j];
-    isum += u.sc[g] * gsum;
-    msum += u.mn[g] * x.bsums[g];
-  }
-  return u.d * x.d * static_cast<float>(isum) - u.dm * x.d * static_cast<float>(msum);
-}
-
-// W row of `Block`s (cols,) . x row of `Act` blocks -> float
-template <class Block, class Unpacked, class Act>
-float row_dot(const void* w, const void* x, int64_t cols, int64_t block_size) {
-  const auto* wb = static_cast<const Block*>(w);
-  const auto* xb = static_cast<const Act*>(x);
-  float sum = 0.0f;
-  Unpacked u;
-  for (int64_t i = 0; i < cols / block_size; ++i) {
-    unpack(wb[i], u);
-    sum += dot(u, xb[i]);
-  }
-  return sum;
 }
 
 }  // namespace
@@ -256,17 +214,17 @@ float vec_dot_bf16(const void* w, const void* x, int64_t cols) {
   return sum;
 }
 
-float vec_dot_q4_0(const void* w, const void* x, int64_t c) { return row_dot<BlockQ4_0, Unpacked32, ActQ8A>(w, x, c, kQK); }
-float vec_dot_q4_1(const void* w, const void* x, int64_t c) { return row_dot<BlockQ4_1, Unpacked32, ActQ8A>(w, x, c, kQK); }
-float vec_dot_q5_0(const void* w, const void* x, int64_t c) { return row_dot<BlockQ5_0, Unpacked32, ActQ8A>(w, x, c, kQK); }
-float vec_dot_q5_1(const void* w, const void* x, int64_t c) { return row_dot<BlockQ5_1, Unpacked32, ActQ8A>(w, x, c, kQK); }
-float vec_dot_q8_0(const void* w, const void* x, int64_t c) { return row_dot<BlockQ8_0, Unpacked32, ActQ8A>(w, x, c, kQK); }
-float vec_dot_iq4_nl(const void* w, const void* x, int64_t c) { return row_dot<BlockIQ4_NL, Unpacked32, ActQ8A>(w, x, c, kQK); }
-float vec_dot_q2_k(const void* w, const void* x, int64_t c) { return row_dot<BlockQ2_K, UnpackedK, ActQ8K>(w, x, c, kQKK); }
-float vec_dot_q3_k(const void* w, const void* x, int64_t c) { return row_dot<BlockQ3_K, UnpackedK, ActQ8K>(w, x, c, kQKK); }
-float vec_dot_q4_k(const void* w, const void* x, int64_t c) { return row_dot<BlockQ4_K, UnpackedK, ActQ8K>(w, x, c, kQKK); }
-float vec_dot_q5_k(const void* w, const void* x, int64_t c) { return row_dot<BlockQ5_K, UnpackedK, ActQ8K>(w, x, c, kQKK); }
-float vec_dot_q6_k(const void* w, const void* x, int64_t c) { return row_dot<BlockQ6_K, UnpackedK, ActQ8K>(w, x, c, kQKK); }
-float vec_dot_iq4_xs(const void* w, const void* x, int64_t c) { return row_dot<BlockIQ4_XS, UnpackedK, ActQ8K>(w, x, c, kQKK); }
+float vec_dot_q4_0(const void* w, const void* x, int64_t c) { return row_dot<BlockQ4_0, Unpacked32, ActQ8A, unpack>(w, x, c); }
+float vec_dot_q4_1(const void* w, const void* x, int64_t c) { return row_dot<BlockQ4_1, Unpacked32, ActQ8A, unpack>(w, x, c); }
+float vec_dot_q5_0(const void* w, const void* x, int64_t c) { return row_dot<BlockQ5_0, Unpacked32, ActQ8A, unpack>(w, x, c); }
+float vec_dot_q5_1(const void* w, const void* x, int64_t c) { return row_dot<BlockQ5_1, Unpacked32, ActQ8A, unpack>(w, x, c); }
+float vec_dot_q8_0(const void* w, const void* x, int64_t c) { return row_dot<BlockQ8_0, Unpacked32, ActQ8A, unpack>(w, x, c); }
+float vec_dot_iq4_nl(const void* w, const void* x, int64_t c) { return row_dot<BlockIQ4_NL, Unpacked32, ActQ8A, unpack>(w, x, c); }
+float vec_dot_q2_k(const void* w, const void* x, int64_t c) { return row_dot<BlockQ2_K, UnpackedK, ActQ8K, unpack>(w, x, c); }
+float vec_dot_q3_k(const void* w, const void* x, int64_t c) { return row_dot<BlockQ3_K, UnpackedK, ActQ8K, unpack>(w, x, c); }
+float vec_dot_q4_k(const void* w, const void* x, int64_t c) { return row_dot<BlockQ4_K, UnpackedK, ActQ8K, unpack>(w, x, c); }
+float vec_dot_q5_k(const void* w, const void* x, int64_t c) { return row_dot<BlockQ5_K, UnpackedK, ActQ8K, unpack>(w, x, c); }
+float vec_dot_q6_k(const void* w, const void* x, int64_t c) { return row_dot<BlockQ6_K, UnpackedK, ActQ8K, unpack>(w, x, c); }
+float vec_dot_iq4_xs(const void* w, const void* x, int64_t c) { return row_dot<BlockIQ4_XS, UnpackedK, ActQ8K, unpack>(w, x, c); }
 
 }  // namespace engine::kernels::ref

@@ -17,6 +17,7 @@
 #include "engine/kernels/thread_pool.h"
 #include "engine/kernels/traits.h"
 #include "gguf/file.h"
+#include "tests/support/quantized.h"
 #include "tests/support/shared.h"
 
 namespace engine {
@@ -72,10 +73,7 @@ TEST(Bf16, Conversions) {
 // ---------------------------------------------------------------------------------------------
 // Hand-built blocks
 
-void put_fp16(uint8_t* dst, float v) {
-  const uint16_t h = fp32_to_fp16(v);
-  std::memcpy(dst, &h, 2);
-}
+using ggufd::test::put_fp16;
 
 TEST(Dequant, Q4_0HandBuilt) {
   kernels::BlockQ4_0 b{};
@@ -246,49 +244,15 @@ INSTANTIATE_TEST_SUITE_P(Types, SynthTest, ::testing::ValuesIn(kSynthCases),
 // SIMD kernels against the scalar reference, on random blocks and awkward shapes
 
 const TensorType kAllTypes[] = {
-    TensorType::F32,  TensorType::F16,    TensorType::BF16, TensorType::Q4_0, TensorType::Q4_1,
-    TensorType::Q5_0, TensorType::Q5_1,   TensorType::Q8_0, TensorType::IQ4_NL, TensorType::Q2_K,
-    TensorType::Q3_K, TensorType::Q4_K,   TensorType::Q5_K, TensorType::Q6_K, TensorType::IQ4_XS,
+    TensorType::F32,     TensorType::F16,    TensorType::BF16,    TensorType::Q4_0,  TensorType::Q4_1,
+    TensorType::Q5_0,    TensorType::Q5_1,   TensorType::Q8_0,    TensorType::IQ4_NL, TensorType::Q2_K,
+    TensorType::Q3_K,    TensorType::Q4_K,   TensorType::Q5_K,    TensorType::Q6_K,  TensorType::IQ4_XS,
+    TensorType::MXFP4,   TensorType::IQ2_XXS, TensorType::IQ2_XS, TensorType::IQ2_S, TensorType::IQ3_XXS,
+    TensorType::IQ3_S,   TensorType::IQ1_S,  TensorType::IQ1_M,   TensorType::TQ1_0, TensorType::TQ2_0,
 };
 
-// Byte offsets of the fp16 scale fields inside one block.
-std::vector<size_t> fp16_fields(TensorType t) {
-  switch (t) {
-    case TensorType::Q4_1: return {offsetof(gguf::BlockQ4_1, d), offsetof(gguf::BlockQ4_1, m)};
-    case TensorType::Q5_1: return {offsetof(gguf::BlockQ5_1, d), offsetof(gguf::BlockQ5_1, m)};
-    case TensorType::Q4_K: return {offsetof(gguf::BlockQ4_K, d), offsetof(gguf::BlockQ4_K, dmin)};
-    case TensorType::Q5_K: return {offsetof(gguf::BlockQ5_K, d), offsetof(gguf::BlockQ5_K, dmin)};
-    case TensorType::Q2_K: return {offsetof(gguf::BlockQ2_K, d), offsetof(gguf::BlockQ2_K, dmin)};
-    case TensorType::Q3_K: return {offsetof(gguf::BlockQ3_K, d)};
-    case TensorType::Q6_K: return {offsetof(gguf::BlockQ6_K, d)};
-    default: return {0};  // d leads the other blocks
-  }
-}
-
-// rows x cols weights of `type`: random quant bits, random but sane scales.
-std::vector<uint8_t> random_weights(TensorType type, int64_t rows, int64_t cols, std::mt19937& rng) {
-  const kernels::KernelTraits* t = kernels::kernel_traits(type);
-  const int64_t n_blocks = rows * cols / t->block_size();
-  std::vector<uint8_t> w(static_cast<size_t>(n_blocks * t->block_bytes()));
-  std::uniform_int_distribution<int> byte(0, 255);
-  std::normal_distribution<float> val(0.0f, 1.0f);
-  std::uniform_real_distribution<float> scale(0.001f, 0.02f);
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    uint8_t* p = w.data() + b * t->block_bytes();
-    if (type == TensorType::F32) {
-      const float f = val(rng);
-      std::memcpy(p, &f, 4);
-    } else if (type == TensorType::F16) {
-      put_fp16(p, val(rng));
-    } else if (type == TensorType::BF16) {
-      const uint16_t h = kernels::fp32_to_bf16(val(rng));
-      std::memcpy(p, &h, 2);
-    } else {
-      for (int64_t i = 0; i < t->block_bytes(); ++i) p[i] = static_cast<uint8_t>(byte(rng));
-      for (size_t off : fp16_fields(type)) put_fp16(p + off, scale(rng));
-    }
-  }
-  return w;
+TEST(KernelTable, EveryRowIsTested) {
+  EXPECT_EQ(std::size(kAllTypes), kernels::all_kernel_traits().size());
 }
 
 struct Product {
@@ -363,7 +327,7 @@ TEST_P(KernelTest, TilesMatchReferenceOnAwkwardShapes) {
   const int64_t unit = t->block_size() == 1 ? 8 : t->block_size();
   for (int64_t cols : {unit, 3 * unit, 8 * unit + (t->block_size() == 1 ? 3 : 0)}) {
     for (int64_t rows : {1, 3, 7}) {
-      const std::vector<uint8_t> w = random_weights(type, rows, cols, rng);
+      const std::vector<uint8_t> w = ggufd::test::random_blocks(type, rows, cols, rng);
       for (int64_t n = 1; n <= 9; ++n) {
         std::vector<float> x(static_cast<size_t>(n * cols));
         for (float& v : x) v = val(rng);
@@ -392,7 +356,7 @@ TEST_P(KernelTest, MatmulSplitsWorkCorrectly) {
   std::mt19937 rng(99);
   std::normal_distribution<float> val(0.0f, 1.0f);
   const int64_t rows = 157, cols = 2 * (t->block_size() == 1 ? 64 : t->block_size());
-  const std::vector<uint8_t> w = random_weights(type, rows, cols, rng);
+  const std::vector<uint8_t> w = ggufd::test::random_blocks(type, rows, cols, rng);
   const Matrix m{type, rows, cols, static_cast<size_t>(cols / t->block_size() * t->block_bytes()), w.data()};
   ThreadPool pool(2);
   for (int64_t n : {1, 2, 5, 17}) {
@@ -442,7 +406,8 @@ TEST(Dispatch, ChoosesTheWidestTableTheCpuRuns) {
 TEST(Matmul, SupportsTable) {
   EXPECT_TRUE(supports(TensorType::Q4_K));
   EXPECT_TRUE(supports(TensorType::F32));
-  EXPECT_FALSE(supports(TensorType::IQ2_XXS));
+  EXPECT_TRUE(supports(TensorType::IQ2_XXS));
+  EXPECT_FALSE(supports(TensorType::NVFP4));
   EXPECT_FALSE(supports(TensorType::Q8_K));
 }
 

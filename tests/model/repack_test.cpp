@@ -14,6 +14,7 @@
 #include "engine/model/forward.h"
 #include "engine/model/model.h"
 #include "engine/model/repack.h"
+#include "tests/model/all_logits.h"
 #include "tests/support/quantized.h"
 #include "tests/support/shared.h"
 
@@ -55,16 +56,7 @@ TEST(Repack, MatmulAndLookupsOverPackedGroupsAndLeftOverRows) {
   }
 }
 
-// Every position's logits (n_vocab each) of one sequence run as a single batch.
-std::vector<float> all_logits(const Model& m, const std::vector<int32_t>& tokens) {
-  ThreadPool pool(1);
-  Forward fwd(m, static_cast<int64_t>(tokens.size()));
-  KvCache cache(m.hparams(), static_cast<int64_t>(tokens.size()));
-  Batch b;
-  for (size_t i = 0; i < tokens.size(); ++i) b.add(tokens[i], 0, static_cast<int32_t>(i), true);
-  fwd.eval(b, cache, pool);
-  return {fwd.logits(0), fwd.logits(0) + b.size() * m.hparams().n_vocab};
-}
+using test::all_logits;
 
 TEST(Repack, ModelLogitsAreTheSameWithAndWithoutRepacking) {
   for (const char* name : {"synth-llama-Q4_0", "synth-llama-Q8_0", "synth-llama-IQ4_NL", "synth-llama-Q4_K_M"}) {
