@@ -354,9 +354,15 @@ void Forward::route(const LayerWeights& l, int64_t n, ThreadPool& pool) {
     const int64_t ranked = std::min(K + 1, X);
     std::partial_sort(order_.begin(), order_.begin() + ranked, order_.end(),
                       [&](int32_t a, int32_t b) { return p[a] > p[b]; });
-    if (ranked > K) {
+    if (ranked > K) {  // gap in probability over all experts, whatever the gating
+      float gap = p[order_[sz(K - 1)]] - p[order_[sz(K)]];
+      if (topk_softmax) {
+        float z = 0.0f;
+        for (int64_t e = 0; e < X; ++e) z += std::exp(p[e] - p[order_[0]]);
+        gap = (std::exp(p[order_[sz(K - 1)]] - p[order_[0]]) - std::exp(p[order_[sz(K)]] - p[order_[0]])) / z;
+      }
       float& margin = route_margin_[sz(chunk_begin_ + t)];
-      margin = std::min(margin, p[order_[sz(K - 1)]] - p[order_[sz(K)]]);
+      margin = std::min(margin, gap);
     }
     int32_t* sel = sel_.data() + t * K;  // (K,)
     float* w = selw_.data() + t * K;     // (K,)

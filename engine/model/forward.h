@@ -40,7 +40,8 @@ class Forward {
   int64_t n_vocab() const { return hp_.n_vocab; }
   int64_t max_batch() const { return max_batch_; }
   // MoE only: for token i of the last batch, the smallest gap over the layers between the router
-  // probabilities (logits, for top-k softmax gating) of its last chosen expert and the best expert not chosen. A gap near 0 is a
+  // probabilities (softmax over all experts, whatever the gating) of its last chosen expert and the best
+  // expert not chosen. A gap near 0 is a
   // near-tie another implementation may resolve the other way (tests use it; 1 for dense models).
   float route_margin(int64_t i) const { return route_margin_.empty() ? 1.0f : route_margin_[static_cast<size_t>(i)]; }
 

@@ -37,7 +37,7 @@ const std::vector<std::string> kGoldenModels = {
     "architectures/synth-smollm3-Q8_0",
     // In the repository (tests/data/reference, see its README): references ggufd made with
     // llama.cpp for what ../shared does not cover. Never skipped.
-    "repo/tiny-gpt-oss-F32",  "repo/tiny-mistral3-F32", "repo/tiny-mistral3-Q8_0",
+    "repo/tiny-gpt-oss-F32",  "repo/tiny-gpt-oss-MXFP4_MOE-nofa", "repo/tiny-mistral3-F32", "repo/tiny-mistral3-Q8_0",
     "repo/tiny-llama-yarn-F32", "repo/tiny-llama3rope-F32",
 };
 
@@ -100,7 +100,10 @@ TEST_P(Golden, TeacherForcedLogitsMatchReference) {
   std::string golden_file, model_file;
   if (in_repo(stem)) {
     golden_file = repo_reference("golden/" + stem.substr(5) + ".json");
-    model_file = repo_reference("models/" + stem.substr(5) + ".gguf");
+    // "-nofa": the same model's logits from llama.cpp with flash attention off
+    std::string name = stem.substr(5);
+    if (name.ends_with("-nofa")) name.resize(name.size() - 5);
+    model_file = repo_reference("models/" + name + ".gguf");
   } else {
     GGUFD_REQUIRE_SHARED("golden/" + stem + ".json");
     GGUFD_REQUIRE_SHARED(model_path(stem));
