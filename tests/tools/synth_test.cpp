@@ -74,6 +74,20 @@ TEST(Synth, ShapesMatchTheirModels) {
   ASSERT_TRUE(q3);
   EXPECT_EQ(q3->head_size(), 128);
   EXPECT_TRUE(q3->qk_norm);
+  const auto moe = synth::find_shape("qwen3-30b-a3b");
+  ASSERT_TRUE(moe);
+  EXPECT_EQ(moe->arch, "qwen3moe");
+  EXPECT_EQ(moe->n_layer, 48);
+  EXPECT_EQ(moe->n_expert, 128);
+  EXPECT_EQ(moe->n_expert_used, 8);
+  EXPECT_EQ(moe->n_ff_exp, 768);
+  EXPECT_FALSE(moe->tied);
+  const auto g3 = synth::find_shape("gemma3-4b");
+  ASSERT_TRUE(g3);
+  EXPECT_EQ(g3->n_vocab, 262144);
+  EXPECT_EQ(g3->head_size(), 256);
+  EXPECT_EQ(g3->n_swa, 1024);
+  EXPECT_TRUE(g3->tied && g3->post_norms && g3->qk_norm);
   for (const char* name : {"demo", "tinyllama", "qwen2.5-0.5b", "llama-8b"}) EXPECT_TRUE(synth::find_shape(name)) << name;
   EXPECT_FALSE(synth::find_shape("gpt-5"));
   EXPECT_TRUE(synth::find_file_type("q4_k_m"));
@@ -103,6 +117,67 @@ TEST(Synth, Llama1bQ4KMPlan) {
   EXPECT_EQ(params, 1235814400u);  // Llama-3.2-1B's parameter count
   EXPECT_GT(bytes, 700u << 20);
   EXPECT_LT(bytes, 900u << 20);
+}
+
+// Sum of the plan's elements and bytes.
+std::pair<uint64_t, uint64_t> totals(const std::vector<synth::TensorPlan>& plan) {
+  uint64_t params = 0, bytes = 0;
+  for (const auto& t : plan) {
+    params += t.n_elements();
+    bytes += t.n_bytes();
+  }
+  return {params, bytes};
+}
+
+const synth::TensorPlan* find(const std::vector<synth::TensorPlan>& plan, const std::string& name) {
+  for (const auto& t : plan) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+// Qwen3-30B-A3B as llama-quantize makes its Q4_K_M: 3-D experts, F32 router, Q6_K down
+// projections in the more-bits layers, Q4_K token_embd (untied), Q6_K output.
+TEST(Synth, Qwen3MoeQ4KMPlan) {
+  const auto plan = synth::plan_tensors(*synth::find_shape("qwen3-30b-a3b"), *synth::find_file_type("Q4_K_M"));
+  EXPECT_EQ(plan.size(), 3u + 48u * 12u);
+  const auto* gate = find(plan, "blk.0.ffn_gate_exps.weight");
+  ASSERT_NE(gate, nullptr);
+  EXPECT_EQ(gate->ne, (std::vector<uint64_t>{2048, 768, 128}));
+  EXPECT_EQ(gate->type, TensorType::Q4_K);
+  EXPECT_EQ(find(plan, "blk.0.ffn_up_exps.weight")->ne, (std::vector<uint64_t>{2048, 768, 128}));
+  EXPECT_EQ(find(plan, "blk.0.ffn_down_exps.weight")->ne, (std::vector<uint64_t>{768, 2048, 128}));
+  EXPECT_EQ(find(plan, "blk.0.ffn_gate_inp.weight")->ne, (std::vector<uint64_t>{2048, 128}));
+  EXPECT_EQ(*type_of(plan, "blk.0.ffn_gate_inp.weight"), TensorType::F32);
+  EXPECT_EQ(*type_of(plan, "blk.0.ffn_down_exps.weight"), TensorType::Q6_K);  // first eighth
+  EXPECT_EQ(*type_of(plan, "blk.6.ffn_down_exps.weight"), TensorType::Q4_K);
+  EXPECT_EQ(*type_of(plan, "blk.8.ffn_down_exps.weight"), TensorType::Q6_K);  // (8 - 6) % 3 == 2
+  EXPECT_EQ(*type_of(plan, "blk.8.attn_v.weight"), TensorType::Q6_K);
+  EXPECT_EQ(*type_of(plan, "blk.7.attn_k_norm.weight"), TensorType::F32);
+  EXPECT_EQ(type_of(plan, "blk.0.ffn_gate.weight"), nullptr);
+  EXPECT_EQ(*type_of(plan, "token_embd.weight"), TensorType::Q4_K);
+  EXPECT_EQ(*type_of(plan, "output.weight"), TensorType::Q6_K);
+  const auto [params, bytes] = totals(plan);
+  EXPECT_EQ(params, 30532122624u);  // Qwen3-30B-A3B's parameter count
+  EXPECT_GT(bytes, 17ull << 30);    // 17.28 GiB (18.55 GB)
+  EXPECT_LT(bytes, 18ull << 30);
+}
+
+// Gemma-3-4B's text model: post-norms, q/k norms, tied Q6_K embeddings.
+TEST(Synth, Gemma3Q4KMPlan) {
+  const auto plan = synth::plan_tensors(*synth::find_shape("gemma3-4b"), *synth::find_file_type("Q4_K_M"));
+  EXPECT_EQ(plan.size(), 2u + 34u * 13u);
+  EXPECT_EQ(type_of(plan, "output.weight"), nullptr);
+  EXPECT_EQ(*type_of(plan, "token_embd.weight"), TensorType::Q6_K);
+  EXPECT_EQ(*type_of(plan, "blk.3.post_attention_norm.weight"), TensorType::F32);
+  EXPECT_EQ(*type_of(plan, "blk.3.post_ffw_norm.weight"), TensorType::F32);
+  EXPECT_EQ(find(plan, "blk.0.attn_q_norm.weight")->ne, (std::vector<uint64_t>{256}));
+  EXPECT_EQ(find(plan, "blk.0.attn_output.weight")->ne, (std::vector<uint64_t>{2048, 2560}));
+  EXPECT_EQ(*type_of(plan, "blk.0.ffn_down.weight"), TensorType::Q6_K);
+  const auto [params, bytes] = totals(plan);
+  EXPECT_EQ(params, 3880099328u);  // Gemma-3-4B without its vision tower
+  EXPECT_GT(bytes, 2ull << 30);
+  EXPECT_LT(bytes, 3ull << 30);
 }
 
 TEST(Synth, OutputAndFallbackTypes) {
@@ -198,6 +273,7 @@ TEST_P(SynthShapeTest, OneLayerLoadsAndRuns) {
   o.shape = *synth::find_shape(GetParam());
   o.shape.n_layer = 1;
   o.shape.n_vocab = 1024;
+  if (o.shape.n_expert > 0) o.shape.n_expert = 16;  // 128 experts: 600M parameters in one layer
   o.type = *synth::find_file_type("Q4_0");  // the fastest to write; mixes: Llama1bQ4KMPlan
   TempPath out(std::string("synth-") + GetParam());
   synth::write_model(o, out.path);
@@ -213,12 +289,16 @@ TEST_P(SynthShapeTest, OneLayerLoadsAndRuns) {
   EXPECT_FLOAT_EQ(hp.rope_freq_base, o.shape.rope_base);
   EXPECT_EQ(model.layers[0].bq.empty(), !o.shape.qkv_bias);
   EXPECT_EQ(model.layers[0].q_norm.empty(), !o.shape.qk_norm);
+  EXPECT_EQ(model.layers[0].post_attn_norm.empty(), !o.shape.post_norms);
+  EXPECT_EQ(hp.n_expert, o.shape.n_expert);
+  EXPECT_EQ(hp.n_swa, o.shape.n_swa);
   EXPECT_EQ(model.output.data == model.tok_embd.data, o.shape.tied);
   expect_forward_runs(model, Tokenizer::from_gguf(model.file()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, SynthShapeTest,
-                         ::testing::Values("llama-1b", "tinyllama", "qwen2.5-0.5b", "qwen3-1.7b"),
+                         ::testing::Values("llama-1b", "tinyllama", "qwen2.5-0.5b", "qwen3-1.7b", "qwen3-30b-a3b",
+                                           "gemma3-4b"),
                          [](const auto& p) {
                            std::string s = p.param;
                            for (char& ch : s) {
@@ -226,6 +306,61 @@ INSTANTIATE_TEST_SUITE_P(Shapes, SynthShapeTest,
                            }
                            return s;
                          });
+
+// A shape cut down to `layers` layers of small matrices, its architecture's features kept.
+synth::Options tiny(const char* shape, int64_t layers) {
+  synth::Options o;
+  o.shape = *synth::find_shape(shape);
+  o.shape.n_layer = layers;
+  o.shape.n_vocab = 1024;
+  o.shape.n_embd = 256;
+  o.shape.head_dim = 64;
+  o.shape.n_ff = 512;
+  o.type = *synth::find_file_type("Q8_0");
+  return o;
+}
+
+// Every key of the MoE shape reaches ggufd's hyperparameters; the router is F32.
+TEST(Synth, TinyQwen3MoeKeysAndRouter) {
+  synth::Options o = tiny("qwen3-30b-a3b", 2);
+  o.shape.n_ff_exp = 128;
+  TempPath out("synth-tiny-moe");
+  synth::write_model(o, out.path);
+  const Model model = Model::load(out.path);
+  const HParams& hp = model.hparams();
+  EXPECT_EQ(hp.n_expert, 128);
+  EXPECT_EQ(hp.n_expert_used, 8);
+  EXPECT_EQ(hp.n_ff_exp, 128);
+  EXPECT_TRUE(hp.expert_weights_norm);
+  EXPECT_EQ(hp.n_swa, 0);
+  EXPECT_EQ(model.layers[1].ffn_gate_inp.type, TensorType::F32);
+  EXPECT_EQ(model.layers[1].gate_exps.size(), 128u);
+  EXPECT_EQ(model.layers[1].down_exps[127].rows, 256);
+  EXPECT_EQ(model.layers[1].down_exps[127].cols, 128);
+  EXPECT_TRUE(model.layers[0].ffn_gate.data == nullptr);
+  expect_forward_runs(model, Tokenizer::from_gguf(model.file()));
+}
+
+// Gemma 3's sliding-window keys: five local layers with their own RoPE base, then a global one
+// with linear RoPE scaling.
+TEST(Synth, TinyGemma3SlidingWindowKeys) {
+  const synth::Options o = tiny("gemma3-4b", 6);
+  TempPath out("synth-tiny-gemma3");
+  synth::write_model(o, out.path);
+  const Model model = Model::load(out.path);
+  const HParams& hp = model.hparams();
+  EXPECT_EQ(hp.n_swa, 1024);
+  EXPECT_EQ(hp.swa_layer, (std::vector<uint8_t>{1, 1, 1, 1, 1, 0}));
+  EXPECT_FLOAT_EQ(hp.rope_freq_base, 1e6f);
+  EXPECT_FLOAT_EQ(hp.rope_freq_base_swa, 1e4f);
+  EXPECT_FLOAT_EQ(hp.rope_freq_scale, 0.125f);
+  EXPECT_FLOAT_EQ(hp.rms_eps, 1e-6f);
+  EXPECT_FLOAT_EQ(hp.embd_scale, 16.0f);  // sqrt(256)
+  EXPECT_EQ(hp.ffn_act, FfnAct::kGeluTanh);
+  EXPECT_EQ(model.output.data, model.tok_embd.data);
+  EXPECT_FALSE(model.layers[5].post_ffn_norm.empty());
+  expect_forward_runs(model, Tokenizer::from_gguf(model.file()));
+}
 
 TEST(Synth, VocabFromAnotherFile) {
   TempPath src("synth-src"), out("synth-copy");

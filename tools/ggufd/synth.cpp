@@ -40,18 +40,29 @@ std::string names_of_types() {
   return s;
 }
 
+// "tied qk-norm swa-1024/6 moe-128x8/768" for the list.
+std::string notes_of(const engine::synth::Shape& s) {
+  std::string n = s.tied ? "tied" : "";
+  auto add = [&n](const std::string& w) { n += (n.empty() ? "" : " ") + w; };
+  if (s.qkv_bias) add("qkv-bias");
+  if (s.qk_norm) add("qk-norm");
+  if (s.post_norms) add("post-norms");
+  if (s.n_swa > 0) add("swa-" + std::to_string(s.n_swa) + "/" + std::to_string(s.swa_pattern));
+  if (s.n_expert > 0) {
+    add("moe-" + std::to_string(s.n_expert) + "x" + std::to_string(s.n_expert_used) + "/" + std::to_string(s.n_ff_exp));
+  }
+  return n;
+}
+
 void print_list() {
-  std::printf("%-14s %-6s %8s %6s %6s %5s %5s %6s %7s %s\n", "shape", "arch", "vocab", "embd",
+  std::printf("%-14s %-8s %8s %6s %6s %5s %5s %6s %7s %s\n", "shape", "arch", "vocab", "embd",
               "layers", "heads", "kv", "hdim", "ff", "notes");
   for (const engine::synth::Shape& s : engine::synth::shapes()) {
-    std::string notes = s.tied ? "tied" : "";
-    if (s.qkv_bias) notes += " qkv-bias";
-    if (s.qk_norm) notes += " qk-norm";
-    std::printf("%-14s %-6s %8lld %6lld %6lld %5lld %5lld %6lld %7lld %s\n", s.name.c_str(),
+    std::printf("%-14s %-8s %8lld %6lld %6lld %5lld %5lld %6lld %7lld %s\n", s.name.c_str(),
                 s.arch.c_str(), static_cast<long long>(s.n_vocab), static_cast<long long>(s.n_embd),
                 static_cast<long long>(s.n_layer), static_cast<long long>(s.n_head),
                 static_cast<long long>(s.n_head_kv), static_cast<long long>(s.head_size()),
-                static_cast<long long>(s.n_ff), notes.c_str());
+                static_cast<long long>(s.n_ff), notes_of(s).c_str());
   }
   std::printf("types: %s\n", names_of_types().c_str());
 }

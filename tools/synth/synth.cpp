@@ -1,10 +1,9 @@
-// Synthetic models: shapes, per-tensor type choice, metadata, and the streaming GGUF writer.
-// The built-in BPE vocabulary is in synth_vocab.cpp.
+// Synthetic models: the streaming GGUF writer and the random weights. Shapes, tensor plans and
+// metadata are in synth_arch.cpp, the built-in BPE vocabulary in synth_vocab.cpp.
 #include "tools/synth/synth.h"
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -24,157 +23,6 @@
 namespace engine::synth {
 
 using gguf::OwnedValue;
-using gguf::TensorType;
-
-// ---------------------------------------------------------------------------------------------
-// Shapes and file types
-
-const std::vector<Shape>& shapes() {
-  // name, arch, vocab, embd, layers, heads, kv heads, head dim, ff, ctx, rope base, eps,
-  // tied, qkv bias, qk norm. demo's vocabulary is the built-in one, unpadded (n_vocab 0).
-  static const std::vector<Shape> table = {
-      {"demo", "llama", 0, 64, 2, 4, 2, 0, 192, 2048, 10000.0f, 1e-5f, false, false, false},
-      {"llama-1b", "llama", 128256, 2048, 16, 32, 8, 0, 8192, 131072, 500000.0f, 1e-5f, true, false, false},
-      {"tinyllama", "llama", 32000, 2048, 22, 32, 4, 0, 5632, 2048, 10000.0f, 1e-5f, false, false, false},
-      {"qwen2.5-0.5b", "qwen2", 151936, 896, 24, 14, 2, 0, 4864, 32768, 1000000.0f, 1e-6f, true, true, false},
-      {"qwen3-1.7b", "qwen3", 151936, 2048, 28, 16, 8, 128, 6144, 40960, 1000000.0f, 1e-6f, true, false, true},
-      {"llama-8b", "llama", 128256, 4096, 32, 32, 8, 0, 14336, 131072, 500000.0f, 1e-5f, false, false, false},
-  };
-  return table;
-}
-
-std::optional<Shape> find_shape(std::string_view name) {
-  for (const Shape& s : shapes()) {
-    if (s.name == name) return s;
-  }
-  return std::nullopt;
-}
-
-const std::vector<FileType>& file_types() {
-  static const std::vector<FileType> table = {
-      {"F32", 0, TensorType::F32},      {"F16", 1, TensorType::F16},
-      {"BF16", 32, TensorType::BF16},   {"Q8_0", 7, TensorType::Q8_0},
-      {"Q4_0", 2, TensorType::Q4_0},    {"Q4_1", 3, TensorType::Q4_1},
-      {"Q5_0", 8, TensorType::Q5_0},    {"Q5_1", 9, TensorType::Q5_1},
-      {"Q2_K", 10, TensorType::Q2_K},   {"Q3_K_S", 11, TensorType::Q3_K},
-      {"Q4_K_S", 14, TensorType::Q4_K}, {"Q4_K_M", 15, TensorType::Q4_K},
-      {"Q5_K_S", 16, TensorType::Q5_K}, {"Q5_K_M", 17, TensorType::Q5_K},
-      {"Q6_K", 18, TensorType::Q6_K},   {"IQ4_NL", 25, TensorType::IQ4_NL},
-      {"IQ4_XS", 30, TensorType::IQ4_XS},
-  };
-  return table;
-}
-
-std::optional<FileType> find_file_type(std::string_view name) {
-  auto upper = [](std::string_view s) {
-    std::string u(s);
-    for (char& c : u) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    return u;
-  };
-  for (const FileType& t : file_types()) {
-    if (t.name == upper(name)) return t;
-  }
-  return std::nullopt;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Tensor plan
-
-uint64_t TensorPlan::n_elements() const {
-  uint64_t n = 1;
-  for (uint64_t d : ne) n *= d;
-  return n;
-}
-
-uint64_t TensorPlan::n_bytes() const {
-  const gguf::TypeInfo& info = gguf::type_info(type);
-  return n_elements() / info.block_size * info.block_bytes;
-}
-
-namespace {
-
-bool is_float_type(TensorType t) {
-  return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16;
-}
-
-// llama.cpp's use_more_bits: the first and last eighth of the layers and every third between.
-bool more_bits(int64_t il, int64_t n) {
-  return il < n / 8 || il >= 7 * n / 8 || (il - n / 8) % 3 == 2;
-}
-
-// llama.cpp's fallback for rows that do not fill whole blocks.
-TensorType fit_row(TensorType t, uint64_t cols) {
-  auto fits = [cols](TensorType x) { return cols % gguf::type_info(x).block_size == 0; };
-  if (fits(t)) return t;
-  switch (t) {
-    case TensorType::Q4_K: t = TensorType::Q5_0; break;
-    case TensorType::Q5_K: t = TensorType::Q5_1; break;
-    case TensorType::Q6_K: t = TensorType::Q8_0; break;
-    case TensorType::Q2_K:
-    case TensorType::Q3_K:
-    case TensorType::IQ4_XS: t = TensorType::IQ4_NL; break;
-    default: break;
-  }
-  if (fits(t)) return t;
-  return fits(TensorType::F16) ? TensorType::F16 : TensorType::F32;
-}
-
-// The type of a weight matrix; `il` is its layer (-1 for token_embd / output).
-TensorType matrix_type(const FileType& ft, const std::string& role, bool is_output, int64_t il,
-                       int64_t n_layer) {
-  if (is_float_type(ft.base)) return ft.base;
-  if (is_output) return ft.base == TensorType::Q8_0 ? TensorType::Q8_0 : TensorType::Q6_K;
-  const bool mixed = ft.name == "Q4_K_M" || ft.name == "Q5_K_M";
-  if (mixed && (role == "attn_v" || role == "ffn_down") && more_bits(il, n_layer)) {
-    return TensorType::Q6_K;
-  }
-  return ft.base;
-}
-
-}  // namespace
-
-std::vector<TensorPlan> plan_tensors(const Shape& s, const FileType& ft) {
-  using Init = TensorPlan::Init;
-  const auto E = static_cast<uint64_t>(s.n_embd), F = static_cast<uint64_t>(s.n_ff);
-  const auto q_dim = static_cast<uint64_t>(s.n_head * s.head_size());
-  const auto kv_dim = static_cast<uint64_t>(s.n_head_kv * s.head_size());
-  const auto V = static_cast<uint64_t>(s.n_vocab);
-  std::vector<TensorPlan> out;
-  auto vec = [&](std::string name, uint64_t n, Init init) {
-    out.push_back({std::move(name), TensorType::F32, {n}, init});
-  };
-  // W (rows, cols) is GGUF [cols, rows].
-  auto mat = [&](std::string name, const std::string& role, bool is_output, int64_t il,
-                 uint64_t rows, uint64_t cols) {
-    const TensorType t = fit_row(matrix_type(ft, role, is_output, il, s.n_layer), cols);
-    out.push_back({std::move(name), t, {cols, rows}, Init::kNormal});
-  };
-  mat("token_embd.weight", "token_embd", s.tied, -1, V, E);
-  for (int64_t il = 0; il < s.n_layer; ++il) {
-    const std::string b = "blk." + std::to_string(il) + ".";
-    vec(b + "attn_norm.weight", E, Init::kOnes);
-    mat(b + "attn_q.weight", "attn_q", false, il, q_dim, E);
-    mat(b + "attn_k.weight", "attn_k", false, il, kv_dim, E);
-    mat(b + "attn_v.weight", "attn_v", false, il, kv_dim, E);
-    if (s.qkv_bias) {
-      vec(b + "attn_q.bias", q_dim, Init::kNormal);
-      vec(b + "attn_k.bias", kv_dim, Init::kNormal);
-      vec(b + "attn_v.bias", kv_dim, Init::kNormal);
-    }
-    if (s.qk_norm) {
-      vec(b + "attn_q_norm.weight", static_cast<uint64_t>(s.head_size()), Init::kOnes);
-      vec(b + "attn_k_norm.weight", static_cast<uint64_t>(s.head_size()), Init::kOnes);
-    }
-    mat(b + "attn_output.weight", "attn_output", false, il, E, q_dim);
-    vec(b + "ffn_norm.weight", E, Init::kOnes);
-    mat(b + "ffn_gate.weight", "ffn_gate", false, il, F, E);
-    mat(b + "ffn_up.weight", "ffn_up", false, il, F, E);
-    mat(b + "ffn_down.weight", "ffn_down", false, il, E, F);
-  }
-  vec("output_norm.weight", E, Init::kOnes);
-  if (!s.tied) mat("output.weight", "output", true, -1, V, E);
-  return out;
-}
 
 Metadata vocabulary_from(const std::string& path) {
   const gguf::File file = gguf::File::open(path);
@@ -190,40 +38,11 @@ Metadata vocabulary_from(const std::string& path) {
 
 namespace {
 
-// ---------------------------------------------------------------------------------------------
-// Metadata
-
 uint64_t token_count(const Metadata& vocab) {
   for (const auto& [key, v] : vocab) {
     if (key == "tokenizer.ggml.tokens") return v.items.size();
   }
   throw std::runtime_error("vocabulary has no tokenizer.ggml.tokens");
-}
-
-Metadata model_metadata(const Shape& s, const FileType& ft) {
-  const std::string p = s.arch + ".";
-  auto u32 = [](int64_t v) { return OwnedValue::u32(static_cast<uint32_t>(v)); };
-  Metadata m = {
-      {"general.architecture", OwnedValue::string(s.arch)},
-      {"general.name", OwnedValue::string("synth-" + s.name)},
-      {"general.file_type", OwnedValue::u32(ft.ftype)},
-      {"general.quantization_version", OwnedValue::u32(2)},
-      {p + "context_length", u32(s.n_ctx)},
-      {p + "embedding_length", u32(s.n_embd)},
-      {p + "block_count", u32(s.n_layer)},
-      {p + "feed_forward_length", u32(s.n_ff)},
-      {p + "attention.head_count", u32(s.n_head)},
-      {p + "attention.head_count_kv", u32(s.n_head_kv)},
-      {p + "attention.layer_norm_rms_epsilon", OwnedValue::f32(s.rms_eps)},
-      {p + "rope.freq_base", OwnedValue::f32(s.rope_base)},
-      {p + "rope.dimension_count", u32(s.head_size())},
-      {p + "vocab_size", u32(s.n_vocab)},
-  };
-  if (s.head_dim != 0) {
-    m.emplace_back(p + "attention.key_length", u32(s.head_dim));
-    m.emplace_back(p + "attention.value_length", u32(s.head_dim));
-  }
-  return m;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -445,6 +264,17 @@ void write_tensor(Sink& out, const TensorPlan& t, uint64_t seed, int threads) {
   out.pad(kAlign);
 }
 
+// Throws std::runtime_error unless `s` describes a model the engines can run.
+void check_shape(const Shape& s) {
+  const bool dense_ok = s.n_layer >= 1 && s.n_embd >= 1 && s.n_head >= 1 && s.n_head_kv >= 1 &&
+                        s.n_head % s.n_head_kv == 0 && s.n_ff >= 1 && s.head_size() % 2 == 0;
+  const bool moe_ok = s.n_expert == 0 || (s.n_expert_used >= 1 && s.n_expert_used <= s.n_expert && s.n_ff_exp >= 1);
+  const bool swa_ok = s.n_swa == 0 || (s.n_swa > 0 && s.swa_pattern >= 1);
+  if (!dense_ok || !moe_ok || !swa_ok || s.n_expert < 0) {
+    throw std::runtime_error("synth: inconsistent shape '" + s.name + "'");
+  }
+}
+
 }  // namespace
 
 Options demo_options() {
@@ -457,10 +287,7 @@ Options demo_options() {
 
 Result write_model(const Options& o, const std::string& path) {
   Shape shape = o.shape;
-  if (shape.n_layer < 1 || shape.n_embd < 1 || shape.n_head < 1 || shape.n_head_kv < 1 ||
-      shape.n_head % shape.n_head_kv != 0 || shape.n_ff < 1 || shape.head_size() % 2 != 0) {
-    throw std::runtime_error("synth: inconsistent shape '" + shape.name + "'");
-  }
+  check_shape(shape);
   Metadata vocab = o.vocab_from.empty() ? builtin_vocabulary(shape.n_vocab) : vocabulary_from(o.vocab_from);
   shape.n_vocab = static_cast<int64_t>(token_count(vocab));
 

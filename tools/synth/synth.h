@@ -1,5 +1,6 @@
-// Synthetic models: random-weight llama-family GGUF files in real model shapes, with our own
-// byte-level BPE vocabulary, for benchmarks, tests and the bundled demo (no third-party weights).
+// Synthetic models: random-weight GGUF files in real model shapes (llama, qwen2, qwen3, qwen3moe,
+// gemma3), with our own byte-level BPE vocabulary, for benchmarks, tests and the bundled demo (no
+// third-party weights).
 //
 // Weights are N(0, 0.02) from a seeded PRNG (norm weights 1.0), identical for a given seed
 // whatever the thread count. Files are GGUF v3 with the metadata llama.cpp requires
@@ -21,25 +22,39 @@ namespace engine::synth {
 // A model shape: the hyperparameters of one real model (or the tiny demo).
 struct Shape {
   std::string name;        // "llama-1b"
-  std::string arch;        // general.architecture: llama, qwen2 or qwen3
+  std::string arch;        // general.architecture: llama, qwen2, qwen3, qwen3moe or gemma3
   int64_t n_vocab = 0;     // padded to with filler tokens (the built-in vocabulary)
   int64_t n_embd = 0;
   int64_t n_layer = 0;
   int64_t n_head = 0;
   int64_t n_head_kv = 0;
   int64_t head_dim = 0;    // 0: n_embd / n_head (else written as attention.key/value_length)
-  int64_t n_ff = 0;
+  int64_t n_ff = 0;        // feed_forward_length (a MoE model's dense size: metadata only)
   int64_t n_ctx = 0;       // context_length
   float rope_base = 10000.0f;
   float rms_eps = 1e-5f;
   bool tied = false;       // no output.weight: token_embd doubles as the output matrix
   bool qkv_bias = false;   // qwen2
-  bool qk_norm = false;    // qwen3
+  bool qk_norm = false;    // qwen3, qwen3moe, gemma3
+  bool post_norms = false; // gemma3: post_attention_norm and post_ffw_norm
+  // Mixture of experts (qwen3moe): with n_expert > 0 each layer has a router (ffn_gate_inp) and
+  // 3-D expert tensors ffn_{gate,up,down}_exps of n_ff_exp rows each, instead of a dense FFN.
+  int64_t n_expert = 0;
+  int64_t n_expert_used = 0;
+  int64_t n_ff_exp = 0;
+  bool expert_weights_norm = false;  // top-k weights renormalized (written for MoE shapes)
+  // Sliding window (gemma3): with n_swa > 0 layer il is local when il % swa_pattern <
+  // swa_pattern - 1, and local layers use rope_base_swa.
+  int64_t n_swa = 0;
+  int64_t swa_pattern = 0;
+  float rope_base_swa = 10000.0f;
+  float rope_linear_factor = 0.0f;   // rope.scaling.factor of linear scaling; 0: none
 
   int64_t head_size() const { return head_dim ? head_dim : n_embd / n_head; }
 };
 
-// Built-in shapes: demo, llama-1b, tinyllama, qwen2.5-0.5b, qwen3-1.7b, llama-8b.
+// Built-in shapes: demo, llama-1b, tinyllama, qwen2.5-0.5b, qwen3-1.7b, llama-8b, qwen3-30b-a3b,
+// gemma3-4b.
 const std::vector<Shape>& shapes();
 std::optional<Shape> find_shape(std::string_view name);
 
@@ -65,18 +80,27 @@ struct TensorPlan {
 };
 
 // The type of each tensor follows llama.cpp's choices (llama_tensor_get_type, simplified):
-// * 1-D tensors (norms, biases) are F32.
+// * 1-D tensors (norms, biases) and the MoE router ffn_gate_inp are F32 (convert_hf_to_gguf
+//   writes the router F32 and llama-quantize never quantizes it).
 // * output.weight (or token_embd.weight when tied) is Q6_K for every quantized type except Q8_0
 //   (kept Q8_0) and the float types (kept as they are).
-// * Q4_K_M / Q5_K_M: attn_v and ffn_down are Q6_K in llama.cpp's "more bits" layers (the first
-//   and last eighth and every third in between), the base type elsewhere.
+// * Q4_K_M / Q5_K_M: attn_v and ffn_down (ffn_down_exps too) are Q6_K in llama.cpp's "more
+//   bits" layers (the first and last eighth and every third in between), the base type elsewhere.
+// * Expert tensors are GGUF [n_embd, n_ff_exp, n_expert] (gate, up) and [n_ff_exp, n_embd,
+//   n_expert] (down), typed like their dense counterparts by the rules above.
 // * Every other matrix has the base type; rows that are not a multiple of the block size fall
 //   back as llama.cpp does (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K/Q3_K/IQ4_XS ->
 //   IQ4_NL; still not a multiple -> F16; F16 not possible either -> F32).
 std::vector<TensorPlan> plan_tensors(const Shape& shape, const FileType& type);
 
-// A tokenizer as GGUF metadata: every tokenizer.* key, in order.
+// GGUF metadata: key/value pairs, in order.
 using Metadata = std::vector<std::pair<std::string, gguf::OwnedValue>>;
+
+// general.* and the architecture's hyperparameter keys, named and typed as llama.cpp's converter
+// writes them (MoE: expert_count, expert_used_count, expert_feed_forward_length,
+// expert_weights_norm; sliding window: attention.sliding_window(_pattern), rope.freq_base_swa;
+// rope.scaling.type/factor when rope_linear_factor is set). No tokenizer keys.
+Metadata model_metadata(const Shape& shape, const FileType& type);
 
 // Our own byte-level BPE vocabulary ("gpt2" model, "default" pre-tokenizer): the 256 byte tokens
 // (GPT-2 byte <-> unicode map, in byte order), then merges learned deterministically from a short

@@ -1,0 +1,264 @@
+// Synthetic models: the shapes, the file types, each architecture's tensor list with llama.cpp's
+// per-tensor type choices, and the hyperparameter metadata. The writer is in synth.cpp.
+#include <cctype>
+#include <string>
+
+#include "tools/synth/synth.h"
+
+namespace engine::synth {
+
+using gguf::OwnedValue;
+using gguf::TensorType;
+
+// ---------------------------------------------------------------------------------------------
+// Shapes and file types
+
+const std::vector<Shape>& shapes() {
+  // demo's vocabulary is the built-in one, unpadded (n_vocab 0). Real models' values are from
+  // their config.json (Gemma 3's vocabulary as llama.cpp's converter trims it: 262144 rows).
+  static const std::vector<Shape> table = {
+      {.name = "demo", .arch = "llama", .n_vocab = 0, .n_embd = 64, .n_layer = 2, .n_head = 4,
+       .n_head_kv = 2, .n_ff = 192, .n_ctx = 2048, .rope_base = 10000.0f},
+      {.name = "llama-1b", .arch = "llama", .n_vocab = 128256, .n_embd = 2048, .n_layer = 16, .n_head = 32,
+       .n_head_kv = 8, .n_ff = 8192, .n_ctx = 131072, .rope_base = 500000.0f, .tied = true},
+      {.name = "tinyllama", .arch = "llama", .n_vocab = 32000, .n_embd = 2048, .n_layer = 22, .n_head = 32,
+       .n_head_kv = 4, .n_ff = 5632, .n_ctx = 2048, .rope_base = 10000.0f},
+      {.name = "qwen2.5-0.5b", .arch = "qwen2", .n_vocab = 151936, .n_embd = 896, .n_layer = 24, .n_head = 14,
+       .n_head_kv = 2, .n_ff = 4864, .n_ctx = 32768, .rope_base = 1e6f, .rms_eps = 1e-6f, .tied = true,
+       .qkv_bias = true},
+      {.name = "qwen3-1.7b", .arch = "qwen3", .n_vocab = 151936, .n_embd = 2048, .n_layer = 28, .n_head = 16,
+       .n_head_kv = 8, .head_dim = 128, .n_ff = 6144, .n_ctx = 40960, .rope_base = 1e6f, .rms_eps = 1e-6f,
+       .tied = true, .qk_norm = true},
+      {.name = "llama-8b", .arch = "llama", .n_vocab = 128256, .n_embd = 4096, .n_layer = 32, .n_head = 32,
+       .n_head_kv = 8, .n_ff = 14336, .n_ctx = 131072, .rope_base = 500000.0f},
+      {.name = "qwen3-30b-a3b", .arch = "qwen3moe", .n_vocab = 151936, .n_embd = 2048, .n_layer = 48,
+       .n_head = 32, .n_head_kv = 4, .head_dim = 128, .n_ff = 6144, .n_ctx = 40960, .rope_base = 1e6f,
+       .rms_eps = 1e-6f, .qk_norm = true, .n_expert = 128, .n_expert_used = 8, .n_ff_exp = 768,
+       .expert_weights_norm = true},
+      {.name = "gemma3-4b", .arch = "gemma3", .n_vocab = 262144, .n_embd = 2560, .n_layer = 34, .n_head = 8,
+       .n_head_kv = 4, .head_dim = 256, .n_ff = 10240, .n_ctx = 131072, .rope_base = 1e6f, .rms_eps = 1e-6f,
+       .tied = true, .qk_norm = true, .post_norms = true, .n_swa = 1024, .swa_pattern = 6,
+       .rope_base_swa = 10000.0f, .rope_linear_factor = 8.0f},
+  };
+  return table;
+}
+
+std::optional<Shape> find_shape(std::string_view name) {
+  for (const Shape& s : shapes()) {
+    if (s.name == name) return s;
+  }
+  return std::nullopt;
+}
+
+const std::vector<FileType>& file_types() {
+  static const std::vector<FileType> table = {
+      {"F32", 0, TensorType::F32},      {"F16", 1, TensorType::F16},
+      {"BF16", 32, TensorType::BF16},   {"Q8_0", 7, TensorType::Q8_0},
+      {"Q4_0", 2, TensorType::Q4_0},    {"Q4_1", 3, TensorType::Q4_1},
+      {"Q5_0", 8, TensorType::Q5_0},    {"Q5_1", 9, TensorType::Q5_1},
+      {"Q2_K", 10, TensorType::Q2_K},   {"Q3_K_S", 11, TensorType::Q3_K},
+      {"Q4_K_S", 14, TensorType::Q4_K}, {"Q4_K_M", 15, TensorType::Q4_K},
+      {"Q5_K_S", 16, TensorType::Q5_K}, {"Q5_K_M", 17, TensorType::Q5_K},
+      {"Q6_K", 18, TensorType::Q6_K},   {"IQ4_NL", 25, TensorType::IQ4_NL},
+      {"IQ4_XS", 30, TensorType::IQ4_XS},
+  };
+  return table;
+}
+
+std::optional<FileType> find_file_type(std::string_view name) {
+  std::string upper(name);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const FileType& t : file_types()) {
+    if (t.name == upper) return t;
+  }
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tensor plan
+
+uint64_t TensorPlan::n_elements() const {
+  uint64_t n = 1;
+  for (uint64_t d : ne) n *= d;
+  return n;
+}
+
+uint64_t TensorPlan::n_bytes() const {
+  const gguf::TypeInfo& info = gguf::type_info(type);
+  return n_elements() / info.block_size * info.block_bytes;
+}
+
+namespace {
+
+using Init = TensorPlan::Init;
+
+bool is_float_type(TensorType t) {
+  return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16;
+}
+
+// llama.cpp's use_more_bits: the first and last eighth of the layers and every third between.
+bool more_bits(int64_t il, int64_t n) {
+  return il < n / 8 || il >= 7 * n / 8 || (il - n / 8) % 3 == 2;
+}
+
+// llama.cpp's fallback for rows that do not fill whole blocks.
+TensorType fit_row(TensorType t, uint64_t cols) {
+  auto fits = [cols](TensorType x) { return cols % gguf::type_info(x).block_size == 0; };
+  if (fits(t)) return t;
+  switch (t) {
+    case TensorType::Q4_K: t = TensorType::Q5_0; break;
+    case TensorType::Q5_K: t = TensorType::Q5_1; break;
+    case TensorType::Q6_K: t = TensorType::Q8_0; break;
+    case TensorType::Q2_K:
+    case TensorType::Q3_K:
+    case TensorType::IQ4_XS: t = TensorType::IQ4_NL; break;
+    default: break;
+  }
+  if (fits(t)) return t;
+  return fits(TensorType::F16) ? TensorType::F16 : TensorType::F32;
+}
+
+// The type of a weight matrix; `il` is its layer (-1 for token_embd / output), `role` its name
+// without the layer prefix and suffix ("ffn_down_exps").
+TensorType matrix_type(const FileType& ft, const std::string& role, bool is_output, int64_t il,
+                       int64_t n_layer) {
+  if (is_float_type(ft.base)) return ft.base;
+  if (is_output) return ft.base == TensorType::Q8_0 ? TensorType::Q8_0 : TensorType::Q6_K;
+  const bool mixed = ft.name == "Q4_K_M" || ft.name == "Q5_K_M";
+  const bool down = role == "ffn_down" || role == "ffn_down_exps";
+  if (mixed && (role == "attn_v" || down) && more_bits(il, n_layer)) return TensorType::Q6_K;
+  return ft.base;
+}
+
+// Appends one file's tensors in order, each typed by the rules of plan_tensors().
+class Planner {
+ public:
+  Planner(const Shape& s, const FileType& ft) : s_(s), ft_(ft) {}
+
+  void vec(std::string name, uint64_t n, Init init) {
+    out_.push_back({std::move(name), TensorType::F32, {n}, init});
+  }
+  // W (rows, cols), or n_expert such matrices: GGUF [cols, rows] / [cols, rows, n_expert].
+  void mat(int64_t il, const std::string& role, uint64_t rows, uint64_t cols, uint64_t n_expert = 0) {
+    const bool is_output = role == "output" || (role == "token_embd" && s_.tied);
+    const TensorType t = fit_row(matrix_type(ft_, role, is_output, il, s_.n_layer), cols);
+    std::vector<uint64_t> ne = {cols, rows};
+    if (n_expert > 0) ne.push_back(n_expert);
+    out_.push_back({name(il, role), t, std::move(ne), Init::kNormal});
+  }
+  // The MoE router: always F32.
+  void router(int64_t il, uint64_t n_expert, uint64_t cols) {
+    out_.push_back({name(il, "ffn_gate_inp"), TensorType::F32, {cols, n_expert}, Init::kNormal});
+  }
+  std::vector<TensorPlan> take() { return std::move(out_); }
+
+  static std::string name(int64_t il, const std::string& role) {
+    return (il < 0 ? "" : "blk." + std::to_string(il) + ".") + role + ".weight";
+  }
+
+ private:
+  const Shape& s_;
+  const FileType& ft_;
+  std::vector<TensorPlan> out_;
+};
+
+void plan_attention(Planner& p, const Shape& s, int64_t il) {
+  const auto E = static_cast<uint64_t>(s.n_embd), hd = static_cast<uint64_t>(s.head_size());
+  const uint64_t q_dim = static_cast<uint64_t>(s.n_head) * hd, kv_dim = static_cast<uint64_t>(s.n_head_kv) * hd;
+  const std::string b = "blk." + std::to_string(il) + ".";
+  p.vec(b + "attn_norm.weight", E, Init::kOnes);
+  p.mat(il, "attn_q", q_dim, E);
+  p.mat(il, "attn_k", kv_dim, E);
+  p.mat(il, "attn_v", kv_dim, E);
+  if (s.qkv_bias) {
+    p.vec(b + "attn_q.bias", q_dim, Init::kNormal);
+    p.vec(b + "attn_k.bias", kv_dim, Init::kNormal);
+    p.vec(b + "attn_v.bias", kv_dim, Init::kNormal);
+  }
+  if (s.qk_norm) {
+    p.vec(b + "attn_q_norm.weight", hd, Init::kOnes);
+    p.vec(b + "attn_k_norm.weight", hd, Init::kOnes);
+  }
+  p.mat(il, "attn_output", E, q_dim);
+  if (s.post_norms) p.vec(b + "post_attention_norm.weight", E, Init::kOnes);
+}
+
+void plan_ffn(Planner& p, const Shape& s, int64_t il) {
+  const auto E = static_cast<uint64_t>(s.n_embd);
+  const std::string b = "blk." + std::to_string(il) + ".";
+  p.vec(b + "ffn_norm.weight", E, Init::kOnes);
+  if (s.n_expert > 0) {
+    const auto X = static_cast<uint64_t>(s.n_expert), F = static_cast<uint64_t>(s.n_ff_exp);
+    p.router(il, X, E);
+    p.mat(il, "ffn_gate_exps", F, E, X);
+    p.mat(il, "ffn_up_exps", F, E, X);
+    p.mat(il, "ffn_down_exps", E, F, X);
+  } else {
+    const auto F = static_cast<uint64_t>(s.n_ff);
+    p.mat(il, "ffn_gate", F, E);
+    p.mat(il, "ffn_up", F, E);
+    p.mat(il, "ffn_down", E, F);
+  }
+  if (s.post_norms) p.vec(b + "post_ffw_norm.weight", E, Init::kOnes);
+}
+
+}  // namespace
+
+std::vector<TensorPlan> plan_tensors(const Shape& s, const FileType& ft) {
+  const auto E = static_cast<uint64_t>(s.n_embd), V = static_cast<uint64_t>(s.n_vocab);
+  Planner p(s, ft);
+  p.mat(-1, "token_embd", V, E);
+  for (int64_t il = 0; il < s.n_layer; ++il) {
+    plan_attention(p, s, il);
+    plan_ffn(p, s, il);
+  }
+  p.vec("output_norm.weight", E, Init::kOnes);
+  if (!s.tied) p.mat(-1, "output", V, E);
+  return p.take();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metadata
+
+Metadata model_metadata(const Shape& s, const FileType& ft) {
+  const std::string p = s.arch + ".";
+  auto u32 = [](int64_t v) { return OwnedValue::u32(static_cast<uint32_t>(v)); };
+  Metadata m = {
+      {"general.architecture", OwnedValue::string(s.arch)},
+      {"general.name", OwnedValue::string("synth-" + s.name)},
+      {"general.file_type", OwnedValue::u32(ft.ftype)},
+      {"general.quantization_version", OwnedValue::u32(2)},
+      {p + "context_length", u32(s.n_ctx)},
+      {p + "embedding_length", u32(s.n_embd)},
+      {p + "block_count", u32(s.n_layer)},
+      {p + "feed_forward_length", u32(s.n_ff)},
+      {p + "attention.head_count", u32(s.n_head)},
+      {p + "attention.head_count_kv", u32(s.n_head_kv)},
+      {p + "attention.layer_norm_rms_epsilon", OwnedValue::f32(s.rms_eps)},
+      {p + "rope.freq_base", OwnedValue::f32(s.rope_base)},
+      {p + "rope.dimension_count", u32(s.head_size())},
+      {p + "vocab_size", u32(s.n_vocab)},
+  };
+  if (s.head_dim != 0) {
+    m.emplace_back(p + "attention.key_length", u32(s.head_dim));
+    m.emplace_back(p + "attention.value_length", u32(s.head_dim));
+  }
+  if (s.rope_linear_factor != 0.0f) {
+    m.emplace_back(p + "rope.scaling.type", OwnedValue::string("linear"));
+    m.emplace_back(p + "rope.scaling.factor", OwnedValue::f32(s.rope_linear_factor));
+  }
+  if (s.n_swa > 0) {
+    m.emplace_back(p + "attention.sliding_window", u32(s.n_swa));
+    m.emplace_back(p + "attention.sliding_window_pattern", u32(s.swa_pattern));
+    m.emplace_back(p + "rope.freq_base_swa", OwnedValue::f32(s.rope_base_swa));
+  }
+  if (s.n_expert > 0) {
+    m.emplace_back(p + "expert_count", u32(s.n_expert));
+    m.emplace_back(p + "expert_used_count", u32(s.n_expert_used));
+    m.emplace_back(p + "expert_feed_forward_length", u32(s.n_ff_exp));
+    m.emplace_back(p + "expert_weights_norm", OwnedValue::boolean(s.expert_weights_norm));
+  }
+  return m;
+}
+
+}  // namespace engine::synth
