@@ -1,4 +1,4 @@
-// AVX2 kernels for the 32-element block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL) against
+// AVX2 kernels for the 32-element block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, MXFP4) against
 // Q8A activations. Per block: unpack 32 quants to a ymm once, then for each activation row
 // int8 dot (maddubs + madd), convert, and one fma with d_w * d_x; the zero-point / min term
 // m_w * (d_x * sum x) is a scalar fma per block using the precomputed sum.
@@ -67,10 +67,28 @@ struct UQ8_0 {
   }
 };
 
+// MXFP4's E8M0 exponent halved (the value table is doubled): 2^(e - 128) for every byte.
+inline float e8m0_half(uint8_t e) {
+  const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
 // 16 bytes of 4-bit codes -> 32 int8 values from a 16-entry table (low nibbles first).
 inline __m256i lookup16(__m128i table, const uint8_t* codes) {
   return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(table), nibbles(loadu128(codes)));
 }
+
+struct UMXFP4 {
+  static constexpr int kBytes = sizeof(BlockMXFP4);
+  static constexpr bool kSigned = true, kOffset = false;
+  static __m256i load(const uint8_t* b, float& d, float& m) {
+    d = e8m0_half(b[0]);
+    m = 0.0f;
+    return lookup16(_mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12), b + 1);
+  }
+};
 
 struct UIQ4_NL {
   static constexpr int kBytes = sizeof(BlockIQ4_NL);
@@ -135,5 +153,6 @@ void tile_q5_0(const TileArgs& a) { Q32<UQ5_0>::tile(a); }
 void tile_q5_1(const TileArgs& a) { Q32<UQ5_1>::tile(a); }
 void tile_q8_0(const TileArgs& a) { Q32<UQ8_0>::tile(a); }
 void tile_iq4_nl(const TileArgs& a) { Q32<UIQ4_NL>::tile(a); }
+void tile_mxfp4(const TileArgs& a) { Q32<UMXFP4>::tile(a); }
 
 }  // namespace engine::kernels::avx2

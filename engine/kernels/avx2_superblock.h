@@ -6,7 +6,9 @@
 // 32 quants of chunk k (elements 32k..32k+31), sc(k) their int16 scales (one per 16 elements:
 // the low 8 lanes for elements 0..15, the high 8 for 16..31), `mins` the 16 int16 min/offset
 // multipliers of the bsums, d and dm the f32 factors (see unpacked.h). kSigned: q is signed
-// int8 (|q| <= 127), else unsigned (< 128); kMins: whether the bsums term applies.
+// int8 (|q| <= 127), else unsigned (< 128); kMins: whether the bsums term applies. An unpacker
+// with signs(k) returns unsigned magnitudes from q(k) and the chunk's +-1 byte multipliers from
+// signs(k); they are applied to the activations (one vpsignb per row, where signed q needs two).
 #pragma once
 
 #include "engine/kernels/avx2_common.h"
@@ -18,6 +20,7 @@ namespace {
 // super-block with its activation accumulators already fills the 16 ymm registers.
 template <class U>
 struct QK {
+  static constexpr bool kSignVec = requires(const U& u) { u.signs(0); };
   template <int RW, int RX>
   struct Kernel {
     static_assert(RW == 1);
@@ -39,8 +42,16 @@ struct QK {
         for (int c = 0; c < 8; ++c) {
           const __m256i q = u.q(c);
           const __m256i sc = u.sc(c);
+          __m256i s = _mm256_setzero_si256();
+          if constexpr (kSignVec) s = u.signs(c);
           for (int k = 0; k < RX; ++k) {
-            const __m256i p = mul_q8<U::kSigned>(q, loadu(x[k][b].qs + 32 * c));
+            const __m256i xv = loadu(x[k][b].qs + 32 * c);
+            __m256i p;
+            if constexpr (kSignVec) {
+              p = mul_u8s8(q, _mm256_sign_epi8(xv, s));
+            } else {
+              p = mul_q8<U::kSigned>(q, xv);
+            }
             isum[k] = _mm256_add_epi32(isum[k], _mm256_madd_epi16(p, sc));
             if constexpr (RX > 1) pin(isum[k]);
           }

@@ -56,16 +56,16 @@ constexpr KernelTraits kTable[] = {
   {TensorType::Q6_K,   A::kQ8K,          ref::dequant_q6_k,   ref::vec_dot_q6_k,   avx2::tile_q6_k},
   {TensorType::IQ4_XS, A::kQ8K,          ref::dequant_iq4_xs, ref::vec_dot_iq4_xs, avx2::tile_iq4_xs},
   // The activation formats follow ggml's vec_dot_type (ggml-cpu.c): q8_0 for MXFP4, q8_K for the rest.
-  {TensorType::MXFP4,   A::kQ8A,         ref::dequant_mxfp4,   ref::vec_dot_mxfp4},
-  {TensorType::IQ2_XXS, A::kQ8K,         ref::dequant_iq2_xxs, ref::vec_dot_iq2_xxs},
-  {TensorType::IQ2_XS,  A::kQ8K,         ref::dequant_iq2_xs,  ref::vec_dot_iq2_xs},
-  {TensorType::IQ2_S,   A::kQ8K,         ref::dequant_iq2_s,   ref::vec_dot_iq2_s},
-  {TensorType::IQ3_XXS, A::kQ8K,         ref::dequant_iq3_xxs, ref::vec_dot_iq3_xxs},
-  {TensorType::IQ3_S,   A::kQ8K,         ref::dequant_iq3_s,   ref::vec_dot_iq3_s},
-  {TensorType::IQ1_S,   A::kQ8K,         ref::dequant_iq1_s,   ref::vec_dot_iq1_s},
-  {TensorType::IQ1_M,   A::kQ8K,         ref::dequant_iq1_m,   ref::vec_dot_iq1_m},
-  {TensorType::TQ1_0,   A::kQ8K,         ref::dequant_tq1_0,   ref::vec_dot_tq1_0},
-  {TensorType::TQ2_0,   A::kQ8K,         ref::dequant_tq2_0,   ref::vec_dot_tq2_0},
+  {TensorType::MXFP4,   A::kQ8A,         ref::dequant_mxfp4,   ref::vec_dot_mxfp4,   avx2::tile_mxfp4},
+  {TensorType::IQ2_XXS, A::kQ8K,         ref::dequant_iq2_xxs, ref::vec_dot_iq2_xxs, avx2::tile_iq2_xxs},
+  {TensorType::IQ2_XS,  A::kQ8K,         ref::dequant_iq2_xs,  ref::vec_dot_iq2_xs,  avx2::tile_iq2_xs},
+  {TensorType::IQ2_S,   A::kQ8K,         ref::dequant_iq2_s,   ref::vec_dot_iq2_s,   avx2::tile_iq2_s},
+  {TensorType::IQ3_XXS, A::kQ8K,         ref::dequant_iq3_xxs, ref::vec_dot_iq3_xxs, avx2::tile_iq3_xxs},
+  {TensorType::IQ3_S,   A::kQ8K,         ref::dequant_iq3_s,   ref::vec_dot_iq3_s,   avx2::tile_iq3_s},
+  {TensorType::IQ1_S,   A::kQ8K,         ref::dequant_iq1_s,   ref::vec_dot_iq1_s,   avx2::tile_iq1_s},
+  {TensorType::IQ1_M,   A::kQ8K,         ref::dequant_iq1_m,   ref::vec_dot_iq1_m,   avx2::tile_iq1_m},
+  {TensorType::TQ1_0,   A::kQ8K,         ref::dequant_tq1_0,   ref::vec_dot_tq1_0,   avx2::tile_tq1_0},
+  {TensorType::TQ2_0,   A::kQ8K,         ref::dequant_tq2_0,   ref::vec_dot_tq2_0,   avx2::tile_tq2_0},
 };
 // clang-format on
 
