@@ -88,7 +88,7 @@ inline PairScales nibble_scales(const uint8_t* p) {
 
 struct UIQ2_XXS : ChunkScales {
   static constexpr int kBytes = sizeof(BlockIQ2_XXS);
-  static constexpr bool kSigned = false, kMins = false;
+  static constexpr bool kMins = false;  // q(k): unsigned magnitudes, signs(k): their signs
   const uint8_t* qs;
   float d;
   explicit UIQ2_XXS(const uint8_t* b) : qs(b + 2), d(fp16(b) * 0.125f) {
@@ -103,7 +103,7 @@ struct UIQ2_XXS : ChunkScales {
 
 struct UIQ2_XS : PairScales {
   static constexpr int kBytes = sizeof(BlockIQ2_XS);
-  static constexpr bool kSigned = false, kMins = false;
+  static constexpr bool kMins = false;  // q(k): unsigned magnitudes, signs(k): their signs
   const uint8_t* qs;
   float d;
   explicit UIQ2_XS(const uint8_t* b) : PairScales(nibble_scales(b + 66)), qs(b + 2), d(fp16(b) * 0.125f) {}
@@ -120,7 +120,7 @@ struct UIQ2_XS : PairScales {
 
 struct UIQ2_S : PairScales {
   static constexpr int kBytes = sizeof(BlockIQ2_S);
-  static constexpr bool kSigned = false, kMins = false;
+  static constexpr bool kMins = false;  // q(k): unsigned magnitudes, signs(k): their signs
   const uint8_t* qs;
   const uint8_t* qh;
   float d;
@@ -136,7 +136,7 @@ struct UIQ2_S : PairScales {
 
 struct UIQ3_XXS : ChunkScales {
   static constexpr int kBytes = sizeof(BlockIQ3_XXS);
-  static constexpr bool kSigned = false, kMins = false;
+  static constexpr bool kMins = false;  // q(k): unsigned magnitudes, signs(k): their signs
   const uint8_t* qs;
   float d;
   explicit UIQ3_XXS(const uint8_t* b) : qs(b + 2), d(fp16(b) * 0.25f) {
@@ -148,7 +148,7 @@ struct UIQ3_XXS : ChunkScales {
 
 struct UIQ3_S : ChunkScales {
   static constexpr int kBytes = sizeof(BlockIQ3_S);
-  static constexpr bool kSigned = false, kMins = false;
+  static constexpr bool kMins = false;  // q(k): unsigned magnitudes, signs(k): their signs
   const uint8_t* qs;
   const uint8_t* qh;
   const uint8_t* sign_bits;

@@ -7,8 +7,9 @@
 // the low 8 lanes for elements 0..15, the high 8 for 16..31), `mins` the 16 int16 min/offset
 // multipliers of the bsums, d and dm the f32 factors (see unpacked.h). kSigned: q is signed
 // int8 (|q| <= 127), else unsigned (< 128); kMins: whether the bsums term applies. An unpacker
-// with signs(k) returns unsigned magnitudes from q(k) and the chunk's +-1 byte multipliers from
-// signs(k); they are applied to the activations (one vpsignb per row, where signed q needs two).
+// with signs(k) (and no kSigned) returns unsigned magnitudes from q(k) and the chunk's +-1 byte
+// multipliers from signs(k); they are applied to the activations (one vpsignb per row, where
+// signed q needs two).
 #pragma once
 
 #include "engine/kernels/avx2_common.h"
