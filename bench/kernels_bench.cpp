@@ -69,11 +69,12 @@ void BM_matmul(benchmark::State& state, TensorType type, int64_t rows, int64_t c
   engine::ThreadPool pool(threads);
 
   std::vector<engine::Matrix> mats;
-  std::vector<engine::PackedWeights> packs;
   for (const auto& w : weights) mats.push_back({type, rows, cols, row_bytes, w.data()});
-  for (engine::Matrix& m : mats) {
-    if (packed) packs.push_back(engine::PackedWeights::pack({&m}, false));
-  }
+  // all copies in one region, as a model's packed weights are (huge pages, when the kernel gives them)
+  std::vector<engine::Matrix*> to_pack;
+  for (engine::Matrix& m : mats) to_pack.push_back(&m);
+  engine::PackedWeights packs;
+  if (packed) packs = engine::PackedWeights::pack(to_pack, false);
   size_t i = 0;
   for (auto _ : state) {
     engine::matmul(mats[i++ % copies], x.data(), n, out.data(), pool);
@@ -87,7 +88,7 @@ void BM_matmul(benchmark::State& state, TensorType type, int64_t rows, int64_t c
 
 int register_all() {
   const TensorType types[] = {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K};
-  const int64_t shapes[][2] = {{2048, 2048}, {8192, 2048}};  // (rows, cols)
+  const int64_t shapes[][2] = {{2048, 2048}, {8192, 2048}, {768, 2048}, {2048, 768}};  // (rows, cols); the last two a MoE expert's
   for (TensorType type : types) {
     for (const auto& s : shapes) {
       for (int64_t n : {1, 4, 8, 16, 64}) {

@@ -35,6 +35,12 @@ inline void prefetch(const uint8_t* p, int bytes) {
   for (int off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
 }
 
+// The same into L2 only: for weight streams read once per token (decode), a longer lead than L1
+// prefetches allow without filling L1's miss buffers (Zen 4, n = 1: Q6_K 8 -> 20 GB/s per core).
+inline void prefetch_l2(const uint8_t* p, int bytes) {
+  for (int off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T1);
+}
+
 inline __m256i loadu(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 inline __m128i loadu128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
 

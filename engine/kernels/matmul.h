@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "gguf/types.h"
 
@@ -28,6 +29,21 @@ struct Matrix {
 // out (n, rows) = X (n, cols) @ W^T, X and out row-major f32.
 // Each weight row is read once per call however large n is (prefill and batched decode).
 void matmul(const Matrix& w, const float* x, int64_t n, float* out, ThreadPool& pool);
+
+// One product of a group: out (n, w->rows) = x (n, w->cols) @ W^T. Views; the caller owns all.
+struct MatmulJob {
+  const Matrix* w;
+  const float* x;
+  int64_t n;
+  float* out;
+};
+
+// Every job's matmul, as one job of the pool: each distinct activation block (same x, n, cols
+// and activation format: an expert's gate and up) is converted once, then the weight-row chunks
+// of all jobs are handed out from one counter. A MoE layer's chosen experts (many small
+// matrices) then cost one barrier instead of one per matrix, and the threads stay balanced.
+// Outputs must not overlap one another or any x.
+void matmul_group(std::span<const MatmulJob> jobs, ThreadPool& pool);
 
 // Row r of W as f32: W[r, :] -> dst (cols,). Used for embedding lookups.
 void dequantize_row(const Matrix& w, int64_t r, float* dst);

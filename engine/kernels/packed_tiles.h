@@ -13,6 +13,7 @@
   void packed_q8_0(const TileArgs& a);   \
   void packed_iq4_nl(const TileArgs& a); \
   void packed_q4_k(const TileArgs& a);   \
+  void packed_q6_k(const TileArgs& a);   \
   }
 
 GGUFD_DECLARE_PACKED_TILES(avx2)

@@ -78,11 +78,14 @@ Forward::Forward(const Model& model, int64_t max_batch, int64_t n_ctx_seq)
     order_.resize(sz(hp_.n_expert));
     sel_.resize(sz(B * hp_.n_expert_used));
     selw_.resize(sz(B * hp_.n_expert_used));
-    rows_.resize(sz(B));
-    xe_.resize(sz(B * hp_.n_embd));
-    he_.resize(sz(B * hp_.n_ff_exp));
-    he2_.resize(sz(B * hp_.n_ff_exp));
-    ye_.resize(sz(B * hp_.n_embd));
+    const int64_t BK = B * hp_.n_expert_used;
+    first_.resize(sz(hp_.n_expert + 1));
+    cursor_.resize(sz(hp_.n_expert));
+    rows_.resize(sz(BK));
+    xe_.resize(sz(BK * hp_.n_embd));
+    he_.resize(sz(BK * hp_.n_ff_exp));
+    he2_.resize(sz(BK * hp_.n_ff_exp));
+    ye_.resize(sz(BK * hp_.n_embd));
   }
 }
 
@@ -379,46 +382,56 @@ void Forward::route(const LayerWeights& l, int64_t n, ThreadPool& pool) {
   }
 }
 
-// Tokens are grouped by expert, so each chosen expert's weights are read once for the whole
-// batch, and experts no token chose are not read at all.
+// The n * K choices are grouped by expert, so each chosen expert's weights are read once for the
+// whole batch, and experts no token chose are not read at all; all experts' gate and up products
+// run as one group of the pool, then all their down products.
 void Forward::moe_ffn(const LayerWeights& l, int64_t n, ThreadPool& pool) {
-  const int64_t E = hp_.n_embd, F = hp_.n_ff_exp, K = hp_.n_expert_used;
+  const int64_t E = hp_.n_embd, F = hp_.n_ff_exp, K = hp_.n_expert_used, X = hp_.n_expert;
   route(l, n, pool);
-  std::fill(xb2_.begin(), xb2_.begin() + n * E, 0.0f);
-  for (int32_t e = 0; e < hp_.n_expert; ++e) {
-    // xe = the rows of xb routed to e            (m, E); row i is choice rows_[i] (t * K + j)
-    int64_t m = 0;
-    for (int64_t t = 0; t < n; ++t) {
-      for (int64_t j = 0; j < K; ++j) {
-        if (sel_[sz(t * K + j)] != e) continue;
-        rows_[sz(m)] = static_cast<int32_t>(t * K + j);
-        std::copy_n(xb_.data() + t * E, E, xe_.data() + m * E);
-        ++m;
-      }
-    }
+  // expert e's rows are [first_[e], first_[e + 1]) of xe (n * K, E); row i is choice rows_[i] (t * K + j)
+  std::fill(first_.begin(), first_.end(), 0);
+  for (int64_t tj = 0; tj < n * K; ++tj) ++first_[sz(sel_[sz(tj)] + 1)];
+  for (int64_t e = 0; e < X; ++e) first_[sz(e + 1)] += first_[sz(e)];
+  std::copy(first_.begin(), first_.end() - 1, cursor_.begin());
+  for (int64_t tj = 0; tj < n * K; ++tj) {
+    const int64_t i = cursor_[sz(sel_[sz(tj)])]++;
+    rows_[sz(i)] = static_cast<int32_t>(tj);
+    std::copy_n(xb_.data() + (tj / K) * E, E, xe_.data() + i * E);
+  }
+  // he = xe @ Wgate_e^T, he2 = xe @ Wup_e^T      xe (m, E) -> he, he2 (m, F) for each chosen e
+  jobs_.clear();
+  for (int64_t e = 0; e < X; ++e) {
+    const int64_t i0 = first_[sz(e)], m = first_[sz(e + 1)] - i0;
     if (m == 0) continue;
-    // he = act(xe @ Wgate_e^T) * (xe @ Wup_e^T)  (m, F); ye = he @ Wdown_e^T (m, E)
-    matmul(l.gate_exps[sz(e)], xe_.data(), m, he_.data(), pool);
-    matmul(l.up_exps[sz(e)], xe_.data(), m, he2_.data(), pool);
-    if (!l.gate_exps_b.empty()) {  // (+ the expert's biases: gpt-oss)
-      for (int64_t i = 0; i < m; ++i) {
-        add(he_.data() + i * F, l.gate_exps_b.data() + e * F, F);
-        add(he2_.data() + i * F, l.up_exps_b.data() + e * F, F);
-      }
+    jobs_.push_back({&l.gate_exps[sz(e)], xe_.data() + i0 * E, m, he_.data() + i0 * F});
+    jobs_.push_back({&l.up_exps[sz(e)], xe_.data() + i0 * E, m, he2_.data() + i0 * F});
+  }
+  matmul_group(jobs_, pool);
+  if (!l.gate_exps_b.empty()) {  // (+ the expert's biases: gpt-oss)
+    for (int64_t i = 0; i < n * K; ++i) {
+      const int64_t e = sel_[sz(rows_[sz(i)])];
+      add(he_.data() + i * F, l.gate_exps_b.data() + e * F, F);
+      add(he2_.data() + i * F, l.up_exps_b.data() + e * F, F);
     }
-    ffn_act(he_.data(), he2_.data(), m * F);
-    matmul(l.down_exps[sz(e)], he_.data(), m, ye_.data(), pool);
-    if (!l.down_exps_b.empty()) {
-      for (int64_t i = 0; i < m; ++i) add(ye_.data() + i * E, l.down_exps_b.data() + e * E, E);
-    }
-    // xb2[t] += w[t, j] * ye[i]
-    for (int64_t i = 0; i < m; ++i) {
-      const int64_t tj = rows_[sz(i)], t = tj / K;
-      const float w = selw_[sz(tj)];
-      float* dst = xb2_.data() + t * E;
-      const float* src = ye_.data() + i * E;
-      for (int64_t c = 0; c < E; ++c) dst[c] += w * src[c];
-    }
+  }
+  // he = act(he) * he2                           (n * K, F)
+  ffn_act(he_.data(), he2_.data(), n * K * F);
+  // ye = he @ Wdown_e^T                          he (m, F) -> ye (m, E) for each chosen e
+  jobs_.clear();
+  for (int64_t e = 0; e < X; ++e) {
+    const int64_t i0 = first_[sz(e)], m = first_[sz(e + 1)] - i0;
+    if (m > 0) jobs_.push_back({&l.down_exps[sz(e)], he_.data() + i0 * F, m, ye_.data() + i0 * E});
+  }
+  matmul_group(jobs_, pool);
+  // xb2[t] = sum over j of w[t, j] * (ye[i] + down bias), i the row of choice t * K + j
+  std::fill(xb2_.begin(), xb2_.begin() + n * E, 0.0f);
+  for (int64_t i = 0; i < n * K; ++i) {
+    const int64_t tj = rows_[sz(i)], t = tj / K;
+    float* src = ye_.data() + i * E;
+    if (!l.down_exps_b.empty()) add(src, l.down_exps_b.data() + sel_[sz(tj)] * E, E);
+    const float w = selw_[sz(tj)];
+    float* dst = xb2_.data() + t * E;
+    for (int64_t c = 0; c < E; ++c) dst[c] += w * src[c];
   }
 }
 

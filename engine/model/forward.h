@@ -103,11 +103,14 @@ class Forward {
   std::vector<int32_t> order_;  // (n_expert,) experts ranked by one token's router
   std::vector<int32_t> sel_;    // (B, n_expert_used) chosen experts of each token
   std::vector<float> selw_;     // (B, n_expert_used) their weights
-  std::vector<int32_t> rows_;   // (B,) the tokens routed to one expert
-  std::vector<float> xe_;       // (B, n_embd) those tokens' rows of xb, gathered
-  std::vector<float> he_;       // (B, n_ff_exp) gate, then act(gate) * up
-  std::vector<float> he2_;      // (B, n_ff_exp) up
-  std::vector<float> ye_;       // (B, n_embd) the expert's output
+  std::vector<int64_t> first_;  // (n_expert + 1,) first row of each expert in xe (counting sort)
+  std::vector<int64_t> cursor_; // (n_expert,) next free row of each expert while gathering
+  std::vector<int32_t> rows_;   // (B * n_expert_used,) the choice (t * k + j) behind each row of xe
+  std::vector<float> xe_;       // (B * n_expert_used, n_embd) xb's rows, gathered by expert
+  std::vector<float> he_;       // (B * n_expert_used, n_ff_exp) gate, then act(gate) * up
+  std::vector<float> he2_;      // (B * n_expert_used, n_ff_exp) up
+  std::vector<float> ye_;       // (B * n_expert_used, n_embd) the experts' outputs
+  std::vector<MatmulJob> jobs_; // the experts' products of one step
   std::vector<float> route_margin_;  // (batch size,) see route_margin()
   std::vector<float> logits_;   // (n_outputs, n_vocab) results of the last eval()
 };

@@ -39,7 +39,7 @@ TEST(Packing, GroupsRoundTripForThePackableTypesOnly) {
     kernels::unpack_group(type, packed.data(), cols, back.data(), row_bytes);
     EXPECT_EQ(back, w) << gguf::type_info(type).name;
   }
-  for (TensorType type : {TensorType::F32, TensorType::Q4_1, TensorType::Q5_K, TensorType::Q6_K}) {
+  for (TensorType type : {TensorType::F32, TensorType::Q4_1, TensorType::Q5_K, TensorType::Q3_K}) {
     EXPECT_FALSE(kernels::packable(type)) << gguf::type_info(type).name;
   }
 }
@@ -120,7 +120,8 @@ TEST(Packing, VnniEmulatedTilesMatchTheReference) {
   const std::map<TensorType, kernels::TileFn> tiles = {{TensorType::Q4_0, emulated::packed_q4_0},
                                                        {TensorType::Q8_0, emulated::packed_q8_0},
                                                        {TensorType::IQ4_NL, emulated::packed_iq4_nl},
-                                                       {TensorType::Q4_K, emulated::packed_q4_k}};
+                                                       {TensorType::Q4_K, emulated::packed_q4_k},
+                                                       {TensorType::Q6_K, emulated::packed_q6_k}};
   check_packed_tiles([&tiles](TensorType type) { return tiles.at(type); }, "vnni-emulated");
 #else
   GTEST_SKIP() << "SIMDe (libsimde-dev) was not found at configure time; scripts/install-deps --test installs it";
