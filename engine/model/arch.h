@@ -21,22 +21,24 @@ struct ArchTraits {
   bool post_norms;  // post_attention_norm and post_ffw_norm required (gemma)
   bool moe;         // a mixture of experts required in every layer
   bool sinks;       // attn_sinks required (a per-head logit added to the softmax: gpt-oss)
+  bool shexp;       // a shared expert beside the routed ones required, sigmoid-gated (qwen2moe)
   std::string_view ffn_norm;  // the pre-FFN norm's tensor (gpt-oss names it post_attention_norm)
 };
 
 inline constexpr ArchTraits kArchTraits[] = {
-    //  arch             name        rope               ffn act             bias   qk_n   post   moe    sinks  ffn norm
-    {Arch::kLlama,     "llama",    RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false, false, "ffn_norm"},
-    {Arch::kQwen2,     "qwen2",    RopeStyle::kNeox,   FfnAct::kSilu,     true,  false, false, false, false, "ffn_norm"},
-    {Arch::kQwen3,     "qwen3",    RopeStyle::kNeox,   FfnAct::kSilu,     false, true,  false, false, false, "ffn_norm"},
-    {Arch::kQwen3Moe,  "qwen3moe", RopeStyle::kNeox,   FfnAct::kSilu,     false, true,  false, true,  false, "ffn_norm"},
-    {Arch::kGemma2,    "gemma2",   RopeStyle::kNeox,   FfnAct::kGeluTanh, false, false, true,  false, false, "ffn_norm"},
-    {Arch::kGemma3,    "gemma3",   RopeStyle::kNeox,   FfnAct::kGeluTanh, false, true,  true,  false, false, "ffn_norm"},
-    {Arch::kPhi3,      "phi3",     RopeStyle::kNeox,   FfnAct::kSilu,     false, false, false, false, false, "ffn_norm"},
-    {Arch::kGranite,   "granite",  RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false, false, "ffn_norm"},
-    {Arch::kSmolLM3,   "smollm3",  RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false, false, "ffn_norm"},
-    {Arch::kMistral3,  "mistral3", RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false, false, "ffn_norm"},
-    {Arch::kGptOss,    "gpt-oss",  RopeStyle::kNeox,   FfnAct::kSwigluOai, true, false, false, true,  true,  "post_attention_norm"},
+    //  arch             name        rope               ffn act             bias   qk_n   post   moe    sinks  shexp  ffn norm
+    {Arch::kLlama,     "llama",    RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false, false, false, "ffn_norm"},
+    {Arch::kQwen2,     "qwen2",    RopeStyle::kNeox,   FfnAct::kSilu,     true,  false, false, false, false, false, "ffn_norm"},
+    {Arch::kQwen3,     "qwen3",    RopeStyle::kNeox,   FfnAct::kSilu,     false, true,  false, false, false, false, "ffn_norm"},
+    {Arch::kQwen3Moe,  "qwen3moe", RopeStyle::kNeox,   FfnAct::kSilu,     false, true,  false, true,  false, false, "ffn_norm"},
+    {Arch::kQwen2Moe,  "qwen2moe", RopeStyle::kNeox,   FfnAct::kSilu,     false, false, false, true,  false, true,  "ffn_norm"},
+    {Arch::kGemma2,    "gemma2",   RopeStyle::kNeox,   FfnAct::kGeluTanh, false, false, true,  false, false, false, "ffn_norm"},
+    {Arch::kGemma3,    "gemma3",   RopeStyle::kNeox,   FfnAct::kGeluTanh, false, true,  true,  false, false, false, "ffn_norm"},
+    {Arch::kPhi3,      "phi3",     RopeStyle::kNeox,   FfnAct::kSilu,     false, false, false, false, false, false, "ffn_norm"},
+    {Arch::kGranite,   "granite",  RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false, false, false, "ffn_norm"},
+    {Arch::kSmolLM3,   "smollm3",  RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false, false, false, "ffn_norm"},
+    {Arch::kMistral3,  "mistral3", RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false, false, false, "ffn_norm"},
+    {Arch::kGptOss,    "gpt-oss",  RopeStyle::kNeox,   FfnAct::kSwigluOai, true,  false, false, true,  true,  false, "post_attention_norm"},
 };
 
 // The row of `arch` (every Arch has one).

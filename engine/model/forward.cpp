@@ -86,6 +86,11 @@ Forward::Forward(const Model& model, int64_t max_batch, int64_t n_ctx_seq)
     he_.resize(sz(BK * hp_.n_ff_exp));
     he2_.resize(sz(BK * hp_.n_ff_exp));
     ye_.resize(sz(BK * hp_.n_embd));
+    if (hp_.n_ff_shexp > 0) {  // the shared expert's hidden rows in hb_ / hb2_, its output in ys_
+      hb_.resize(sz(B * hp_.n_ff_shexp));
+      hb2_.resize(sz(B * hp_.n_ff_shexp));
+      ys_.resize(sz(B * hp_.n_embd));
+    }
   }
 }
 
@@ -384,7 +389,7 @@ void Forward::route(const LayerWeights& l, int64_t n, ThreadPool& pool) {
 
 // The n * K choices are grouped by expert, so each chosen expert's weights are read once for the
 // whole batch, and experts no token chose are not read at all; all experts' gate and up products
-// run as one group of the pool, then all their down products.
+// (and the shared expert's, for all n tokens) run as one group of the pool, then all their downs.
 void Forward::moe_ffn(const LayerWeights& l, int64_t n, ThreadPool& pool) {
   const int64_t E = hp_.n_embd, F = hp_.n_ff_exp, K = hp_.n_expert_used, X = hp_.n_expert;
   route(l, n, pool);
@@ -406,6 +411,12 @@ void Forward::moe_ffn(const LayerWeights& l, int64_t n, ThreadPool& pool) {
     jobs_.push_back({&l.gate_exps[sz(e)], xe_.data() + i0 * E, m, he_.data() + i0 * F});
     jobs_.push_back({&l.up_exps[sz(e)], xe_.data() + i0 * E, m, he2_.data() + i0 * F});
   }
+  // hs = xb @ Wgate_shexp^T, hs2 = xb @ Wup_shexp^T   xb (n, E) -> hb, hb2 (n, Fs)
+  const int64_t Fs = hp_.n_ff_shexp;
+  if (Fs > 0) {
+    jobs_.push_back({&l.gate_shexp, xb_.data(), n, hb_.data()});
+    jobs_.push_back({&l.up_shexp, xb_.data(), n, hb2_.data()});
+  }
   matmul_group(jobs_, pool);
   if (!l.gate_exps_b.empty()) {  // (+ the expert's biases: gpt-oss)
     for (int64_t i = 0; i < n * K; ++i) {
@@ -416,12 +427,15 @@ void Forward::moe_ffn(const LayerWeights& l, int64_t n, ThreadPool& pool) {
   }
   // he = act(he) * he2                           (n * K, F)
   ffn_act(he_.data(), he2_.data(), n * K * F);
+  if (Fs > 0) ffn_act(hb_.data(), hb2_.data(), n * Fs);
   // ye = he @ Wdown_e^T                          he (m, F) -> ye (m, E) for each chosen e
   jobs_.clear();
   for (int64_t e = 0; e < X; ++e) {
     const int64_t i0 = first_[sz(e)], m = first_[sz(e + 1)] - i0;
     if (m > 0) jobs_.push_back({&l.down_exps[sz(e)], he_.data() + i0 * F, m, ye_.data() + i0 * E});
   }
+  // ys = hs @ Wdown_shexp^T                      hb (n, Fs) -> ys (n, E)
+  if (Fs > 0) jobs_.push_back({&l.down_shexp, hb_.data(), n, ys_.data()});
   matmul_group(jobs_, pool);
   // xb2[t] = sum over j of w[t, j] * (ye[i] + down bias), i the row of choice t * K + j
   std::fill(xb2_.begin(), xb2_.begin() + n * E, 0.0f);
@@ -432,6 +446,15 @@ void Forward::moe_ffn(const LayerWeights& l, int64_t n, ThreadPool& pool) {
     const float w = selw_[sz(tj)];
     float* dst = xb2_.data() + t * E;
     for (int64_t c = 0; c < E; ++c) dst[c] += w * src[c];
+  }
+  // xb2[t] += sigmoid(xb[t] . gate_inp_shexp) * ys[t]
+  for (int64_t t = 0; Fs > 0 && t < n; ++t) {
+    float g = 0.0f;
+    for (int64_t c = 0; c < E; ++c) g += xb_[sz(t * E + c)] * l.ffn_gate_inp_shexp[sz(c)];
+    g = 1.0f / (1.0f + std::exp(-g));
+    float* dst = xb2_.data() + t * E;
+    const float* src = ys_.data() + t * E;
+    for (int64_t c = 0; c < E; ++c) dst[c] += g * src[c];
   }
 }
 

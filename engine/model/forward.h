@@ -89,8 +89,8 @@ class Forward {
   std::vector<float> k_;        // (B, n_head_kv * head_dim_k)
   std::vector<float> v_;        // (B, n_head_kv * head_dim_v)
   std::vector<float> att_;      // (B, n_head * head_dim_v) attention output per head
-  std::vector<float> hb_;       // (B, n_ff) gate, then silu(gate) * up
-  std::vector<float> hb2_;      // (B, n_ff) up
+  std::vector<float> hb_;       // (B, n_ff) gate, then act(gate) * up (MoE: the shared expert's, n_ff_shexp)
+  std::vector<float> hb2_;      // (B, n_ff) up (MoE: n_ff_shexp)
   std::vector<float> rope_;     // (B, n_rot/2, 2) cos, sin per token
   std::vector<float> rope_swa_; // (B, n_rot/2, 2) the same with the sliding layers' base
   std::vector<int32_t> cells_;  // (B,) the cache cell of each token (full pool)
@@ -110,6 +110,7 @@ class Forward {
   std::vector<float> he_;       // (B * n_expert_used, n_ff_exp) gate, then act(gate) * up
   std::vector<float> he2_;      // (B * n_expert_used, n_ff_exp) up
   std::vector<float> ye_;       // (B * n_expert_used, n_embd) the experts' outputs
+  std::vector<float> ys_;       // (B, n_embd) the shared expert's output (qwen2moe)
   std::vector<MatmulJob> jobs_; // the experts' products of one step
   std::vector<float> route_margin_;  // (batch size,) see route_margin()
   std::vector<float> logits_;   // (n_outputs, n_vocab) results of the last eval()

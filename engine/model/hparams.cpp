@@ -187,6 +187,10 @@ void read_experts(const gguf::File& file, const std::string& p, const ArchTraits
   const auto ff = file.find_u64(p + "expert_feed_forward_length");
   hp.n_ff_exp = ff ? positive(file, p + "expert_feed_forward_length", *ff) : hp.n_ff / hp.n_expert_used;
   hp.expert_weights_norm = file.find_bool(p + "expert_weights_norm").value_or(true);
+  if (traits.shexp) {  // llama.cpp: the dense FFN width when the key is absent
+    const auto shff = file.find_u64(p + "expert_shared_feed_forward_length");
+    hp.n_ff_shexp = shff ? positive(file, p + "expert_shared_feed_forward_length", *shff) : hp.n_ff;
+  }
   hp.expert_weights_scale = finite(file, p + "expert_weights_scale", file.find_f64(p + "expert_weights_scale").value_or(0.0), false);
 }
 
@@ -251,6 +255,7 @@ HParams read_hparams(const gguf::File& file) {
     hp.expert_gating = ExpertGating::kSoftmaxTopK;
     hp.expert_weights_norm = false;
   }
+  if (hp.arch == Arch::kQwen2Moe) hp.expert_weights_norm = false;  // llama.cpp's qwen2moe graph: never
   return hp;
 }
 
@@ -323,6 +328,7 @@ std::vector<HParamField> describe_hparams(const HParams& hp) {
     num("expert_count", static_cast<double>(hp.n_expert));
     num("expert_used_count", static_cast<double>(hp.n_expert_used));
     num("expert_feed_forward_length", static_cast<double>(hp.n_ff_exp));
+    if (hp.n_ff_shexp > 0) num("expert_shared_feed_forward_length", static_cast<double>(hp.n_ff_shexp));
     text("expert_weights", hp.expert_gating == ExpertGating::kSoftmaxTopK ? "softmax over the top-k logits"
                            : hp.expert_weights_norm                        ? "softmax, top-k renormalized"
                                                                            : "softmax");

@@ -167,6 +167,12 @@ LayerWeights load_layer(const Loader& ld, const HParams& hp, int64_t il) {
     l.gate_exps_b = ld.vectors(b + "ffn_gate_exps.bias", hp.n_ff_exp, hp.n_expert, moe_biases);
     l.up_exps_b = ld.vectors(b + "ffn_up_exps.bias", hp.n_ff_exp, hp.n_expert, moe_biases);
     l.down_exps_b = ld.vectors(b + "ffn_down_exps.bias", E, hp.n_expert, moe_biases);
+    if (hp.n_ff_shexp > 0) {
+      l.ffn_gate_inp_shexp = ld.vector(b + "ffn_gate_inp_shexp.weight", E, true);
+      l.gate_shexp = ld.matrix(b + "ffn_gate_shexp.weight", hp.n_ff_shexp, E);
+      l.up_shexp = ld.matrix(b + "ffn_up_shexp.weight", hp.n_ff_shexp, E);
+      l.down_shexp = ld.matrix(b + "ffn_down_shexp.weight", E, hp.n_ff_shexp);
+    }
   } else if (!ld.has(b + "ffn_gate.weight") && hp.arch == Arch::kPhi3) {  // fused gate+up: gate first
     const Matrix gate_up = ld.matrix(b + "ffn_up.weight", 2 * hp.n_ff, E);
     l.ffn_gate = Loader::row_slice(gate_up, 0, hp.n_ff);
@@ -196,7 +202,8 @@ template <class M, class Layers>
 std::vector<M*> matmul_weights_of(M& output, Layers& layers) {
   std::vector<M*> mats{&output};
   for (auto& l : layers) {
-    for (M* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.ffn_gate_inp}) {
+    for (M* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.ffn_gate_inp, &l.gate_shexp,
+                 &l.up_shexp, &l.down_shexp}) {
       if (m->data) mats.push_back(m);  // (a MoE layer has no dense FFN, a dense one no router)
     }
     for (auto* experts : {&l.gate_exps, &l.up_exps, &l.down_exps}) {

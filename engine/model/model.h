@@ -21,6 +21,7 @@ enum class Arch {
   kQwen2,     // llama + q/k/v biases, NeoX RoPE
   kQwen3,     // llama + per-head q/k RMSNorm, NeoX RoPE, head size from attention.key_length
   kQwen3Moe,  // qwen3 with a mixture of experts in place of the FFN
+  kQwen2Moe,  // qwen2 (optional q/k/v biases) with experts plus a sigmoid-gated shared expert
   kGemma2,    // sliding window on alternate layers, soft-capped attention and logits, GELU, post-norms
   kGemma3,    // gemma2's block with q/k norms, 5-of-6 sliding layers with their own RoPE base
   kPhi3,      // fused QKV and gate+up matrices, partial rotary, LongRoPE factors
@@ -94,6 +95,7 @@ struct HParams {
   int64_t n_expert = 0;           // expert_count
   int64_t n_expert_used = 0;      // expert_used_count: experts per token (top-k of the router)
   int64_t n_ff_exp = 0;           // expert_feed_forward_length
+  int64_t n_ff_shexp = 0;         // expert_shared_feed_forward_length (0: no shared expert)
   ExpertGating expert_gating = ExpertGating::kSoftmax;
   bool expert_weights_norm = false;  // top-k weights renormalized to sum 1
   float expert_weights_scale = 0.0f; // expert_weights_scale: multiplies them when not 0 or 1
@@ -129,6 +131,10 @@ struct LayerWeights {
   std::vector<float> ffn_gate_inp_b;       // (n_expert,)
   std::vector<float> gate_exps_b, up_exps_b;  // (n_expert, n_ff_exp)
   std::vector<float> down_exps_b;          // (n_expert, n_embd)
+  // The shared expert (qwen2moe): every token's FFN output adds sigmoid(gate_inp_shexp . x) times it.
+  std::vector<float> ffn_gate_inp_shexp;   // (n_embd,)
+  Matrix gate_shexp, up_shexp;             // (n_ff_shexp, n_embd)
+  Matrix down_shexp;                       // (n_embd, n_ff_shexp)
 };
 
 // A loaded model: validated hyperparameters and weight views.

@@ -38,7 +38,7 @@ const std::vector<std::string> kGoldenModels = {
     // In the repository (tests/data/reference, see its README): references ggufd made with
     // llama.cpp for what ../shared does not cover. Never skipped.
     "repo/tiny-gpt-oss-F32",  "repo/tiny-gpt-oss-MXFP4_MOE-nofa", "repo/tiny-mistral3-F32", "repo/tiny-mistral3-Q8_0",
-    "repo/tiny-llama-yarn-F32", "repo/tiny-llama3rope-F32",
+    "repo/tiny-llama-yarn-F32", "repo/tiny-llama3rope-F32", "repo/tiny-qwen2moe-F32", "repo/tiny-qwen2moe-Q8_0",
 };
 
 bool in_repo(const std::string& stem) { return stem.rfind("repo/", 0) == 0; }
