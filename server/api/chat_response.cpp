@@ -18,7 +18,11 @@ json token_logprob(const engine::Tokenizer& tok, int32_t id, float logprob) {
 }  // namespace
 
 ChatFormatter::ChatFormatter(const App& app, std::shared_ptr<const ChatRequest> request)
-    : app_(app), request_(std::move(request)), id_(make_id("chatcmpl-")), created_(unix_now()) {}
+    : app_(app),
+      request_(std::move(request)),
+      id_(make_id("chatcmpl-")),
+      created_(unix_now()),
+      harmony_(engine::HarmonyTokens::find(*app_.tokenizer)) {}
 
 json ChatFormatter::logprobs(const std::vector<engine::TokenEvent>& tokens) const {
   const engine::Tokenizer& tok = *app_.tokenizer;
@@ -51,8 +55,43 @@ json ChatFormatter::start_chunk(int index, const std::vector<engine::TokenEvent>
 
 json ChatFormatter::token_chunk(int index, const engine::TokenEvent& token) const {
   const bool with_logprobs = request_->params.n_logprobs >= 0 && token.token >= 0;
-  if (token.text.empty() && !with_logprobs) return nullptr;
-  return chunk(delta_choice(index, {{"content", token.text}}, with_logprobs ? logprobs({token}) : json(nullptr), nullptr));
+  json delta = json::object();
+  if (harmony_) {
+    while (streamed_.size() <= static_cast<size_t>(index)) streamed_.emplace_back(*harmony_);
+    engine::HarmonyParser::Delta d = streamed_[static_cast<size_t>(index)].push(token.token, token.text);
+    if (!d.reasoning.empty()) delta["reasoning_content"] = std::move(d.reasoning);
+    if (!d.content.empty()) delta["content"] = std::move(d.content);
+  } else if (!token.text.empty()) {
+    delta["content"] = token.text;
+  }
+  if (delta.empty()) {
+    if (!with_logprobs) return nullptr;
+    delta["content"] = "";
+  }
+  return chunk(delta_choice(index, std::move(delta), with_logprobs ? logprobs({token}) : json(nullptr), nullptr));
+}
+
+json ChatFormatter::message(const ChoiceResult& c) const {
+  json m = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
+  if (!harmony_) return m;
+  // the generated tokens, then the text released after the last one (the final flush)
+  engine::HarmonyParser parser(*harmony_);
+  std::string content, reasoning;
+  size_t covered = 0;
+  const auto take = [&](int32_t token, std::string_view text) {
+    engine::HarmonyParser::Delta d = parser.push(token, text);
+    content += d.content;
+    reasoning += d.reasoning;
+    covered += text.size();
+  };
+  for (const engine::TokenEvent& t : c.tokens) take(t.token, t.text);
+  if (covered < c.text.size()) take(-1, std::string_view(c.text).substr(covered));
+  m["content"] = std::move(content);
+  if (!reasoning.empty()) {
+    m["reasoning_content"] = reasoning;
+    m["reasoning"] = std::move(reasoning);  // the name newer clients read
+  }
+  return m;
 }
 
 json ChatFormatter::finish_chunk(int index, engine::FinishReason reason) const {
@@ -70,7 +109,7 @@ json ChatFormatter::response(const std::vector<ChoiceResult>& choices, const jso
   for (size_t i = 0; i < choices.size(); ++i) {
     const ChoiceResult& c = choices[i];
     out.push_back({{"index", i},
-                   {"message", {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}}},
+                   {"message", message(c)},
                    {"logprobs", request_->params.n_logprobs >= 0 ? logprobs(c.tokens) : json(nullptr)},
                    {"finish_reason", engine::finish_reason_name(c.reason)}});
   }

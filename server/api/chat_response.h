@@ -2,6 +2,10 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <vector>
+
+#include "engine/text/harmony.h"
 
 #include "server/api/app.h"
 #include "server/api/chat_request.h"
@@ -9,7 +13,11 @@
 
 namespace server {
 
+// With a harmony vocabulary (gpt-oss), the analysis channel's text goes to reasoning_content and
+// the final channel's to content (engine/text/harmony.h); otherwise all text is content.
 // Ownership: borrows the App (which outlives every request); shares the request.
+// Thread-safety: as ResponseFormatter (one call at a time); token_chunk keeps each streamed
+// choice's harmony state, which is why it is mutable.
 class ChatFormatter : public ResponseFormatter {
  public:
   ChatFormatter(const App& app, std::shared_ptr<const ChatRequest> request);
@@ -26,11 +34,15 @@ class ChatFormatter : public ResponseFormatter {
   nlohmann::json delta_choice(int index, nlohmann::json delta, nlohmann::json logprobs, nlohmann::json finish) const;
   // OpenAI's logprobs object ({"content": [...]}) of `tokens`.
   nlohmann::json logprobs(const std::vector<engine::TokenEvent>& tokens) const;
+  // The message of an unstreamed choice: content, and reasoning_content when there was any.
+  nlohmann::json message(const ChoiceResult& c) const;
 
   const App& app_;
   std::shared_ptr<const ChatRequest> request_;
   std::string id_;
   int64_t created_;
+  std::optional<engine::HarmonyTokens> harmony_;
+  mutable std::vector<engine::HarmonyParser> streamed_;  // by choice index, while streaming
 };
 
 }  // namespace server
