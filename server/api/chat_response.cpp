@@ -22,7 +22,7 @@ ChatFormatter::ChatFormatter(const App& app, std::shared_ptr<const ChatRequest> 
       request_(std::move(request)),
       id_(make_id("chatcmpl-")),
       created_(unix_now()),
-      harmony_(engine::HarmonyTokens::find(*app_.tokenizer)) {}
+      harmony_(engine::HarmonyParser::applies_to(*app_.tokenizer)) {}
 
 json ChatFormatter::logprobs(const std::vector<engine::TokenEvent>& tokens) const {
   const engine::Tokenizer& tok = *app_.tokenizer;
@@ -53,17 +53,30 @@ json ChatFormatter::start_chunk(int index, const std::vector<engine::TokenEvent>
   return chunk(delta_choice(index, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr));
 }
 
+engine::HarmonyParser& ChatFormatter::streamed(int index) const {
+  while (streamed_.size() <= static_cast<size_t>(index)) streamed_.emplace_back();
+  return streamed_[static_cast<size_t>(index)];
+}
+
+namespace {
+
+json delta_of(engine::HarmonyParser::Delta d) {
+  json delta = json::object();
+  if (!d.reasoning.empty()) delta["reasoning_content"] = std::move(d.reasoning);
+  if (!d.content.empty()) delta["content"] = std::move(d.content);
+  return delta;
+}
+
+}  // namespace
+
+json ChatFormatter::text_delta(int index, const std::string& text) const {
+  if (harmony_) return delta_of(streamed(index).push(text));
+  return text.empty() ? json::object() : json{{"content", text}};
+}
+
 json ChatFormatter::token_chunk(int index, const engine::TokenEvent& token) const {
   const bool with_logprobs = request_->params.n_logprobs >= 0 && token.token >= 0;
-  json delta = json::object();
-  if (harmony_) {
-    while (streamed_.size() <= static_cast<size_t>(index)) streamed_.emplace_back(*harmony_);
-    engine::HarmonyParser::Delta d = streamed_[static_cast<size_t>(index)].push(token.token, token.text);
-    if (!d.reasoning.empty()) delta["reasoning_content"] = std::move(d.reasoning);
-    if (!d.content.empty()) delta["content"] = std::move(d.content);
-  } else if (!token.text.empty()) {
-    delta["content"] = token.text;
-  }
+  json delta = text_delta(index, token.text);
   if (delta.empty()) {
     if (!with_logprobs) return nullptr;
     delta["content"] = "";
@@ -74,20 +87,11 @@ json ChatFormatter::token_chunk(int index, const engine::TokenEvent& token) cons
 json ChatFormatter::message(const ChoiceResult& c) const {
   json m = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
   if (!harmony_) return m;
-  // the generated tokens, then the text released after the last one (the final flush)
-  engine::HarmonyParser parser(*harmony_);
-  std::string content, reasoning;
-  size_t covered = 0;
-  const auto take = [&](int32_t token, std::string_view text) {
-    engine::HarmonyParser::Delta d = parser.push(token, text);
-    content += d.content;
-    reasoning += d.reasoning;
-    covered += text.size();
-  };
-  for (const engine::TokenEvent& t : c.tokens) take(t.token, t.text);
-  if (covered < c.text.size()) take(-1, std::string_view(c.text).substr(covered));
-  m["content"] = std::move(content);
-  if (!reasoning.empty()) {
+  engine::HarmonyParser parser;
+  engine::HarmonyParser::Delta all = parser.push(c.text);
+  engine::HarmonyParser::Delta rest = parser.flush();
+  m["content"] = all.content + rest.content;
+  if (std::string reasoning = all.reasoning + rest.reasoning; !reasoning.empty()) {
     m["reasoning_content"] = reasoning;
     m["reasoning"] = std::move(reasoning);  // the name newer clients read
   }
@@ -95,7 +99,9 @@ json ChatFormatter::message(const ChoiceResult& c) const {
 }
 
 json ChatFormatter::finish_chunk(int index, engine::FinishReason reason) const {
-  return chunk(delta_choice(index, json::object(), nullptr, engine::finish_reason_name(reason)));
+  // what a harmony parser still holds (a trailing "<|" that never became a marker) goes out here
+  json delta = harmony_ ? delta_of(streamed(index).flush()) : json::object();
+  return chunk(delta_choice(index, std::move(delta), nullptr, engine::finish_reason_name(reason)));
 }
 
 json ChatFormatter::usage_chunk(const json& usage) const {

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <memory>
-#include <optional>
 #include <vector>
 
 #include "engine/text/harmony.h"
@@ -41,7 +40,11 @@ class ChatFormatter : public ResponseFormatter {
   std::shared_ptr<const ChatRequest> request_;
   std::string id_;
   int64_t created_;
-  std::optional<engine::HarmonyTokens> harmony_;
+  // The delta object of one streamed piece of choice `index` (empty: nothing to send).
+  nlohmann::json text_delta(int index, const std::string& text) const;
+  engine::HarmonyParser& streamed(int index) const;
+
+  bool harmony_;
   mutable std::vector<engine::HarmonyParser> streamed_;  // by choice index, while streaming
 };
 

@@ -1,79 +1,82 @@
-// gpt-oss's harmony output split into reasoning and answer, token by token as it streams.
+// gpt-oss's harmony output split into reasoning and answer, piece by piece as it streams.
 #include "engine/text/harmony.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace engine {
 namespace {
 
-// Marker ids of a made-up vocabulary; text tokens use -2 here only to tell them apart in the
-// script below (the parser sees any id that is not a marker as text).
-constexpr int32_t kStart = 200006, kChannel = 200005, kMessage = 200008, kEnd = 200007, kConstrain = 200003;
-constexpr int32_t kText = 17;
-
-HarmonyTokens markers() { return {kStart, kChannel, kMessage, kEnd, kConstrain}; }
-
 struct Split {
   std::string reasoning, content;
 };
 
-// Feeds (id, text) events one at a time, as the stream does, and joins the deltas.
-Split run(const std::vector<std::pair<int32_t, std::string>>& events) {
-  HarmonyParser p(markers());
+// Feeds the pieces one at a time, as the stream does, then flushes, and joins the deltas.
+Split run(const std::vector<std::string>& pieces) {
+  HarmonyParser p;
   Split out;
-  for (const auto& [id, text] : events) {
-    const HarmonyParser::Delta d = p.push(id, text);
+  auto take = [&out](const HarmonyParser::Delta& d) {
     out.reasoning += d.reasoning;
     out.content += d.content;
-  }
+  };
+  for (const std::string& piece : pieces) take(p.push(piece));
+  take(p.flush());
   return out;
 }
 
+const std::string kOutput =
+    "<|channel|>analysis<|message|>Think 2+2.<|end|><|start|>assistant<|channel|>final<|message|>It is 4.";
+
 TEST(Harmony, AnalysisIsReasoningAndFinalIsTheAnswer) {
-  // <|channel|>analysis<|message|>Think 2+2.<|end|><|start|>assistant<|channel|>final<|message|>4
-  const Split s = run({{kChannel, ""}, {kText, "analysis"}, {kMessage, ""}, {kText, "Think"}, {kText, " 2+2."},
-                       {kEnd, ""}, {kStart, ""}, {kText, "assistant"}, {kChannel, ""}, {kText, "final"},
-                       {kMessage, ""}, {kText, "4"}});
+  const Split s = run({kOutput});
   EXPECT_EQ(s.reasoning, "Think 2+2.");
-  EXPECT_EQ(s.content, "4");
+  EXPECT_EQ(s.content, "It is 4.");
 }
 
-TEST(Harmony, TextHeldBackFromEarlierTokensCountsBeforeTheMarkerItArrivesWith) {
-  // the stream released "final" only with the <|message|> token, and " done" only at the end (-1)
-  const Split s = run({{kChannel, ""}, {kText, "analysis"}, {kMessage, ""}, {kText, "hm"}, {kEnd, ""},
-                       {kStart, ""}, {kChannel, "assistant"}, {kText, ""}, {kMessage, "final"}, {kText, "all"},
-                       {-1, " done"}});
-  EXPECT_EQ(s.reasoning, "hm");
-  EXPECT_EQ(s.content, "all done");
+TEST(Harmony, EveryCutOfTheStreamGivesTheSameSplit) {
+  // markers cut anywhere between two pieces (a byte at a time, and at every single cut)
+  std::vector<std::string> bytes;
+  for (char c : kOutput) bytes.emplace_back(1, c);
+  const Split one = run(bytes);
+  EXPECT_EQ(one.reasoning, "Think 2+2.");
+  EXPECT_EQ(one.content, "It is 4.");
+  for (size_t cut = 0; cut <= kOutput.size(); ++cut) {
+    const Split s = run({kOutput.substr(0, cut), kOutput.substr(cut)});
+    EXPECT_EQ(s.reasoning, "Think 2+2.") << "cut at " << cut;
+    EXPECT_EQ(s.content, "It is 4.") << "cut at " << cut;
+  }
 }
 
 TEST(Harmony, CommentaryWithARecipientAndAConstraintIsNotReasoning) {
-  const Split s = run({{kChannel, ""}, {kText, "commentary to=functions.get_weather "}, {kConstrain, ""},
-                       {kText, "json"}, {kMessage, ""}, {kText, "{\"city\":\"Paris\"}"}});
+  const Split s = run({"<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>",
+                       "{\"city\":\"Paris\"}"});
   EXPECT_EQ(s.reasoning, "");
   EXPECT_EQ(s.content, "{\"city\":\"Paris\"}");
 }
 
 TEST(Harmony, TextBeforeAnyMarkerIsTheAnswer) {
-  const Split s = run({{kText, "Hello"}, {kText, " there"}});
+  const Split s = run({"Hello", " there"});
   EXPECT_EQ(s.content, "Hello there");
   EXPECT_EQ(s.reasoning, "");
 }
 
+TEST(Harmony, AngleBracketsThatStartNoMarkerStayText) {
+  const Split s = run({"<|channel|>final<|message|>a <b> x<|y|> <", "|chan", "nel and <|"});
+  EXPECT_EQ(s.content, "a <b> x<|y|> <|channel and <|") << "the held-back '<|' comes out at the end";
+}
+
 TEST(Harmony, CutOffInsideTheAnalysisLeavesNoAnswer) {
   // max_tokens ran out while the model was still thinking
-  const Split s = run({{kChannel, ""}, {kText, "analysis"}, {kMessage, ""}, {kText, "Let me"}});
+  const Split s = run({"<|channel|>analysis<|message|>Let me"});
   EXPECT_EQ(s.reasoning, "Let me");
   EXPECT_EQ(s.content, "");
 }
 
 TEST(Harmony, HeaderTextIsNeverOutput) {
   // the role after <|start|>, and a channel header cut off before its <|message|>
-  const Split s = run({{kStart, ""}, {kText, "assistant"}, {kChannel, ""}, {kText, "fin"}});
+  const Split s = run({"<|start|>assistant<|channel|>fin"});
   EXPECT_EQ(s.content, "");
   EXPECT_EQ(s.reasoning, "");
 }
