@@ -117,95 +117,111 @@ void run_chunk(const PreparedJob& j, int64_t r0, int64_t r1) {
   }
 }
 
+// One matmul_group call, planned: the activation blocks to convert and where they go, and each
+// job's kernels and chunks. Kept per calling thread (its buffers only grow); during the pool's
+// job the workers read it (convert, run), the calling thread having written it before.
+struct GroupPlan {
+  std::vector<ActBlock> blocks;       // distinct activation blocks to convert
+  std::vector<size_t> offsets;        // per job: its activations in xq, or SIZE_MAX (x itself)
+  std::vector<uint8_t> xq;            // the converted activations
+  std::vector<PreparedJob> prepared;  // the jobs with work, in order
+  int64_t act_rows = 0;               // rows to convert, over all blocks
+  int64_t n_chunks = 0;               // chunks over all jobs
+
+  // Blocks and offsets: a job whose x, n, cols and activation format match an earlier job's
+  // (an expert's gate and up) shares its converted rows.
+  void plan_activations(std::span<const MatmulJob> jobs) {
+    blocks.clear();
+    offsets.clear();
+    act_rows = 0;
+    size_t bytes = 0;
+    for (const MatmulJob& job : jobs) {
+      const kernels::KernelTraits& t = traits_or_throw(*job.w);
+      offsets.push_back(SIZE_MAX);
+      if (job.n <= 0 || job.w->rows <= 0 || t.act == ActFormat::kF32) continue;
+      const auto same = [&](const ActBlock& b) { return b.x == job.x && b.n == job.n && b.cols == job.w->cols && b.fmt == t.act; };
+      if (const auto it = std::find_if(blocks.begin(), blocks.end(), same); it != blocks.end()) {
+        offsets.back() = it->offset;
+        continue;
+      }
+      const auto row_bytes = static_cast<size_t>(kernels::act_row_bytes(t.act, job.w->cols));
+      blocks.push_back({job.x, job.n, job.w->cols, t.act, bytes, row_bytes, nullptr});
+      offsets.back() = bytes;
+      bytes += row_bytes * static_cast<size_t>(job.n);
+      act_rows += job.n;
+    }
+    xq.resize(std::max(xq.size(), bytes));
+    for (ActBlock& b : blocks) b.dst = xq.data() + b.offset;
+  }
+
+  // `prepared` and n_chunks, after plan_activations.
+  void prepare(std::span<const MatmulJob> jobs, const kernels::Dispatch& d, int nth) {
+    prepared.clear();
+    n_chunks = 0;
+    int64_t group_rows = 0;
+    for (const MatmulJob& job : jobs) group_rows += job.n > 0 ? std::max<int64_t>(job.w->rows, 0) : 0;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const MatmulJob& job = jobs[i];
+      if (job.n <= 0 || job.w->rows <= 0) continue;
+      const kernels::KernelTraits& t = *kernels::kernel_traits(job.w->type);
+      const kernels::TileFn packed_tile = job.w->packed ? d.packed_tile_for(job.w->type) : nullptr;
+      const int64_t chunk = chunk_rows(job.w->rows, group_rows, job.n, nth);
+      prepared.push_back({job.w, &t, d.tile_for(job.w->type), packed_tile, packed_tile ? job.w->packed_rows : 0,
+                          offsets[i] != SIZE_MAX ? xq.data() + offsets[i] : reinterpret_cast<const uint8_t*>(job.x),
+                          static_cast<size_t>(kernels::act_row_bytes(t.act, job.w->cols)), job.n, job.out, chunk,
+                          n_chunks});
+      n_chunks += (job.w->rows + chunk - 1) / chunk;
+    }
+  }
+
+  // Converts row g of all the blocks' rows (block by block).
+  void convert(const kernels::Dispatch& d, int64_t g) const {
+    for (const ActBlock& b : blocks) {
+      if (g < b.n) return quantize_activations(d, b.fmt, b.x + g * b.cols, b.dst + static_cast<size_t>(g) * b.row_bytes, b.cols);
+      g -= b.n;
+    }
+  }
+
+  // Global chunk c: of the last job whose first chunk is <= c.
+  void run(int64_t c) const {
+    const auto it = std::upper_bound(prepared.begin(), prepared.end(), c,
+                                     [](int64_t v, const PreparedJob& j) { return v < j.first_chunk; });
+    const PreparedJob& j = *(it - 1);
+    const int64_t r0 = (c - j.first_chunk) * j.chunk;
+    run_chunk(j, r0, std::min(r0 + j.chunk, j.w->rows));
+  }
+};
+
 }  // namespace
 
 // out (n, rows) = X (n, cols) @ W^T, for each job
 //
-// 1. Each distinct X is converted once to its type's activation format (Q8A / Q8K, or rounded
-//    f32; f32 weights use X as is) into a buffer owned by the calling thread that only grows;
-//    with several rows the workers convert a share each, then meet at a barrier.
+// 1. Each distinct X is converted once to its type's activation format (Q8A / Q8K, or, as ggml
+//    does for F16 / BF16 weights, f32 rounded to their precision; f32 weights use X as is); with
+//    several rows the workers convert a share each, then meet at a barrier.
 // 2. The weight rows of every job are cut into chunks handed out by one atomic counter; each
 //    chunk is one tile call over all the job's n activation rows, so every weight row is read
 //    from memory once.
 void matmul_group(std::span<const MatmulJob> jobs, ThreadPool& pool) {
   const kernels::Dispatch& d = kernels::dispatch();
-  // Scratch of the calling thread that only grows. The workers read it through these references:
-  // a thread_local named inside the job would be each worker's own, empty instance.
-  thread_local std::vector<PreparedJob> prepared_buf;
-  thread_local std::vector<ActBlock> blocks_buf;
-  thread_local std::vector<size_t> offsets_buf;
-  thread_local std::vector<uint8_t> xq_buf;
-  std::vector<PreparedJob>& prepared = prepared_buf;
-  std::vector<ActBlock>& blocks = blocks_buf;
-  std::vector<size_t>& offsets = offsets_buf;  // of each job's activations in xq_buf (or SIZE_MAX: x itself)
-  prepared.clear();
-  blocks.clear();
-  offsets.clear();
-
-  // which activation blocks to convert, and where each job's converted rows sit
-  size_t xq_bytes = 0;
-  int64_t act_rows = 0;
-  for (const MatmulJob& job : jobs) {
-    const kernels::KernelTraits& t = traits_or_throw(*job.w);
-    offsets.push_back(SIZE_MAX);
-    if (job.n <= 0 || job.w->rows <= 0 || t.act == ActFormat::kF32) continue;
-    const auto same = [&](const ActBlock& b) { return b.x == job.x && b.n == job.n && b.cols == job.w->cols && b.fmt == t.act; };
-    const auto it = std::find_if(blocks.begin(), blocks.end(), same);
-    if (it != blocks.end()) {
-      offsets.back() = it->offset;
-      continue;
-    }
-    const auto row_bytes = static_cast<size_t>(kernels::act_row_bytes(t.act, job.w->cols));
-    blocks.push_back({job.x, job.n, job.w->cols, t.act, xq_bytes, row_bytes, nullptr});
-    offsets.back() = xq_bytes;
-    xq_bytes += row_bytes * static_cast<size_t>(job.n);
-    act_rows += job.n;
-  }
-  xq_buf.resize(std::max(xq_buf.size(), xq_bytes));
-  for (ActBlock& b : blocks) b.dst = xq_buf.data() + b.offset;
-
-  int64_t group_rows = 0;
-  for (const MatmulJob& job : jobs) group_rows += job.n > 0 ? std::max<int64_t>(job.w->rows, 0) : 0;
-  int64_t n_chunks = 0;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    const MatmulJob& job = jobs[i];
-    if (job.n <= 0 || job.w->rows <= 0) continue;
-    const kernels::KernelTraits& t = *kernels::kernel_traits(job.w->type);
-    const kernels::TileFn packed_tile = job.w->packed ? d.packed_tile_for(job.w->type) : nullptr;
-    const bool converted = offsets[i] != SIZE_MAX;
-    const int64_t chunk = chunk_rows(job.w->rows, group_rows, job.n, pool.size());
-    prepared.push_back({job.w, &t, d.tile_for(job.w->type), packed_tile, packed_tile ? job.w->packed_rows : 0,
-                        converted ? xq_buf.data() + offsets[i] : reinterpret_cast<const uint8_t*>(job.x),
-                        static_cast<size_t>(kernels::act_row_bytes(t.act, job.w->cols)), job.n, job.out, chunk,
-                        n_chunks});
-    n_chunks += (job.w->rows + chunk - 1) / chunk;
-  }
-  if (n_chunks == 0) return;
-
-  const auto convert = [&](int64_t g) {  // the g-th row over all blocks
-    for (const ActBlock& b : blocks) {
-      if (g < b.n) return quantize_activations(d, b.fmt, b.x + g * b.cols, b.dst + static_cast<size_t>(g) * b.row_bytes, b.cols);
-      g -= b.n;
-    }
-  };
-  const bool parallel_convert = act_rows >= 2 && pool.size() > 1;
+  // The workers read the plan through this reference: a thread_local named inside the job would
+  // be each worker's own, empty instance.
+  thread_local GroupPlan plan_of_this_thread;
+  GroupPlan& plan = plan_of_this_thread;
+  plan.plan_activations(jobs);
+  plan.prepare(jobs, d, pool.size());
+  if (plan.n_chunks == 0) return;
+  const bool parallel_convert = plan.act_rows >= 2 && pool.size() > 1;
   if (!parallel_convert) {
-    for (int64_t g = 0; g < act_rows; ++g) convert(g);
+    for (int64_t g = 0; g < plan.act_rows; ++g) plan.convert(d, g);
   }
   std::atomic<int64_t> next{pool.size()};
   pool.run([&](int ith, int nth) {
     if (parallel_convert) {
-      for (int64_t g = ith; g < act_rows; g += nth) convert(g);
+      for (int64_t g = ith; g < plan.act_rows; g += nth) plan.convert(d, g);
       pool.barrier();
     }
-    for (int64_t c = ith; c < n_chunks; c = next.fetch_add(1, std::memory_order_relaxed)) {
-      // the job owning global chunk c: the last whose first chunk is <= c
-      const auto it = std::upper_bound(prepared.begin(), prepared.end(), c,
-                                       [](int64_t v, const PreparedJob& j) { return v < j.first_chunk; });
-      const PreparedJob& j = *(it - 1);
-      const int64_t r0 = (c - j.first_chunk) * j.chunk;
-      run_chunk(j, r0, std::min(r0 + j.chunk, j.w->rows));
-    }
+    for (int64_t c = ith; c < plan.n_chunks; c = next.fetch_add(1, std::memory_order_relaxed)) plan.run(c);
   });
 }
 
