@@ -197,17 +197,18 @@ Model Model::load(const std::string& path, bool repack) { return from_file(gguf:
 
 uint64_t Model::weight_bytes() const { return file_.file_size() - file_.data_offset(); }
 
-// output, then each layer's projections: &matrix of every matrix matmul reads.
+// output, then each layer's projections: &matrix of every matrix matmul reads; of each MoE
+// layer's experts, the first `experts` (all of them by default).
 template <class M, class Layers>
-std::vector<M*> matmul_weights_of(M& output, Layers& layers) {
+std::vector<M*> matmul_weights_of(M& output, Layers& layers, size_t experts = SIZE_MAX) {
   std::vector<M*> mats{&output};
   for (auto& l : layers) {
     for (M* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.ffn_gate_inp, &l.gate_shexp,
                  &l.up_shexp, &l.down_shexp}) {
       if (m->data) mats.push_back(m);  // (a MoE layer has no dense FFN, a dense one no router)
     }
-    for (auto* experts : {&l.gate_exps, &l.up_exps, &l.down_exps}) {
-      for (M& m : *experts) mats.push_back(&m);
+    for (auto* each : {&l.gate_exps, &l.up_exps, &l.down_exps}) {
+      for (size_t e = 0; e < std::min(experts, each->size()); ++e) mats.push_back(&(*each)[e]);
     }
   }
   return mats;
@@ -227,7 +228,8 @@ std::span<const uint8_t> file_rows(const Matrix& m) {
 
 std::vector<std::span<const uint8_t>> Model::matmul_ranges() const {
   std::vector<std::span<const uint8_t>> ranges;
-  for (const Matrix* m : matmul_weights()) {
+  // a token's share of the experts: n_expert_used of them (the first, as sizes are equal)
+  for (const Matrix* m : matmul_weights_of<const Matrix>(output, layers, static_cast<size_t>(hp_.n_expert_used))) {
     const auto packed = static_cast<size_t>(m->packed_rows) * m->row_bytes;
     if (packed > 0) ranges.emplace_back(static_cast<const uint8_t*>(m->packed), packed);
     if (const auto rows = file_rows(*m); !rows.empty()) ranges.push_back(rows);

@@ -161,8 +161,9 @@ class Model {
   // Every matrix matmul reads: output and each layer's projections.
   std::vector<const Matrix*> matmul_weights() const;
 
-  // The memory those matrices occupy as matmul reads it: each one's packed copy and its rows
-  // still in the file mapping. A decode step streams all of it once.
+  // The memory a decode step streams once: each matrix's packed copy and its rows still in the
+  // file mapping, and of each MoE layer's experts n_expert_used (a token's share; which ones
+  // differs by token, their size does not).
   std::vector<std::span<const uint8_t>> matmul_ranges() const;
 
   // Reads once every page of the file that matmul reads (not the repacked ranges: packing read

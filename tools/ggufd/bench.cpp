@@ -114,14 +114,17 @@ class Runner {
 };
 
 // Weight bytes one decode step streams: every tensor except the token embedding, of which one
-// row is read (unless it doubles as the output matrix: tied embeddings).
-uint64_t weight_bytes_per_token(const gguf::File& file) {
+// row is read (unless it doubles as the output matrix: tied embeddings), and the expert tensors,
+// of which a token reads n_expert_used of n_expert.
+uint64_t weight_bytes_per_token(const gguf::File& file, const engine::HParams& hp) {
   bool tied = true;
   for (const auto& t : file.tensors()) tied = tied && t.name != "output.weight";
   uint64_t bytes = 0;
   for (const auto& t : file.tensors()) {
     if (t.name == "token_embd.weight" && !tied) {
       bytes += t.row_bytes();
+    } else if (hp.n_expert > 0 && t.name.find("_exps.") != std::string::npos) {
+      bytes += t.n_bytes / static_cast<uint64_t>(hp.n_expert) * static_cast<uint64_t>(hp.n_expert_used);
     } else {
       bytes += t.n_bytes;
     }
@@ -177,7 +180,7 @@ int run_bench(const BenchOptions& o) {
 
   if (o.roofline) {
     const double gbs = engine::read_bandwidth_gbs(runner.pool(), size_t(o.probe_mib) << 20);
-    const uint64_t per_token = weight_bytes_per_token(file);
+    const uint64_t per_token = weight_bytes_per_token(file, model.hparams());
     const double bound = gbs * 1e9 / static_cast<double>(per_token);
     json roof = {{"read_bandwidth_gbs", gbs}, {"weight_bytes_per_token", per_token}, {"tg_bound_tok_s", bound}};
     if (o.n_gen > 0) {
