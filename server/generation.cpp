@@ -50,6 +50,7 @@ std::shared_ptr<Channel> submit_generations(App& app, RequestContext& ctx,
       req.prompt_logprobs = params.prompt_logprobs;
       req.stop = params.stop;
       req.ignore_eos = params.ignore_eos;
+      req.grammar = params.grammar;
       req.deadline = deadline;
       req.sink = channel->sink(index);
       requests.push_back(std::move(req));

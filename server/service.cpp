@@ -16,6 +16,7 @@
 #include "engine/kernels/thread_pool.h"
 #include "engine/model/model.h"
 #include "engine/text/chat_template.h"
+#include "engine/text/grammar/grammar_cache.h"
 #include "engine/text/tokenizer/tokenizer.h"
 #include "server/api/app.h"
 #include "server/api/chat_prompt.h"
@@ -44,6 +45,7 @@ struct Service::Impl {
   std::optional<engine::Tokenizer> tokenizer;
   std::optional<engine::ChatTemplate> chat_template;
   std::unique_ptr<engine::Scheduler> scheduler;
+  std::unique_ptr<engine::grammar::GrammarCache> grammars;
   std::unique_ptr<WorkPool> work;
   Router router;
   std::unique_ptr<HttpServer> http;
@@ -134,6 +136,8 @@ void Service::Impl::load() {
     app.tokenizer = &*tokenizer;
     app.chat_template = &*chat_template;
     app.scheduler = scheduler.get();
+    grammars = std::make_unique<engine::grammar::GrammarCache>(engine::grammar::TokenVocab::from_tokenizer(*tokenizer));
+    app.grammars = grammars.get();
     ServeSettings& s = app.settings;
     s.n_ctx = so.n_ctx;
     s.n_slots = so.n_slots;

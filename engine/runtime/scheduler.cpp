@@ -2,15 +2,18 @@
 #include "engine/runtime/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 
 #include "engine/model/batch.h"
 #include "engine/runtime/stop_strings.h"
 #include "engine/runtime/thread_annotations.h"
 #include "engine/runtime/throughput.h"
+#include "engine/text/grammar/token_masks.h"
 #include "engine/text/tokenizer/tokenizer.h"
 
 namespace engine {
@@ -43,12 +46,34 @@ struct Sequence {
     for (size_t i = req.prompt.size() - window; i < req.prompt.size(); ++i) sampler.accept(req.prompt[i]);
     usage.prompt_tokens = static_cast<int64_t>(req.prompt.size());
     usage.cached_tokens = static_cast<int64_t>(cached);
+    if (req.grammar) {
+      constraint.emplace(req.grammar);
+      masked.resize(static_cast<size_t>(tok.n_vocab()));
+    }
+  }
+
+  // The logits to sample from: `logits` itself, or with a grammar a copy in which every token it
+  // does not allow is -inf. Throws std::runtime_error when the grammar allows nothing at all.
+  const float* constrain(const float* logits) {
+    if (!constraint) return logits;
+    const grammar::TokenBits& allowed = constraint->allowed();
+    bool any = false;
+    for (size_t w = 0; w < allowed.size(); ++w) {
+      const uint64_t bits = allowed[w];
+      any |= bits != 0;
+      const size_t end = std::min(masked.size(), w * 64 + 64);
+      for (size_t i = w * 64; i < end; ++i) masked[i] = (bits >> (i - w * 64)) & 1 ? logits[i] : -INFINITY;
+    }
+    if (!any) throw std::runtime_error("the grammar allows no token here (the model's vocabulary cannot continue it)");
+    return masked.data();
   }
 
   GenerationRequest req;
   Sampler sampler;
   StreamDecoder decoder;
   StopMatcher stop;
+  std::optional<grammar::TokenConstraint> constraint;
+  std::vector<float> masked;  // (n_vocab,) the constrained logits row
   Usage usage;
   bool generating = false;  // the whole prompt is cached: next_token goes in at the next step
   int32_t next_token = -1;
@@ -353,8 +378,12 @@ void Scheduler::Impl::score_prompt_token(Slot& slot, int64_t pos, const float* l
 // Samples the slot's next token from its logits row and emits its text.
 void Scheduler::Impl::emit_token(Slot& slot, const float* logits) {
   Sequence& seq = *slot.seq;
-  const Sampled s = seq.sampler.sample(logits);
-  if (tokenizer.is_eog(s.id) && !seq.req.ignore_eos) {
+  const Sampled s = seq.sampler.sample(seq.constrain(logits));
+  if (seq.constraint && !seq.constraint->accept(s.id)) {
+    throw std::runtime_error("sampled token " + std::to_string(s.id) + " that the grammar does not allow");
+  }
+  // With a grammar the end token is allowed only when the text is complete: it always ends.
+  if (tokenizer.is_eog(s.id) && (!seq.req.ignore_eos || seq.constraint)) {
     finish(slot, FinishReason::kStop);
     return;
   }
@@ -368,6 +397,8 @@ void Scheduler::Impl::emit_token(Slot& slot, const float* logits) {
   seq.req.sink->on_token(std::move(ev));
   if (r.stopped) {
     finish(slot, FinishReason::kStop, {}, false);  // the rest after a stop string is dropped
+  } else if (seq.constraint && seq.constraint->complete()) {
+    finish(slot, FinishReason::kStop);  // the grammar is satisfied and nothing may follow
   } else if (seq.req.max_tokens >= 0 && seq.usage.completion_tokens >= seq.req.max_tokens) {
     finish(slot, FinishReason::kLength);
   } else if (static_cast<int64_t>(slot.cached.size()) + 1 >= opt.n_ctx) {

@@ -11,6 +11,10 @@
 #include "engine/runtime/evaluator.h"
 #include "engine/runtime/sampler.h"
 
+namespace engine::grammar {
+class CompiledGrammar;
+}
+
 namespace engine {
 
 class Model;
@@ -59,6 +63,10 @@ struct GenerationRequest {
                                      // alternatives each): the whole prompt is evaluated again
   std::vector<std::string> stop;     // stop strings; the matched text is not returned
   bool ignore_eos = false;
+  // Constrained decoding: only tokens the grammar allows are sampled (logprobs then describe the
+  // constrained distribution), the end only when the text is complete, and the request stops as
+  // soon as nothing else can follow. Null: unconstrained (and no cost).
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   std::shared_ptr<TokenSink> sink;
 };

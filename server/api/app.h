@@ -16,6 +16,9 @@ namespace engine {
 class Tokenizer;
 class ChatTemplate;
 class Scheduler;
+namespace grammar {
+class GrammarCache;
+}
 }  // namespace engine
 
 namespace server {
@@ -54,6 +57,7 @@ struct App {
   const engine::Tokenizer* tokenizer = nullptr;
   const engine::ChatTemplate* chat_template = nullptr;
   engine::Scheduler* scheduler = nullptr;
+  engine::grammar::GrammarCache* grammars = nullptr;  // compiled output constraints (thread-safe)
   WorkPool* work = nullptr;           // the CPU work of requests runs here, off the IO threads
   ServeSettings settings;
   Metrics metrics;

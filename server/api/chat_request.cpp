@@ -4,6 +4,7 @@
 
 #include "server/api/api_error.h"
 #include "server/api/chat_prompt.h"
+#include "server/api/output_constraint.h"
 #include "server/api/request_json.h"
 
 namespace server {
@@ -17,7 +18,7 @@ const std::set<std::string> kKnown = {
     "min_p", "n", "stop", "seed", "presence_penalty", "frequency_penalty", "repetition_penalty",
     "repeat_penalty", "repeat_last_n", "logit_bias", "logprobs", "top_logprobs", "stream",
     "stream_options", "user", "ignore_eos", "response_format", "chat_template_kwargs",
-    "parallel_tool_calls", "store", "metadata", "cache_prompt", "n_predict"};
+    "parallel_tool_calls", "store", "metadata", "cache_prompt", "n_predict", "json_schema", "grammar"};
 const std::set<std::string> kUnsupported = {"tools", "tool_choice", "functions", "function_call",
                                             "audio", "modalities", "prediction"};
 
@@ -26,13 +27,6 @@ void check_unsupported(const json& body) {
     if (body.contains(key) && body[key].is_array() && body[key].empty()) continue;  // "no tools"
     if (body.contains(key) && !body[key].is_null()) {
       throw invalid_field(key, std::string("'") + key + "' (tool calling) is not supported by this server yet");
-    }
-  }
-  if (const auto rf = body.find("response_format"); rf != body.end() && !rf->is_null()) {
-    const bool text = rf->is_object() && rf->contains("type") && (*rf)["type"] == "text";
-    if (!text) {
-      throw invalid_field("response_format", "only response_format {\"type\": \"text\"} is supported; "
-                                             "json_object and json_schema are not supported yet");
     }
   }
 }
@@ -47,6 +41,7 @@ ChatRequest prepare_chat(const App& app, std::string_view text) {
   if (auto model = get_string(body, "model")) require_model(app, *model);
   ChatRequest r;
   r.params = parse_generation_params(body, app, {{"max_completion_tokens", "max_tokens", "n_predict"}, -1, 1});
+  r.params.grammar = parse_output_constraint(body, text, app);
   if (get_bool(body, "logprobs").value_or(false)) {
     r.params.n_logprobs = static_cast<int>(get_int(body, "top_logprobs", 0, 20).value_or(0));
   } else if (body.contains("top_logprobs") && !body["top_logprobs"].is_null()) {

@@ -4,6 +4,7 @@
 
 #include "engine/text/tokenizer/tokenizer.h"
 #include "server/api/api_error.h"
+#include "server/api/output_constraint.h"
 #include "server/api/request_json.h"
 
 namespace server {
@@ -16,7 +17,8 @@ const std::set<std::string> kKnown = {
     "model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "min_p", "n", "stop", "seed",
     "presence_penalty", "frequency_penalty", "repetition_penalty", "repeat_penalty",
     "repeat_last_n", "logit_bias", "logprobs", "echo", "stream", "stream_options", "user",
-    "ignore_eos", "best_of", "cache_prompt", "n_predict", "parse_special"};
+    "ignore_eos", "best_of", "cache_prompt", "n_predict", "parse_special", "response_format", "json_schema",
+    "grammar"};
 const std::set<std::string> kUnsupported = {"suffix"};
 constexpr size_t kMaxPrompts = 16;
 
@@ -65,6 +67,7 @@ CompletionRequest prepare_completion(const App& app, std::string_view text) {
   GenerationParams& params = r.params;
   params = parse_generation_params(body, app, {{"max_tokens", "n_predict"}, app.settings.default_max_tokens, 0});
   params.n_logprobs = static_cast<int>(get_int(body, "logprobs", 0, 20).value_or(-1));
+  params.grammar = parse_output_constraint(body, text, app);
   r.echo = get_bool(body, "echo").value_or(false);
   params.prompt_logprobs = r.echo && params.n_logprobs >= 0;
   const bool parse_special = get_bool(body, "parse_special").value_or(true);

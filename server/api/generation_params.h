@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -11,6 +12,10 @@
 
 #include "engine/runtime/sampler.h"
 #include "server/api/app.h"
+
+namespace engine::grammar {
+class CompiledGrammar;
+}
 
 namespace server {
 
@@ -25,6 +30,8 @@ struct GenerationParams {
   bool ignore_eos = false;
   int n_logprobs = -1;                // -1: no logprobs; else alternatives per token
   bool prompt_logprobs = false;       // also score the prompt's tokens (completions' echo)
+  // response_format / json_schema / grammar (output_constraint.h); null: unconstrained
+  std::shared_ptr<const engine::grammar::CompiledGrammar> grammar;
 };
 
 // The accepted names of an endpoint's token limit, in priority order, its default and least value

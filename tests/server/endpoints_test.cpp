@@ -118,7 +118,7 @@ TEST_F(Endpoints, ClientMistakesAre4xxInOpenAiShape) {
                      400, "messages");
   expect_error_shape(post_json(port(), "/v1/chat/completions",
                                {{"messages", {{{"role", "user"}, {"content", "x"}}}},
-                                {"response_format", {{"type", "json_object"}}}}),
+                                {"response_format", {{"type", "xml"}}}}),
                      400, "response_format");
   expect_error_shape(post_json(port(), "/v1/chat/completions",
                                {{"messages", {{{"role", "user"}, {"content", "x"}}}},

@@ -1,0 +1,35 @@
+// Grammars for JSON numbers within bounds (JSON Schema minimum / maximum / exclusiveMinimum /
+// exclusiveMaximum), exact for any bound: the comparisons are done on decimal digit strings, so
+// 1e30 or 0.1 need no floating point and every accepted text lies within the bounds.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "engine/text/grammar/grammar.h"
+
+namespace engine::grammar {
+
+// A decimal bound: sign, integer digits without leading zeros ("0" for zero), fraction digits
+// without trailing zeros.
+struct Decimal {
+  bool negative = false;
+  std::string int_digits = "0";
+  std::string frac_digits;
+  // Parses a JSON number text ("-12.5e3", "1e-07"); nullopt when it is not one or is too long.
+  static std::optional<Decimal> parse(std::string_view json_number);
+  bool is_zero() const { return int_digits == "0" && frac_digits.empty(); }
+};
+
+struct Bound {
+  Decimal value;
+  bool exclusive = false;
+};
+
+// A JSON integer (integer = true: no fraction, no exponent) or number (an optional fraction; no
+// exponent when bounded) within [lo, hi]; an absent side is unbounded. Compact: no "+", no
+// leading zeros. Returns a class that matches nothing when the range is empty.
+Expr number_in_range(const std::optional<Bound>& lo, const std::optional<Bound>& hi, bool integer);
+
+}  // namespace engine::grammar

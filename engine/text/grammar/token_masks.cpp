@@ -1,0 +1,184 @@
+// The vocabulary trie, per-position masks, and the per-step mask of a sequence.
+#include "engine/text/grammar/token_masks.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "engine/text/tokenizer/tokenizer.h"
+
+namespace engine::grammar {
+
+namespace {
+
+// Above this many accepted tokens a position keeps a bitmap rather than a list of ids.
+size_t bitmap_threshold(int32_t n_vocab) { return static_cast<size_t>(n_vocab) / 32 + 1; }
+
+TokenBits zero_bits(int32_t n_vocab) { return TokenBits((static_cast<size_t>(n_vocab) + 63) / 64, 0); }
+
+}  // namespace
+
+// ---- TokenVocab ----
+
+TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<int32_t> eog_ids)
+    : bytes_(std::move(token_bytes)), eog_(std::move(eog_ids)) {
+  std::vector<char> is_eog(bytes_.size(), 0);
+  for (int32_t id : eog_) {
+    if (id >= 0 && static_cast<size_t>(id) < bytes_.size()) is_eog[static_cast<size_t>(id)] = 1;
+  }
+  for (size_t i = 0; i < bytes_.size(); ++i) {
+    if (!bytes_[i].empty() && !is_eog[i]) sorted_.push_back(static_cast<int32_t>(i));
+  }
+  std::stable_sort(sorted_.begin(), sorted_.end(), [&](int32_t a, int32_t b) { return bytes_[a] < bytes_[b]; });
+  // Preorder trie: `open` holds the node index of each depth on the current path.
+  std::vector<uint32_t> open;
+  std::string_view prev;
+  auto close_to = [&](size_t depth, uint32_t token_end) {
+    while (open.size() > depth) {
+      Node& n = nodes_[open.back()];
+      n.end = static_cast<uint32_t>(nodes_.size());
+      n.sub_end = token_end;
+      open.pop_back();
+    }
+  };
+  for (uint32_t t = 0; t < sorted_.size(); ++t) {
+    const std::string_view s = bytes_[sorted_[t]];
+    size_t lcp = 0;
+    while (lcp < s.size() && lcp < prev.size() && s[lcp] == prev[lcp]) ++lcp;
+    close_to(lcp, t);
+    for (size_t d = open.size(); d < s.size(); ++d) {
+      open.push_back(static_cast<uint32_t>(nodes_.size()));
+      nodes_.push_back(Node{0, t, t, 0, static_cast<uint16_t>(std::min<size_t>(d + 1, 0xFFFF)), static_cast<uint8_t>(s[d])});
+    }
+    nodes_[open.back()].here_end = t + 1;  // tokens ending here come first in sorted order
+    max_depth_ = std::max(max_depth_, s.size());
+    prev = s;
+  }
+  close_to(0, static_cast<uint32_t>(sorted_.size()));
+}
+
+std::shared_ptr<const TokenVocab> TokenVocab::from_tokenizer(const Tokenizer& tokenizer) {
+  std::vector<std::string> bytes(static_cast<size_t>(tokenizer.n_vocab()));
+  for (int32_t id = 0; id < tokenizer.n_vocab(); ++id) {
+    if (!tokenizer.is_control(id)) bytes[static_cast<size_t>(id)] = std::string(tokenizer.piece(id, false));
+  }
+  return std::make_shared<const TokenVocab>(std::move(bytes), tokenizer.eog_ids());
+}
+
+// ---- the trie walk ----
+
+void walk_vocab(Automaton& automaton, const TokenVocab& vocab, const StackSet& start, bool local,
+                TokenBits& accepted, std::vector<int32_t>* uncertain) {
+  const auto& nodes = vocab.nodes();
+  // states[d]: the stacks after the first d bytes of the current path; ended[d]: some state before
+  // depth d had a rule-local stack that left its rule (only in `local` walks).
+  std::vector<StackSet> states(vocab.max_depth() + 1);
+  std::vector<char> ended(vocab.max_depth() + 2, 0);
+  states[0] = start;
+  ended[1] = local && start.has_empty();
+  size_t i = 0;
+  while (i < nodes.size()) {
+    const TokenVocab::Node& n = nodes[i];
+    const size_t d = n.depth;
+    if (d >= states.size()) {  // a token longer than max_depth cannot exist; defensive
+      i = n.end;
+      continue;
+    }
+    automaton.advance(states[d - 1], n.byte, states[d]);
+    if (!states[d].empty()) {
+      for (uint32_t t = n.first; t < n.here_end; ++t) set_bit(accepted, vocab.sorted_id(t));
+      ended[d + 1] = ended[d] || (local && states[d].has_empty());
+      ++i;
+      continue;
+    }
+    if (ended[d] && uncertain != nullptr) {
+      for (uint32_t t = n.first; t < n.sub_end; ++t) uncertain->push_back(vocab.sorted_id(t));
+    }
+    i = n.end;
+  }
+}
+
+// ---- CompiledGrammar ----
+
+CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocab> vocab)
+    : grammar_(std::move(grammar)), vocab_(std::move(vocab)) {
+  const Grammar& g = *grammar_;
+  Automaton automaton(g);
+  masks_.resize(g.elements().size());
+  const int32_t n_vocab = vocab_->n_vocab();
+  TokenBits bits = zero_bits(n_vocab);
+  StackSet start;
+  for (uint32_t p = 0; p < g.elements().size(); ++p) {
+    if (g.element(p).kind != Element::Kind::kClass) continue;
+    std::fill(bits.begin(), bits.end(), 0);
+    auto mask = std::make_unique<PositionMask>();
+    automaton.start_at(p, start);
+    walk_vocab(automaton, *vocab_, start, true, bits, &mask->uncertain);
+    size_t count = 0;
+    for (uint64_t w : bits) count += static_cast<size_t>(__builtin_popcountll(w));
+    if (count > bitmap_threshold(n_vocab)) {
+      mask->accepted_bits = bits;
+    } else {
+      for (size_t w = 0; w < bits.size(); ++w) {
+        for (uint64_t x = bits[w]; x != 0; x &= x - 1) {
+          mask->accepted.push_back(static_cast<int32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(x))));
+        }
+      }
+    }
+    masks_[p] = std::move(mask);
+    ++n_positions_;
+  }
+}
+
+// ---- TokenConstraint ----
+
+TokenConstraint::TokenConstraint(std::shared_ptr<const CompiledGrammar> compiled)
+    : compiled_(std::move(compiled)),
+      matcher_(compiled_->grammar()),
+      automaton_(*compiled_->grammar()),
+      mask_(zero_bits(compiled_->vocab().n_vocab())),
+      scratch_(mask_) {}
+
+const TokenBits& TokenConstraint::allowed() {
+  std::fill(mask_.begin(), mask_.end(), 0);
+  const TokenVocab& vocab = compiled_->vocab();
+  const StackSet& stacks = matcher_.stacks();
+  std::vector<uint32_t> tops_done;
+  for (size_t k = 0; k < stacks.size(); ++k) {
+    const auto stack = stacks.positions(k);
+    if (stack.empty()) continue;  // complete: handled by the end-of-generation tokens below
+    one_.clear();
+    one_.add(stack, stacks.partial(k));
+    const CompiledGrammar::PositionMask* pm = stacks.partial(k) == 0 ? compiled_->at(stack.back()) : nullptr;
+    if (pm == nullptr) {  // inside a character: few tokens can continue it; walk them all
+      walk_vocab(automaton_, vocab, one_, false, mask_, nullptr);
+      continue;
+    }
+    if (std::find(tops_done.begin(), tops_done.end(), stack.back()) == tops_done.end()) {
+      tops_done.push_back(stack.back());
+      if (!pm->accepted_bits.empty()) {
+        for (size_t w = 0; w < mask_.size(); ++w) mask_[w] |= pm->accepted_bits[w];
+      }
+      for (int32_t id : pm->accepted) set_bit(mask_, id);
+    }
+    for (int32_t id : pm->uncertain) {
+      if (!test_bit(mask_, id) && automaton_.advance(one_, vocab.bytes(id), out_)) set_bit(mask_, id);
+    }
+  }
+  if (matcher_.can_end()) {
+    for (int32_t id : vocab.eog_ids()) {
+      if (id >= 0 && id < vocab.n_vocab()) set_bit(mask_, id);
+    }
+  }
+  return mask_;
+}
+
+bool TokenConstraint::accept(int32_t token) {
+  const TokenVocab& vocab = compiled_->vocab();
+  if (token < 0 || token >= vocab.n_vocab()) return false;
+  const auto& eog = vocab.eog_ids();
+  if (std::find(eog.begin(), eog.end(), token) != eog.end()) return matcher_.can_end();
+  const std::string_view bytes = vocab.bytes(token);
+  return !bytes.empty() && matcher_.accept(bytes);
+}
+
+}  // namespace engine::grammar

@@ -1,0 +1,151 @@
+// Token masks (token_masks.h): the precomputed per-position masks plus the run-time check of
+// uncertain tokens must give exactly the tokens a full walk of the vocabulary accepts, at every
+// step of random constrained generations; and the walks always end in text the grammar matches.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "engine/text/grammar/json_schema.h"
+#include "engine/text/grammar/token_masks.h"
+#include "engine/text/tokenizer/tokenizer.h"
+#include "gguf/file.h"
+#include "tests/support/shared.h"
+
+namespace engine::grammar {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+// The exact mask: a full walk from the matcher's stacks, plus the end tokens when complete.
+TokenBits reference_mask(const CompiledGrammar& cg, const Matcher& m) {
+  TokenBits bits((static_cast<size_t>(cg.vocab().n_vocab()) + 63) / 64, 0);
+  Automaton a(*cg.grammar());
+  walk_vocab(a, cg.vocab(), m.stacks(), false, bits, nullptr);
+  if (m.can_end()) {
+    for (int32_t id : cg.vocab().eog_ids()) set_bit(bits, id);
+  }
+  return bits;
+}
+
+std::vector<int32_t> ids_of(const TokenBits& bits) {
+  std::vector<int32_t> out;
+  for (size_t w = 0; w < bits.size(); ++w) {
+    for (uint64_t x = bits[w]; x; x &= x - 1) out.push_back(static_cast<int32_t>(w * 64 + __builtin_ctzll(x)));
+  }
+  return out;
+}
+
+// Generates up to max_steps tokens uniformly among the allowed ones, checking each step's mask
+// against the reference. Returns the text; `ended` tells whether it ended on an end token.
+std::string random_walk(const std::shared_ptr<const CompiledGrammar>& cg, std::mt19937& rng, int max_steps,
+                        bool check, bool& ended) {
+  TokenConstraint c(cg);
+  Matcher m(cg->grammar());
+  std::string text;
+  ended = false;
+  for (int step = 0; step < max_steps; ++step) {
+    const TokenBits& allowed = c.allowed();
+    if (check) {
+      const TokenBits want = reference_mask(*cg, m);
+      EXPECT_EQ(ids_of(allowed), ids_of(want)) << "step " << step << " after '" << text << "'";
+      if (ids_of(allowed) != ids_of(want)) return text;
+    }
+    const auto ids = ids_of(allowed);
+    if (ids.empty()) break;
+    // Prefer continuing over ending early, so the walks reach deep states.
+    int32_t id = ids[std::uniform_int_distribution<size_t>(0, ids.size() - 1)(rng)];
+    const auto& eog = cg->vocab().eog_ids();
+    if (std::find(eog.begin(), eog.end(), id) != eog.end()) {
+      if (step > 0 && rng() % 4 == 0) {
+        ended = true;
+        break;
+      }
+      bool other = false;
+      for (int32_t x : ids) other |= std::find(eog.begin(), eog.end(), x) == eog.end();
+      if (!other) {
+        ended = true;
+        break;
+      }
+      while (std::find(eog.begin(), eog.end(), id) != eog.end()) id = ids[rng() % ids.size()];
+    }
+    EXPECT_TRUE(c.accept(id));
+    EXPECT_TRUE(m.accept(cg->vocab().bytes(id)));
+    text += cg->vocab().bytes(id);
+    if (c.complete()) {
+      ended = true;
+      break;
+    }
+  }
+  return text;
+}
+
+// A small vocabulary with multi-byte and structural tokens, split UTF-8 and byte tokens.
+std::shared_ptr<const TokenVocab> small_vocab() {
+  std::vector<std::string> t = {"", "{", "}", "[", "]", "\"", ":", ",", "\":", "\",", "{\"", "\"}", "a", "ab", "abc",
+                                "b", "name", "age", "\"name", "\"age\":", "1", "12", "0", "-", ".", "5", "e", "true",
+                                "false", "null", "\\", "\\\"", "n", "u", "00", "41", "x", " ", "é", "\xC3", "\xA9",
+                                "日本", "\xE6", "\x97\xA5", "2024", "-01", "-15", "T", "Z", "10:30:00", "@", "ex.com",
+                                "\"]", "[\"", "},{", "id", "\"id\":", "-0"};
+  return std::make_shared<TokenVocab>(std::move(t), std::vector<int32_t>{0});
+}
+
+const char* kSchemas[] = {
+    R"({"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer","minimum":0,"maximum":120}},"required":["name","age"],"additionalProperties":false})",
+    R"({"type":"array","items":{"type":"number","exclusiveMinimum":-1.5,"maximum":12.25},"minItems":1,"maxItems":4})",
+    R"({"type":"object","properties":{"id":{"type":"string","format":"uuid"},"when":{"type":"string","format":"date-time"},"tags":{"type":"array","items":{"enum":["a","b","日本"]}}},"required":["id"]})",
+    R"({"$defs":{"node":{"type":"object","properties":{"name":{"type":"string","maxLength":6},"children":{"type":"array","items":{"$ref":"#/$defs/node"},"maxItems":2}},"required":["name"],"additionalProperties":false}},"$ref":"#/$defs/node"})",
+    R"({"type":"object","additionalProperties":{"type":["integer","null"]}})",
+    R"({"anyOf":[{"type":"string","pattern":"^[a-c]{2,3}$"},{"type":"boolean"},{"const":{"x":[1,2]}}]})",
+};
+
+TEST(GrammarMasks, MatchTheFullWalkOnASmallVocabulary) {
+  const auto vocab = small_vocab();
+  std::mt19937 rng(7);
+  std::vector<std::shared_ptr<const Grammar>> grammars{any_json_grammar(false), any_json_grammar(true)};
+  for (const char* s : kSchemas) grammars.push_back(json_schema_grammar(ojson::parse(s)));
+  for (const auto& g : grammars) {
+    const auto cg = std::make_shared<CompiledGrammar>(g, vocab);
+    for (int walk = 0; walk < 40; ++walk) {
+      bool ended = false;
+      const std::string text = random_walk(cg, rng, 60, true, ended);
+      if (ended) EXPECT_TRUE(matches(g, text)) << text;
+    }
+  }
+}
+
+TEST(GrammarMasks, EndTokensOnlyWhenComplete) {
+  const auto cg = std::make_shared<CompiledGrammar>(any_json_grammar(true), small_vocab());
+  TokenConstraint c(cg);
+  EXPECT_FALSE(test_bit(c.allowed(), 0));
+  EXPECT_FALSE(c.accept(0));
+  ASSERT_TRUE(c.accept(1));  // {
+  ASSERT_TRUE(c.accept(2));  // }
+  EXPECT_TRUE(c.complete());
+  EXPECT_TRUE(test_bit(c.allowed(), 0));
+  EXPECT_EQ(ids_of(c.allowed()).size(), 1u);
+  EXPECT_FALSE(c.accept(1));  // nothing may follow the object
+}
+
+TEST(GrammarMasks, RealVocabularyQwen3) {
+  GGUFD_REQUIRE_SHARED("tokenizer/ggml-vocab-qwen3.gguf");
+  const gguf::File file = gguf::File::open(ggufd::test::shared_path("tokenizer/ggml-vocab-qwen3.gguf"));
+  const Tokenizer tok = Tokenizer::from_gguf(file);
+  const auto vocab = TokenVocab::from_tokenizer(tok);
+  std::mt19937 rng(3);
+  for (const char* s : {kSchemas[0], kSchemas[2], kSchemas[3]}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto cg = std::make_shared<CompiledGrammar>(json_schema_grammar(ojson::parse(s)), vocab);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("compiled %zu positions in %.1f ms\n", cg->n_positions(), ms);
+    for (int walk = 0; walk < 3; ++walk) {
+      bool ended = false;
+      const std::string text = random_walk(cg, rng, 25, true, ended);
+      if (ended) EXPECT_TRUE(matches(cg->grammar(), text)) << text;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace engine::grammar
