@@ -14,8 +14,10 @@ namespace engine::grammar {
 
 namespace {
 
-// CharClass::add() re-sorts all ranges on every call: bound the items of one class.
+// CharClass::add() re-sorts all ranges on every call, so a class of n items costs n^2: bound n, and the sum
+// of n^2 over the grammar (~0.1 s).
 constexpr size_t kMaxClassItems = 1024;
+constexpr size_t kMaxClassWork = size_t{1} << 24;
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_name_char(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '-'; }
@@ -82,11 +84,6 @@ class Parser {
   bool at(char c) const { return pos_ < src_.size() && src_[pos_] == c; }
   bool at_digit() const { return pos_ < src_.size() && is_digit(src_[pos_]); }
 
-  void expect(char c, const std::string& what) {
-    if (!at(c)) fail(pos_, "expected " + what + ", found " + found(pos_));
-    ++pos_;
-  }
-
   // Skips spaces, tabs and comments, and line breaks too when `newlines`.
   void skip_space(bool newlines) {
     while (pos_ < src_.size()) {
@@ -98,6 +95,13 @@ class Parser {
       } else {
         return;
       }
+    }
+  }
+
+  // Symbols, quantifiers and alternatives each become an Expr: at most limits.max_elements of them.
+  void count_node(size_t offset) {
+    if (++nodes_ > limits_.max_elements) {
+      fail(offset, "the grammar has more than " + std::to_string(limits_.max_elements) + " symbols and operators");
     }
   }
 
@@ -118,8 +122,7 @@ class Parser {
     return id;
   }
 
-  // A rule referenced but never defined (even if the root does not reach it) is refused at its first use. Rule
-  // ids follow the text, and an undefined rule's id was made by its first use: the lowest comes first.
+  // Refuses a rule used but never defined, even if unreachable. Ids follow the text: the lowest is used first.
   void check_defined() const {
     for (uint32_t id = 0; id < first_use_.size(); ++id) {
       if (!builder_.defined(id)) fail(first_use_[id], "rule '" + builder_.name(id) + "' is used but never defined");
@@ -163,7 +166,7 @@ class Parser {
       nesting = std::max(nesting, next.nesting);
       items.push_back(std::move(next.expr));
       if (!at('|')) return {alt(std::move(items)), nesting};
-      ++pos_;
+      count_node(pos_++);
       skip_space(true);
     }
   }
@@ -194,21 +197,15 @@ class Parser {
   bool parse_symbol(int depth, Item& out) {
     const size_t start = pos_;
     const char c = src_[pos_];
-    if (c == '"') {
-      out.expr = parse_literal();
-    } else if (c == '[') {
-      out.expr = cls(parse_class());
-    } else if (c == '.') {
-      ++pos_;
-      out.expr = cls(CharClass::any());
-    } else if (is_name_char(c)) {
-      out.expr = ref(reference(parse_name(), start));
-    } else if (c == '(') {
-      out = parse_group(depth);
-    } else if (c == '<' || c == '!') {
-      fail(pos_, "token literals (<...>, <[id]>, !<...>) are not supported");
-    } else {
-      return false;
+    if (c == '<' || c == '!') fail(pos_, "token literals (<...>, <[id]>, !<...>) are not supported");
+    if (c != '"' && c != '[' && c != '.' && c != '(' && !is_name_char(c)) return false;
+    count_node(start);
+    switch (c) {
+      case '"': out.expr = parse_literal(); break;
+      case '[': out.expr = cls(parse_class()); break;
+      case '.': out.expr = cls(CharClass::any()), ++pos_; break;
+      case '(': out = parse_group(depth); break;
+      default: out.expr = ref(reference(parse_name(), start));
     }
     return true;
   }
@@ -228,7 +225,10 @@ class Parser {
     if (depth >= kMaxGbnfNesting) fail_too_deep(open);
     skip_space(true);
     Item inner = parse_alternatives(depth + 1);
-    expect(')', "a symbol, '|' or ')' to close the '(' at " + where(open));
+    if (!at(')')) {
+      fail(pos_, "expected a symbol, '|' or ')' to close the '(' at " + where(open) + ", found " + found(pos_));
+    }
+    ++pos_;
     return nest(std::move(inner), open);
   }
 
@@ -249,6 +249,7 @@ class Parser {
   Item parse_quantifier(Item x, bool nested) {
     const size_t start = pos_;
     const char c = src_[pos_++];
+    count_node(start);
     if (c != '{') {
       x.expr = c == '*' ? star(std::move(x.expr)) : c == '+' ? plus(std::move(x.expr)) : opt(std::move(x.expr));
       return nest(std::move(x), start);
@@ -268,7 +269,11 @@ class Parser {
     if (!has_min && (!comma || max == Expr::kUnbounded)) {
       fail(pos_, "expected a number in the repetition, found " + found(pos_));
     }
-    expect('}', comma ? "'}' to end the repetition" : "',' or '}' in the repetition");
+    if (!at('}')) {
+      fail(pos_, std::string(comma ? "expected '}' to end" : "expected ',' or '}' in") + " the repetition, found " +
+                     found(pos_));
+    }
+    ++pos_;
     if (min > max) fail(start, "the minimum " + std::to_string(min) + " exceeds the maximum " + std::to_string(max));
     x.expr = repeat(std::move(x.expr), min, max);
     return nest(std::move(x), start);
@@ -343,10 +348,13 @@ class Parser {
         if (hi < lo) fail(start, "the range " + std::string(src_.substr(start, pos_ - start)) + " is reversed");
       }
       if (++items > kMaxClassItems) fail(open, "the class has more than " + std::to_string(kMaxClassItems) + " items");
-      c.add(lo, hi);
+      if (lo < 0xD800) c.add(lo, std::min<uint32_t>(hi, 0xD7FF));  // surrogates are no characters: leave them out
+      if (hi > 0xDFFF) c.add(std::max<uint32_t>(lo, 0xE000), hi);
     }
     ++pos_;
     if (items == 0) fail(open, "empty character class");
+    class_work_ += items * items;
+    if (class_work_ > kMaxClassWork) fail(open, "the grammar's character classes are too large in total");
     if (negated) c = c.complement();
     if (c.empty()) fail(open, "the negated class matches nothing");
     return c;
@@ -357,6 +365,8 @@ class Parser {
   GrammarBuilder builder_;
   size_t pos_ = 0;
   std::vector<size_t> first_use_;  // per builder rule id: offset of its first reference, or npos
+  size_t class_work_ = 0;          // sum of items^2 over the classes so far
+  size_t nodes_ = 0;               // count_node()
 };
 
 }  // namespace

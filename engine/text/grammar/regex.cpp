@@ -101,7 +101,7 @@ bool nullable(const Expr& e) {
 // nullable sequence or alternative contributes its items' bodies: (x? y?)* = (x | y)*.)
 std::optional<Expr> star_body(const Expr& e) {
   if (!nullable(e)) return e;
-  if (e.kind == Expr::Kind::kRepeat) return star_body(e.items[0]);
+  if (e.kind == Expr::Kind::kRepeat) return e.max == 0 ? std::nullopt : star_body(e.items[0]);
   if (e.kind != Expr::Kind::kSeq && e.kind != Expr::Kind::kAlt) return std::nullopt;
   std::vector<Expr> bodies;
   for (const Expr& item : e.items) {

@@ -7,7 +7,9 @@
 // Anchors: as in JSON Schema, a pattern is not anchored; `^` at the start and `$` at the end of a
 // top-level alternative anchor it, anywhere else they are refused. Refused with a GrammarError that
 // names the construct and its byte offset: backreferences, lookaround, \b \B, \p{...}, inline flags,
-// groups nested deeper than 64, counts above 10000, and malformed patterns.
+// groups nested deeper than 64, counts above 10000, more than 4096 class members in all, and
+// malformed patterns. Like ECMA-262 Annex B, a `{` that starts no quantifier, a lone `]` or `}`, and
+// a `-` next to a class escape in [...] ([\w-.]) are literal characters.
 #pragma once
 
 #include <string_view>
