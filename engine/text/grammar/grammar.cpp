@@ -27,6 +27,12 @@ CharClass CharClass::any() {
 CharClass& CharClass::add(uint32_t lo, uint32_t hi) {
   hi = std::min(hi, kMaxCodePoint);
   if (lo > hi) return *this;
+  // Surrogates are never characters: a class holding them would let UTF-8 prefixes of them live.
+  if (lo <= 0xDFFF && hi >= 0xD800) {
+    if (lo < 0xD800) add(lo, 0xD7FF);
+    if (hi > 0xDFFF) add(0xE000, hi);
+    return *this;
+  }
   ranges_.push_back({lo, hi});
   std::sort(ranges_.begin(), ranges_.end(), [](const Range& a, const Range& b) { return a.lo < b.lo; });
   std::vector<Range> merged;
@@ -363,19 +369,39 @@ void check_left_recursion(const Grammar& g) {
     if (el.kind == Element::Kind::kClass) return el.star;
     return el.kind == Element::Kind::kRule ? nullable[el.arg] != 0 : true;
   };
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (uint32_t r = 0; r < n; ++r) {
-      if (nullable[r]) continue;
-      for (uint32_t start : g.alternatives(r)) {
-        uint32_t i = start;
-        while (g.element(i).kind != Element::Kind::kEnd && element_nullable(g.element(i))) ++i;
-        if (g.element(i).kind == Element::Kind::kEnd) {
-          nullable[r] = 1;
-          changed = true;
-          break;
-        }
+  // Nullable rules by a work list, in time linear in the grammar (a fixpoint of passes over all
+  // rules takes one pass per link of a chain r1 ::= r2, r2 ::= r3, ..., rn ::= "": quadratic).
+  // Per alternative: how many of its rule references are not known nullable yet (kDead: it has a
+  // class that must match a code point); per rule: the alternatives that reference it.
+  constexpr uint32_t kDead = std::numeric_limits<uint32_t>::max();
+  std::vector<uint32_t> unknown, owner, queue;
+  std::vector<std::vector<uint32_t>> users(n);
+  auto mark = [&](uint32_t r) {
+    if (!nullable[r]) nullable[r] = 1, queue.push_back(r);
+  };
+  for (uint32_t r = 0; r < n; ++r) {
+    for (uint32_t start : g.alternatives(r)) {
+      const auto a = static_cast<uint32_t>(unknown.size());
+      uint32_t count = 0;
+      for (uint32_t i = start; g.element(i).kind != Element::Kind::kEnd && count != kDead; ++i) {
+        const Element& el = g.element(i);
+        if (el.kind == Element::Kind::kClass && !el.star) count = kDead;
+        if (el.kind == Element::Kind::kRule) ++count;
       }
+      unknown.push_back(count);
+      owner.push_back(r);
+      if (count == 0) mark(r);
+      if (count == 0 || count == kDead) continue;
+      for (uint32_t i = start; g.element(i).kind != Element::Kind::kEnd; ++i) {
+        if (g.element(i).kind == Element::Kind::kRule) users[g.element(i).arg].push_back(a);
+      }
+    }
+  }
+  while (!queue.empty()) {
+    const uint32_t s = queue.back();
+    queue.pop_back();
+    for (uint32_t a : users[s]) {
+      if (--unknown[a] == 0) mark(owner[a]);
     }
   }
   // Edges r -> s: s can come first in r. Iterative DFS for a cycle.

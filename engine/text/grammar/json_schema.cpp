@@ -58,7 +58,11 @@ class SchemaCompiler {
       }
       return ref(resolve(*it, at, depth));
     }
-    const bool nullable = s.value("nullable", false);
+    bool nullable = false;
+    if (auto it = s.find("nullable"); it != s.end()) {
+      if (!it->is_boolean()) fail(at, "'nullable' must be a boolean");
+      nullable = it->get<bool>();
+    }
     Expr e = visit_value(s, at, depth);
     return nullable ? alt({std::move(e), lit("null")}) : e;
   }
@@ -154,7 +158,7 @@ class SchemaCompiler {
           fail(at + "/allOf/" + std::to_string(i), "'$ref' " + target + " does not resolve in this schema");
         }
       }
-      const bool object = part->is_object() && (part->value("type", "object") == "object");
+      const bool object = part->is_object() && (!part->contains("type") || (*part)["type"] == "object");
       if (!object) fail(at + "/allOf/" + std::to_string(i), "'allOf' is supported for object schemas only");
       for (const auto& [key, value] : part->items()) {
         if (key == "properties" && value.is_object()) {
@@ -183,7 +187,7 @@ class SchemaCompiler {
       try {
         return seq({lit("\""), regex_to_expr(s["pattern"].get<std::string>(), true), lit("\"")});
       } catch (const GrammarError& e) {
-        fail(at, std::string("'pattern': ") + e.what());
+        fail(at, e.what());  // "pattern: ... at offset N
       }
     }
     if (has_format) {
@@ -196,7 +200,7 @@ class SchemaCompiler {
       const uint32_t lo = static_cast<uint32_t>(min_len.value_or(0));
       const uint32_t hi = max_len ? static_cast<uint32_t>(*max_len) : Expr::kUnbounded;
       if (max_len && lo > hi) fail(at, "'minLength' exceeds 'maxLength'");
-      return seq({lit("\""), repeat(ref(strings_.string_char()), lo, hi), lit("\"")});
+      return ref(strings_.bounded_string(lo, hi));
     }
     return ref(strings_.string());
   }
@@ -230,14 +234,12 @@ class SchemaCompiler {
     return number_in_range(lo, hi, integer);
   }
 
-  static double as_double(const Decimal& d) {
-    return std::stod((d.negative ? "-" : "") + d.int_digits + "." + (d.frac_digits.empty() ? "0" : d.frac_digits));
-  }
+  // Exactly, on the digits (as doubles, bounds of 400 digits overflow and close ones compare equal).
   static std::optional<Bound> tighter_lower(const std::optional<Bound>& a, const Bound& b) {
-    return !a || as_double(b.value) >= as_double(a->value) ? std::optional<Bound>(b) : a;
+    return !a || compare(b.value, a->value) >= 0 ? std::optional<Bound>(b) : a;
   }
   static std::optional<Bound> tighter_upper(const std::optional<Bound>& a, const Bound& b) {
-    return !a || as_double(b.value) <= as_double(a->value) ? std::optional<Bound>(b) : a;
+    return !a || compare(b.value, a->value) <= 0 ? std::optional<Bound>(b) : a;
   }
 
   Expr object_schema(const ojson& s, const std::string& at, int depth);

@@ -60,7 +60,36 @@ Expr JsonRules::make_string() {
   const uint32_t body = b_.fresh_rule("string-body"), tail = b_.fresh_rule("string-tail");
   b_.define(body, seq({star(cls(plain_string_chars())), ref(tail)}));
   b_.define(tail, alt({lit("\""), seq({lit("\\"), ref(escape()), ref(body)})}));
+  body_ = body;
   return seq({lit("\""), ref(body)});
+}
+
+uint32_t JsonRules::bounded_string(uint32_t min, uint32_t max) {
+  const std::string key = "string{" + std::to_string(min) + "," + std::to_string(max) + "}";
+  if (auto it = made_.find(key); it != made_.end()) return it->second;
+  const uint32_t last = max == Expr::kUnbounded ? min : max;
+  std::vector<uint32_t> chain(last + 1);
+  for (uint32_t& r : chain) r = b_.fresh_rule("chars");
+  for (uint32_t k = 0; k <= last; ++k) {
+    if (k == last) {
+      if (max == Expr::kUnbounded) {
+        string();  // defines body_
+        b_.define(chain[k], ref(body_));
+      } else {
+        b_.define(chain[k], lit("\""));
+      }
+      break;
+    }
+    std::vector<Expr> alts;
+    if (k >= min) alts.push_back(lit("\""));
+    alts.push_back(seq({cls(plain_string_chars()), ref(chain[k + 1])}));
+    alts.push_back(seq({lit("\\"), ref(escape()), ref(chain[k + 1])}));
+    b_.define(chain[k], alt(std::move(alts)));
+  }
+  const uint32_t r = b_.fresh_rule(key);
+  b_.define(r, seq({lit("\""), ref(chain[0])}));
+  made_[key] = r;
+  return r;
 }
 
 Expr JsonRules::make_string_char() { return alt({cls(plain_string_chars()), seq({lit("\\"), ref(escape())})}); }
@@ -126,7 +155,7 @@ uint32_t JsonRules::key_except(const std::vector<std::string>& names) {
   return key;
 }
 
-// Dates: months with their day counts (February: up to 28, so every date is valid in any year).
+// Dates: months with their day counts, February 29th only in leap years.
 Expr JsonRules::make_date() {
   Expr d28 = alt({seq({lit("0"), cls(CharClass::range('1', '9'))}), seq({lit("1"), digit()}), seq({lit("2"), cls(CharClass::range('0', '8'))})});
   Expr d30 = alt({seq({lit("0"), cls(CharClass::range('1', '9'))}), seq({cls(chars("12")), digit()}), lit("30")});
@@ -134,7 +163,12 @@ Expr JsonRules::make_date() {
   Expr month_day = alt({seq({alt({lit("01"), lit("03"), lit("05"), lit("07"), lit("08"), lit("10"), lit("12")}), lit("-"), std::move(d31)}),
                         seq({alt({lit("04"), lit("06"), lit("09"), lit("11")}), lit("-"), std::move(d30)}),
                         seq({lit("02-"), std::move(d28)})});
-  return seq({digits(4), lit("-"), std::move(month_day)});
+  // February 29th in leap years: divisible by 4, and centuries only when divisible by 400.
+  Expr multiple_of_4 = alt({seq({cls(chars("02468")), cls(chars("048"))}), seq({cls(chars("13579")), cls(chars("26"))})});
+  Expr leap_year = alt({seq({digits(2), alt({seq({cls(chars("02468")), cls(chars("48"))}), seq({cls(chars("2468")), lit("0")}),
+                                              seq({cls(chars("13579")), cls(chars("26"))})})}),
+                        seq({std::move(multiple_of_4), lit("00")})});
+  return alt({seq({digits(4), lit("-"), std::move(month_day)}), seq({std::move(leap_year), lit("-02-29")})});
 }
 
 Expr JsonRules::make_time() {

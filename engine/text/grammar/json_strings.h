@@ -21,6 +21,9 @@ class JsonRules {
   uint32_t array();
   uint32_t string();       // a whole string literal, quotes included
   uint32_t string_char();  // one character of a string's contents, escapes included
+  // A whole string literal of min to max characters (max: Expr::kUnbounded), as a chain of rules
+  // that each end in a tail call to the next, so a token of text stays inside one rule's walk.
+  uint32_t bounded_string(uint32_t min, uint32_t max);
   uint32_t escape();       // what follows a backslash in a string
   uint32_t number();
   uint32_t integer();
@@ -47,6 +50,7 @@ class JsonRules {
 
   GrammarBuilder& b_;
   std::map<std::string, uint32_t> made_;
+  uint32_t body_ = 0;  // string(): the contents and closing quote
 };
 
 }  // namespace engine::grammar

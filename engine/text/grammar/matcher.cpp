@@ -27,6 +27,11 @@ uint64_t hash_stack(std::span<const uint32_t> positions, uint32_t partial) {
 // The smallest code point of each UTF-8 length (anything below is an overlong form).
 constexpr uint32_t kMinOfLength[5] = {0, 0, 0x80, 0x800, 0x10000};
 
+// Steps (stack tops examined) of one expand() call, at most. Ambiguous nullable alternatives
+// reach the same few stacks along exponentially many paths (r1 ::= r2 | r2, r2 ::= r3 | r3, ...,
+// or ("a"?){200} ("a"?){200} ...): the walk would take forever, so past this it is refused.
+constexpr size_t kMaxExpandSteps = size_t{1} << 18;
+
 }  // namespace
 
 // ---- StackSet ----
@@ -63,6 +68,25 @@ bool StackSet::add(std::span<const uint32_t> positions, uint32_t partial) {
   return true;
 }
 
+uint64_t StackSet::hash() const {
+  uint64_t h = starts_.size();
+  for (uint64_t x : hashes_) h += x * 0x9E3779B97F4A7C15ull;  // a sum: independent of order
+  return h;
+}
+
+bool StackSet::same(const StackSet& other) const {
+  if (size() != other.size() || has_empty_ != other.has_empty_) return false;
+  for (size_t k = 0; k < size(); ++k) {
+    bool found = false;
+    for (size_t j = 0; j < other.size() && !found; ++j) {
+      found = hashes_[k] == other.hashes_[j] && partial(k) == other.partial(j) &&
+              std::ranges::equal(positions(k), other.positions(j));
+    }
+    if (!found) return false;
+  }
+  return true;
+}
+
 // ---- Automaton ----
 
 void Automaton::start_at(uint32_t position, StackSet& out) {
@@ -87,12 +111,17 @@ void Automaton::expand(std::span<const uint32_t> stack, StackSet& out) {
   work_.insert(work_.end(), stack.begin(), stack.end());
   std::vector<uint32_t>& offsets = offsets_;
   offsets.assign(1, 0);
+  size_t steps = 0;
   while (!offsets.empty()) {
     const uint32_t at = offsets.back();
     offsets.pop_back();
     scratch_.assign(work_.begin() + at + 1, work_.begin() + at + 1 + work_[at]);
     work_.resize(at);
     for (;;) {
+      if (++steps > kMaxExpandSteps) {
+        throw GrammarError("the grammar is too ambiguous: its nullable alternatives expand along more than " +
+                           std::to_string(kMaxExpandSteps) + " paths");
+      }
       if (scratch_.empty()) {
         out.add(scratch_, 0);
         break;

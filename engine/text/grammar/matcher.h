@@ -39,6 +39,9 @@ class StackSet {
   // Some stack is empty: everything so far is a complete match (or, for the local walks of
   // token_masks.cpp, reached the end of the rule it started in).
   bool has_empty() const { return has_empty_; }
+  // Identity of the set regardless of the order its stacks were added in.
+  uint64_t hash() const;
+  bool same(const StackSet& other) const;
 
  private:
   std::vector<uint32_t> data_;

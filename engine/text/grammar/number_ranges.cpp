@@ -241,6 +241,8 @@ std::optional<Decimal> Decimal::parse(std::string_view s) {
   return d;
 }
 
+int compare(const Decimal& a, const Decimal& b) { return cmp(a, b); }
+
 Expr number_in_range(const std::optional<Bound>& lo, const std::optional<Bound>& hi, bool integer) {
   if (lo && hi) {
     const int c = cmp(lo->value, hi->value);

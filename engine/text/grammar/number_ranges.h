@@ -22,6 +22,9 @@ struct Decimal {
   bool is_zero() const { return int_digits == "0" && frac_digits.empty(); }
 };
 
+// Compares by value: negative, zero or positive as a < b, a == b, a > b (-0 equals 0).
+int compare(const Decimal& a, const Decimal& b);
+
 struct Bound {
   Decimal value;
   bool exclusive = false;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <unordered_map>
 
 #include "engine/text/tokenizer/tokenizer.h"
 
@@ -11,6 +12,10 @@ namespace engine::grammar {
 namespace {
 
 // Above this many accepted tokens a position keeps a bitmap rather than a list of ids.
+// Trie nodes all the position walks of one compilation may visit (about 5 s of CPU): beyond it a
+// grammar is refused, so no request can make the server compile for minutes.
+constexpr size_t kMaxCompileVisits = size_t{1} << 30;
+
 size_t bitmap_threshold(int32_t n_vocab) { return static_cast<size_t>(n_vocab) / 32 + 1; }
 
 TokenBits zero_bits(int32_t n_vocab) { return TokenBits((static_cast<size_t>(n_vocab) + 63) / 64, 0); }
@@ -66,27 +71,76 @@ std::shared_ptr<const TokenVocab> TokenVocab::from_tokenizer(const Tokenizer& to
 
 // ---- the trie walk ----
 
-void walk_vocab(Automaton& automaton, const TokenVocab& vocab, const StackSet& start, bool local,
-                TokenBits& accepted, std::vector<int32_t>* uncertain) {
+namespace {
+
+// The states one walk meets, interned, with their transitions cached: a walk over 150k tokens
+// meets few distinct states (inside a string, every plain character leads back to the same one),
+// so most trie nodes cost one table lookup instead of an automaton step.
+class StateTable {
+ public:
+  static constexpr int32_t kUnknown = -2;
+  static constexpr int32_t kDead = -1;
+  static constexpr size_t kMaxStates = 4096;
+
+  explicit StateTable(Automaton& a) : automaton_(a) {}
+
+  int32_t intern(const StackSet& s) {
+    const uint64_t h = s.hash();
+    auto [lo, hi] = by_hash_.equal_range(h);
+    for (auto it = lo; it != hi; ++it) {
+      if (states_[static_cast<size_t>(it->second)].same(s)) return it->second;
+    }
+    if (states_.size() >= kMaxStates) return kUnknown;  // full: the caller steps without caching
+    states_.push_back(s);
+    next_.resize(states_.size() * 256, kUnknown);
+    by_hash_.emplace(h, static_cast<int32_t>(states_.size() - 1));
+    return static_cast<int32_t>(states_.size() - 1);
+  }
+
+  const StackSet& state(int32_t id) const { return states_[static_cast<size_t>(id)]; }
+
+  // The state after `byte`, or kDead.
+  int32_t next(int32_t id, uint8_t byte) {
+    int32_t& slot = next_[static_cast<size_t>(id) * 256 + byte];
+    if (slot != kUnknown) return slot;
+    automaton_.advance(states_[static_cast<size_t>(id)], byte, tmp_);
+    const int32_t to = tmp_.empty() ? kDead : intern(tmp_);
+    if (to == kUnknown) throw GrammarError("the grammar has too many distinct states for token masking");
+    next_[static_cast<size_t>(id) * 256 + byte] = to;  // (intern may have moved next_)
+    return to;
+  }
+
+ private:
+  Automaton& automaton_;
+  std::vector<StackSet> states_;
+  std::vector<int32_t> next_;  // [state * 256 + byte]
+  std::unordered_multimap<uint64_t, int32_t> by_hash_;
+  StackSet tmp_;
+};
+
+}  // namespace
+
+size_t walk_vocab(Automaton& automaton, const TokenVocab& vocab, const StackSet& start, bool local,
+                  TokenBits& accepted, std::vector<int32_t>* uncertain) {
+  size_t visited = 0;
   const auto& nodes = vocab.nodes();
-  // states[d]: the stacks after the first d bytes of the current path; ended[d]: some state before
+  StateTable table(automaton);
+  // state[d]: the state after the first d bytes of the current path; ended[d]: some state before
   // depth d had a rule-local stack that left its rule (only in `local` walks).
-  std::vector<StackSet> states(vocab.max_depth() + 1);
+  std::vector<int32_t> state(vocab.max_depth() + 1);
   std::vector<char> ended(vocab.max_depth() + 2, 0);
-  states[0] = start;
+  state[0] = table.intern(start);
   ended[1] = local && start.has_empty();
   size_t i = 0;
   while (i < nodes.size()) {
     const TokenVocab::Node& n = nodes[i];
     const size_t d = n.depth;
-    if (d >= states.size()) {  // a token longer than max_depth cannot exist; defensive
-      i = n.end;
-      continue;
-    }
-    automaton.advance(states[d - 1], n.byte, states[d]);
-    if (!states[d].empty()) {
+    ++visited;
+    const int32_t to = d < state.size() ? table.next(state[d - 1], n.byte) : StateTable::kDead;
+    if (to != StateTable::kDead) {
+      state[d] = to;
       for (uint32_t t = n.first; t < n.here_end; ++t) set_bit(accepted, vocab.sorted_id(t));
-      ended[d + 1] = ended[d] || (local && states[d].has_empty());
+      ended[d + 1] = ended[d] || (local && table.state(to).has_empty());
       ++i;
       continue;
     }
@@ -95,6 +149,7 @@ void walk_vocab(Automaton& automaton, const TokenVocab& vocab, const StackSet& s
     }
     i = n.end;
   }
+  return visited;
 }
 
 // ---- CompiledGrammar ----
@@ -107,12 +162,20 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::sh
   const int32_t n_vocab = vocab_->n_vocab();
   TokenBits bits = zero_bits(n_vocab);
   StackSet start;
+  size_t visited = 0;
+  // The start state, as each sequence's matcher will expand it: a grammar the automaton's limits
+  // refuse from the start is refused here, when the request is checked, not when it runs.
+  automaton.start_root(start);
   for (uint32_t p = 0; p < g.elements().size(); ++p) {
     if (g.element(p).kind != Element::Kind::kClass) continue;
     std::fill(bits.begin(), bits.end(), 0);
     auto mask = std::make_unique<PositionMask>();
     automaton.start_at(p, start);
-    walk_vocab(automaton, *vocab_, start, true, bits, &mask->uncertain);
+    visited += walk_vocab(automaton, *vocab_, start, true, bits, &mask->uncertain);
+    if (visited > kMaxCompileVisits) {
+      throw GrammarError("the grammar is too large to prepare for this vocabulary (" + std::to_string(n_positions_) +
+                         " of its positions took the whole budget); reduce maxLength, maxItems or the schema's size");
+    }
     size_t count = 0;
     for (uint64_t w : bits) count += static_cast<size_t>(__builtin_popcountll(w));
     if (count > bitmap_threshold(n_vocab)) {

@@ -99,8 +99,9 @@ class CompiledGrammar {
 // stack means "left the rule"); tokens that run past such an end go to `uncertain` instead.
 // The exact, slow path: used for precomputation, for stacks whose top is inside a character,
 // and by tests as the reference for TokenConstraint.
-void walk_vocab(Automaton& automaton, const TokenVocab& vocab, const StackSet& start, bool local,
-                TokenBits& accepted, std::vector<int32_t>* uncertain);
+// Returns the number of trie nodes visited.
+size_t walk_vocab(Automaton& automaton, const TokenVocab& vocab, const StackSet& start, bool local,
+                  TokenBits& accepted, std::vector<int32_t>* uncertain);
 
 // The constraint of one sequence: which tokens may come next, and the state after one has.
 // Ownership: shares the CompiledGrammar. Thread-safety: none; one per sequence.
@@ -116,6 +117,7 @@ class TokenConstraint {
   // Nothing but the end can follow.
   bool complete() const { return matcher_.complete(); }
   bool can_end() const { return matcher_.can_end(); }
+  const Matcher& matcher() const { return matcher_; }
 
  private:
   std::shared_ptr<const CompiledGrammar> compiled_;
