@@ -1,8 +1,10 @@
 // The scheduler on a deterministic fake evaluator (no model): admission, chunked prefill, prefix
-// reuse, cancellation, timeouts, n > 1, queue limits, failure isolation and prompt scoring.
+// reuse, cancellation, timeouts, n > 1, queue limits, failure isolation, prompt scoring and
+// constrained decoding.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -13,6 +15,8 @@
 #include "engine/model/batch.h"
 #include "engine/runtime/evaluator.h"
 #include "engine/runtime/scheduler.h"
+#include "engine/text/grammar/gbnf.h"
+#include "engine/text/grammar/token_masks.h"
 #include "engine/text/tokenizer/tokenizer.h"
 #include "gguf/file.h"
 #include "gguf/writer.h"
@@ -367,6 +371,65 @@ TEST_F(SchedulerTest, PromptLogprobsScoreEveryTokenAfterTheFirst) {
   }
   EXPECT_EQ(score->usage().completion_tokens, 0);
   EXPECT_EQ(score->usage().cached_tokens, 0) << "scoring evaluates the whole prompt";
+}
+
+// ---- constrained decoding: a request's grammar masks its logits ----
+
+class SchedulerGrammarTest : public SchedulerTest {
+ protected:
+  void SetUp() override { start({.n_slots = 3, .n_ctx = 64, .max_queue = 4, .prefill_chunk = 8, .n_threads = 1}); }
+  std::shared_ptr<const grammar::CompiledGrammar> compile(const char* gbnf) {
+    return std::make_shared<grammar::CompiledGrammar>(grammar::parse_gbnf(gbnf),
+                                                      grammar::TokenVocab::from_tokenizer(tokenizer_));
+  }
+};
+
+TEST_F(SchedulerGrammarTest, GrammarSteersAndEndsGenerationWhileANeighbourRunsFree) {
+  auto constrained = std::make_shared<RecordingSink>(), free = std::make_shared<RecordingSink>();
+  std::vector<GenerationRequest> both;
+  both.push_back(request(constrained, 50));
+  both.back().grammar = compile(R"(root ::= "x" [a-c] [a-c] "zz")");
+  both.push_back(request(free, 5));
+  ASSERT_EQ(scheduler_->submit_all(std::move(both)), SubmitStatus::kAccepted);
+  // "x" is forced; after it a-c all have logit 0 (ties: the lowest id), then "b" follows "a".
+  EXPECT_EQ(constrained->wait(), FinishReason::kStop);
+  EXPECT_EQ(constrained->text(), "xabzz");
+  EXPECT_EQ(free->wait(), FinishReason::kLength);
+  EXPECT_EQ(free->text(), "defgh");
+}
+
+TEST_F(SchedulerGrammarTest, EachChoiceHasItsOwnStateAndLogprobsAreConstrained) {
+  const auto g = compile(R"(root ::= [x-z] [a-z]*)");
+  std::vector<std::shared_ptr<RecordingSink>> sinks;
+  std::vector<GenerationRequest> reqs;
+  for (int i = 0; i < 3; ++i) {
+    sinks.push_back(std::make_shared<RecordingSink>());
+    reqs.push_back(request(sinks.back(), 4));
+    reqs.back().grammar = g;
+    reqs.back().sampling.temperature = 1.0f;
+    reqs.back().sampling.seed = static_cast<uint64_t>(i);
+    reqs.back().sampling.logprobs = true;
+  }
+  ASSERT_EQ(scheduler_->submit_all(std::move(reqs)), SubmitStatus::kAccepted);
+  for (auto& s : sinks) {
+    EXPECT_EQ(s->wait(), FinishReason::kLength);  // [a-z]* never completes: cut at max_tokens
+    const std::string t = s->text();
+    ASSERT_EQ(t.size(), 4u);
+    EXPECT_TRUE(t[0] >= 'x' && t[0] <= 'z') << t;
+    // Under the constrained distribution: after "c" the fake favours d and e, which are masked,
+    // so x, y and z are equally likely: log(1/3).
+    EXPECT_NEAR(s->events().at(0).logprob, std::log(1.0f / 3.0f), 1e-4) << t;
+  }
+}
+
+TEST_F(SchedulerGrammarTest, TheGrammarEndsTheRequestEvenWithIgnoreEos) {
+  auto s = std::make_shared<RecordingSink>();
+  GenerationRequest r = request(s, 10);
+  r.grammar = compile(R"(root ::= "q" "r"?)");
+  r.ignore_eos = true;
+  ASSERT_EQ(scheduler_->submit(std::move(r)), SubmitStatus::kAccepted);
+  EXPECT_EQ(s->wait(), FinishReason::kStop);
+  EXPECT_EQ(s->text(), "qr");  // after "q" the fake favours "r" (4) over the end (0)
 }
 
 }  // namespace
