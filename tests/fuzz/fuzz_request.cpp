@@ -1,8 +1,9 @@
 // libFuzzer target: the whole request path of the HTTP API short of the scheduler, as a request
 // body goes through it: JSON with the nesting limit -> field validation -> chat template
 // rendering with marked user strings -> tokenization -> context and capacity checks (or the
-// /tokenize and /detokenize responses). The first byte picks the endpoint and the model; the
-// rest is the body.
+// /tokenize and /detokenize responses), and the output constraint (response_format, json_schema,
+// grammar) compiled against the model's vocabulary. The first byte picks the endpoint and the
+// model; the rest is the body.
 //
 // The only acceptable failure is a 4xx ApiError (what the router turns into a client error).
 // A 5xx, any other exception, a crash, a hang or a sanitizer report is a bug: a request that
@@ -10,7 +11,9 @@
 //
 // Models: the shared Qwen3 vocabulary (byte-level BPE with control tokens) with the real Qwen3
 // chat template, and stories260K (SentencePiece) with the ChatML fallback; without ../shared,
-// our own built-in BPE vocabulary (engine/synth) with ChatML.
+// our own built-in BPE vocabulary (engine/synth) with ChatML. The first model compiles output
+// constraints through a GrammarCache of its vocabulary, as the server does (building the trie of
+// 151k tokens for every input would be too slow); the others without one (App::grammars null).
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -23,6 +26,7 @@
 #include <vector>
 
 #include "engine/text/chat_template.h"
+#include "engine/text/grammar/grammar_cache.h"
 #include "engine/text/tokenizer/tokenizer.h"
 #include "gguf/file.h"
 #include "gguf/writer.h"
@@ -51,6 +55,7 @@ std::string read_text(const std::string& path) {
 struct Model {
   engine::Tokenizer tokenizer;
   engine::ChatTemplate chat_template;
+  std::unique_ptr<engine::grammar::GrammarCache> grammars;
   std::unique_ptr<server::App> app = std::make_unique<server::App>();
 
   Model(engine::Tokenizer tok, const std::string& template_source)
@@ -67,6 +72,12 @@ struct Model {
     a.ready = true;
   }
   Model(const Model&) = delete;  // the App points into it
+
+  // Compiled output constraints shared across inputs, as the server has; a few, to bound memory.
+  void use_grammar_cache() {
+    grammars = std::make_unique<engine::grammar::GrammarCache>(engine::grammar::TokenVocab::from_tokenizer(tokenizer), 8);
+    app->grammars = grammars.get();
+  }
 
   // Tighter than the server's budget so every input stays fast under the sanitizers.
   static engine::ChatTemplateOptions options() {
@@ -89,6 +100,7 @@ std::vector<std::unique_ptr<Model>> load_models() {
                                           read_text(dir + "/templates/Qwen-Qwen3-0.6B.jinja")));
     out.push_back(std::make_unique<Model>(tokenizer_of(dir + "/models/stories260K.gguf"),
                                           std::string(engine::kChatMLTemplate)));
+    out[0]->use_grammar_cache();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fuzz_request: shared models unavailable (%s); using the built-in vocabulary\n", e.what());
     out.clear();

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <random>
 #include <string>
 #include <vector>
@@ -334,6 +335,48 @@ TEST(Gbnf, LargeInputsStayBounded) {
   std::string grammar = "root ::=";
   for (int i = 0; i < 20; ++i) grammar += " " + big;
   EXPECT_NE(error_of(grammar).find("character classes are too large in total"), std::string::npos);
+}
+
+// Found fuzzing (tests/fuzz/fuzz_grammar.cpp): ambiguous nullable alternatives reach the same
+// stacks along exponentially many paths, and the matcher's expansion walked every one (2^40 here:
+// forever). Such a grammar compiles, but running it is a GrammarError, at once.
+TEST(Gbnf, AmbiguousNullableAlternativesAreRefusedNotWalked) {
+  std::string pairs = "root ::=";
+  for (int i = 0; i < 40; ++i) pairs += " (\"\" | \"\")";
+  pairs += " \"x\"";
+  std::string chain = "root ::= r1 \"x\"\n";
+  for (int i = 1; i < 40; ++i) chain += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + " | r" + std::to_string(i + 1) + "\n";
+  chain += "r40 ::= \"\"\n";
+  for (const std::string& text : {pairs, chain}) {
+    const auto g = parse_gbnf(text);
+    EXPECT_THROW(Matcher{g}, GrammarError) << text;
+  }
+  // 800 live parses, each expanding hundreds of ways at every character: refused at the first one.
+  std::string optional = "root ::=";
+  for (int i = 0; i < 4; ++i) optional += " (\"a\"?){200}";
+  const auto g = parse_gbnf(optional + " \"b\"");
+  EXPECT_TRUE(matches(g, "b"));
+  Matcher m(g);
+  EXPECT_THROW(m.accept("a"), GrammarError);
+}
+
+// Found fuzzing: which rules are nullable was a fixpoint of passes over all rules, one pass per
+// link of a chain r1 ::= r2, r2 ::= r3, ..., rn ::= "" (65k rules, a 1 MB request: 7 s of CPU in
+// a release build). Now linear.
+TEST(Gbnf, LongNullableChainsCompileInLinearTime) {
+  const int n = 60000;
+  std::string text = "root ::= r1 \"x\"\n";
+  for (int i = 1; i < n; ++i) text += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + "\n";
+  text += "r" + std::to_string(n) + " ::= \"\"\n";
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto g = parse_gbnf(text);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(s, 5.0);  // about 0.05 s (0.6 s under ASan); quadratic, it was 6 s (80 s)
+  EXPECT_TRUE(matches(g, "x"));
+  EXPECT_FALSE(matches(g, ""));
+  // Nullable through a longer alternative, found late: still left recursion when it loops.
+  EXPECT_NE(error_of("root ::= a \"x\"\na ::= b c a | \"y\"\nb ::= c\nc ::= \"\"").find("left-recursive"),
+            std::string::npos);
 }
 
 // Random token soup: every outcome is a Grammar or a GrammarError, never a crash or a hang.

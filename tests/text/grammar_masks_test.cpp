@@ -147,5 +147,45 @@ TEST(GrammarMasks, RealVocabularyQwen3) {
   }
 }
 
+// Found fuzzing: adding a stack to a set compared it with every stack there, so hundreds of live
+// parses (("a"?){200} four times over) cost 100 ms per byte in a release build. Past a few stacks
+// a set is indexed by hash; it must stay exact through duplicates, copies and clears.
+TEST(GrammarMasks, LargeStackSetsStayExact) {
+  StackSet s;
+  for (int round = 0; round < 3; ++round) {
+    for (uint32_t k = 0; k < 1000; ++k) {
+      const uint32_t stack[2] = {k % 7, k};
+      EXPECT_EQ(s.add(stack, 0), round == 0) << k;
+    }
+  }
+  ASSERT_EQ(s.size(), 1000u);
+  const uint32_t first[2] = {0, 0};
+  EXPECT_TRUE(s.add(first, 5));  // the same positions inside a character: another stack
+  EXPECT_TRUE(s.add(std::span<const uint32_t>(first, 1), 0));
+  StackSet copy = s;
+  EXPECT_TRUE(copy.same(s));
+  EXPECT_EQ(copy.hash(), s.hash());
+  EXPECT_FALSE(copy.add(first, 5));
+  const uint32_t other[2] = {1, 2};
+  EXPECT_TRUE(copy.add(other, 0));
+  EXPECT_FALSE(copy.same(s));
+  for (int i = 0; i < 30; ++i) {  // past kMaxStacks
+    const uint32_t more[3] = {9, 9, static_cast<uint32_t>(i)};
+    if (copy.size() == kMaxStacks) {
+      EXPECT_THROW(copy.add(more, 0), GrammarError);
+      break;
+    }
+    copy.add(more, 0);
+  }
+  s.clear();
+  EXPECT_TRUE(s.empty());
+  for (uint32_t k = 0; k < 40; ++k) {
+    const uint32_t stack[1] = {k};
+    EXPECT_TRUE(s.add(stack, 0));
+    EXPECT_FALSE(s.add(stack, 0));
+  }
+  EXPECT_EQ(s.size(), 40u);
+}
+
 }  // namespace
 }  // namespace engine::grammar

@@ -27,31 +27,88 @@ uint64_t hash_stack(std::span<const uint32_t> positions, uint32_t partial) {
 // The smallest code point of each UTF-8 length (anything below is an overlong form).
 constexpr uint32_t kMinOfLength[5] = {0, 0, 0x80, 0x800, 0x10000};
 
-// Steps (stack tops examined) of one expand() call, at most. Ambiguous nullable alternatives
-// reach the same few stacks along exponentially many paths (r1 ::= r2 | r2, r2 ::= r3 | r3, ...,
-// or ("a"?){200} ("a"?){200} ...): the walk would take forever, so past this it is refused.
+// Expansion steps (stack tops examined) for one start state or one byte, over all the stacks it
+// is fed to, at most (a few ms). Ambiguous nullable alternatives reach the same few stacks along
+// exponentially many paths (r1 ::= r2 | r2, r2 ::= r3 | r3, ...), and hundreds of live parses
+// of ("a"?){200} ("a"?){200} ... each expand hundreds of ways: past this the grammar is refused.
 constexpr size_t kMaxExpandSteps = size_t{1} << 18;
+
+// A StackSet this large looks its stacks up through a hash index rather than a linear scan (a
+// set of n stacks built by n adds would otherwise cost n^2 comparisons). The index (open
+// addressing, a power of two in size) is kept at most half full.
+constexpr size_t kIndexFrom = 16;
+size_t index_slot(uint64_t h, size_t mask) { return static_cast<size_t>((h * 0x9E3779B97F4A7C15ull) >> 32) & mask; }
 
 }  // namespace
 
 // ---- StackSet ----
 
+StackSet::StackSet(const StackSet& other)
+    : data_(other.data_), starts_(other.starts_), hashes_(other.hashes_), has_empty_(other.has_empty_) {
+  if (!other.slots_.empty()) build_index();
+}
+
+StackSet& StackSet::operator=(const StackSet& other) {
+  if (this == &other) return *this;
+  clear();
+  data_ = other.data_;
+  starts_ = other.starts_;
+  hashes_ = other.hashes_;
+  has_empty_ = other.has_empty_;
+  if (!other.slots_.empty()) build_index();
+  return *this;
+}
+
 void StackSet::clear() {
+  for (uint32_t slot : slots_) index_[slot] = 0;
+  slots_.clear();
   data_.clear();
   starts_.clear();
   hashes_.clear();
   has_empty_ = false;
 }
 
+bool StackSet::equal_at(size_t k, uint64_t h, std::span<const uint32_t> positions, uint32_t partial) const {
+  if (hashes_[k] != h || this->partial(k) != partial) return false;
+  const auto mine = this->positions(k);
+  return std::equal(mine.begin(), mine.end(), positions.begin(), positions.end());
+}
+
+size_t StackSet::find(uint64_t h, std::span<const uint32_t> positions, uint32_t partial, size_t* free_slot) const {
+  if (slots_.empty()) {  // not indexed
+    for (size_t k = 0; k < starts_.size(); ++k) {
+      if (equal_at(k, h, positions, partial)) return k;
+    }
+    return kNone;
+  }
+  const size_t mask = index_.size() - 1;
+  size_t slot = index_slot(h, mask);
+  for (; index_[slot] != 0; slot = (slot + 1) & mask) {
+    if (equal_at(index_[slot] - 1, h, positions, partial)) return index_[slot] - 1;
+  }
+  if (free_slot != nullptr) *free_slot = slot;
+  return kNone;
+}
+
+void StackSet::build_index() {
+  size_t size = 4 * kIndexFrom;
+  while (size < 4 * starts_.size()) size *= 2;
+  for (uint32_t slot : slots_) index_[slot] = 0;
+  slots_.clear();
+  if (index_.size() < size) index_.assign(size, 0);
+  const size_t mask = index_.size() - 1;
+  for (size_t k = 0; k < starts_.size(); ++k) {
+    size_t slot = index_slot(hashes_[k], mask);
+    while (index_[slot] != 0) slot = (slot + 1) & mask;
+    index_[slot] = static_cast<uint32_t>(k + 1);
+    slots_.push_back(static_cast<uint32_t>(slot));
+  }
+}
+
 bool StackSet::add(std::span<const uint32_t> positions, uint32_t partial) {
   const uint64_t h = hash_stack(positions, partial);
-  for (size_t k = 0; k < starts_.size(); ++k) {
-    if (hashes_[k] != h) continue;
-    const auto other = this->positions(k);
-    if (this->partial(k) == partial && std::equal(other.begin(), other.end(), positions.begin(), positions.end())) {
-      return false;
-    }
-  }
+  size_t slot = 0;
+  if (find(h, positions, partial, &slot) != kNone) return false;
   if (starts_.size() >= kMaxStacks) {
     throw GrammarError("the grammar is too ambiguous: more than " + std::to_string(kMaxStacks) +
                        " parses are alive at once");
@@ -65,6 +122,12 @@ bool StackSet::add(std::span<const uint32_t> positions, uint32_t partial) {
   data_.push_back(partial);
   data_.insert(data_.end(), positions.begin(), positions.end());
   has_empty_ |= positions.empty();
+  if (!slots_.empty() && 2 * starts_.size() <= index_.size()) {
+    index_[slot] = static_cast<uint32_t>(starts_.size());
+    slots_.push_back(static_cast<uint32_t>(slot));
+  } else if (starts_.size() >= kIndexFrom) {
+    build_index();  // the first time, or twice as large
+  }
   return true;
 }
 
@@ -77,12 +140,7 @@ uint64_t StackSet::hash() const {
 bool StackSet::same(const StackSet& other) const {
   if (size() != other.size() || has_empty_ != other.has_empty_) return false;
   for (size_t k = 0; k < size(); ++k) {
-    bool found = false;
-    for (size_t j = 0; j < other.size() && !found; ++j) {
-      found = hashes_[k] == other.hashes_[j] && partial(k) == other.partial(j) &&
-              std::ranges::equal(positions(k), other.positions(j));
-    }
-    if (!found) return false;
+    if (other.find(hashes_[k], positions(k), partial(k), nullptr) == kNone) return false;
   }
   return true;
 }
@@ -97,30 +155,35 @@ void Automaton::start_at(uint32_t position, StackSet& out) {
 
 void Automaton::start_root(StackSet& out) {
   out.clear();
+  steps_ = 0;
   for (uint32_t start : g_.alternatives(0)) {
     const uint32_t s[1] = {start};
-    expand(s, out);
+    expand_more(s, out);
   }
+}
+
+void Automaton::expand(std::span<const uint32_t> stack, StackSet& out) {
+  steps_ = 0;
+  expand_more(stack, out);
 }
 
 // Depth-first over a work list of stacks (flat: [depth, pos...]), so that deep chains of rules
 // never recurse on the C++ stack.
-void Automaton::expand(std::span<const uint32_t> stack, StackSet& out) {
+void Automaton::expand_more(std::span<const uint32_t> stack, StackSet& out) {
   work_.clear();
   work_.push_back(static_cast<uint32_t>(stack.size()));
   work_.insert(work_.end(), stack.begin(), stack.end());
   std::vector<uint32_t>& offsets = offsets_;
   offsets.assign(1, 0);
-  size_t steps = 0;
   while (!offsets.empty()) {
     const uint32_t at = offsets.back();
     offsets.pop_back();
     scratch_.assign(work_.begin() + at + 1, work_.begin() + at + 1 + work_[at]);
     work_.resize(at);
     for (;;) {
-      if (++steps > kMaxExpandSteps) {
-        throw GrammarError("the grammar is too ambiguous: its nullable alternatives expand along more than " +
-                           std::to_string(kMaxExpandSteps) + " paths");
+      if (++steps_ > kMaxExpandSteps) {
+        throw GrammarError("the grammar is too ambiguous: expanding its parses takes more than " +
+                           std::to_string(kMaxExpandSteps) + " steps for one character");
       }
       if (scratch_.empty()) {
         out.add(scratch_, 0);
@@ -212,11 +275,12 @@ void Automaton::step(std::span<const uint32_t> stack, uint32_t partial, uint8_t 
   // A whole code point matched: a star stays (and may stop), a single class moves on.
   moved_.assign(stack.begin(), stack.end());
   if (!el.star) moved_.back() = top + 1;
-  expand(moved_, out);
+  expand_more(moved_, out);
 }
 
 void Automaton::advance(const StackSet& in, uint8_t byte, StackSet& out) {
   out.clear();
+  steps_ = 0;
   for (size_t k = 0; k < in.size(); ++k) {
     const auto stack = in.positions(k);
     if (stack.empty()) continue;  // complete: nothing more can follow

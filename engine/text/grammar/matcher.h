@@ -26,6 +26,12 @@ inline constexpr size_t kMaxStackDepth = 4096;
 // Ownership: owns its buffers, which keep their capacity across clear().
 class StackSet {
  public:
+  StackSet() = default;
+  StackSet(const StackSet& other);  // copies the index only if there is one, sized to the stacks
+  StackSet& operator=(const StackSet& other);
+  StackSet(StackSet&&) noexcept = default;
+  StackSet& operator=(StackSet&&) noexcept = default;
+
   void clear();
   size_t size() const { return starts_.size(); }
   bool empty() const { return starts_.empty(); }
@@ -44,10 +50,20 @@ class StackSet {
   bool same(const StackSet& other) const;
 
  private:
+  static constexpr size_t kNone = ~size_t{0};
+  bool equal_at(size_t k, uint64_t h, std::span<const uint32_t> positions, uint32_t partial) const;
+  // The stack's number, or kNone (then, when indexed, `*free_slot` is where it would go).
+  size_t find(uint64_t h, std::span<const uint32_t> positions, uint32_t partial, size_t* free_slot) const;
+  void build_index();
+
   std::vector<uint32_t> data_;
   std::vector<uint32_t> starts_;
   std::vector<uint64_t> hashes_;
   bool has_empty_ = false;
+  // Past a few stacks, an index: open addressing by hash, stack number + 1 (0: free); and the
+  // slots in use (empty: not indexed).
+  std::vector<uint32_t> index_;
+  std::vector<uint32_t> slots_;
 };
 
 // The transitions of one Grammar. Stateless apart from scratch buffers: use one per thread.
@@ -58,7 +74,7 @@ class Automaton {
 
   // Adds to `out` every stack reached from `stack` (positions, bottom first; the top may be any
   // element) by expanding rule references and ends until each top is a class element, or the
-  // stack is empty.
+  // stack is empty. Throws GrammarError when that takes too many steps (an ambiguous grammar).
   void expand(std::span<const uint32_t> stack, StackSet& out);
   // The stacks of `in` after one more byte (those that cannot take it are dropped).
   void advance(const StackSet& in, uint8_t byte, StackSet& out);
@@ -69,6 +85,8 @@ class Automaton {
   void start_root(StackSet& out);
 
  private:
+  // expand() within the step budget of the current start state or byte (steps_).
+  void expand_more(std::span<const uint32_t> stack, StackSet& out);
   // Feeds `byte` to the stack's top class; appends the resulting stacks to `out`.
   void step(std::span<const uint32_t> stack, uint32_t partial, uint8_t byte, StackSet& out);
   bool class_intersects(uint32_t cls, uint32_t lo, uint32_t hi) const;
@@ -78,6 +96,7 @@ class Automaton {
   std::vector<uint32_t> scratch_;     // one stack being built
   std::vector<uint32_t> offsets_;     // expand(): where each pending stack starts in work_
   std::vector<uint32_t> moved_;       // step(): the stack after a matched code point
+  size_t steps_ = 0;                  // expansion steps for the current start state or byte
   StackSet tmp_[2];
 };
 
