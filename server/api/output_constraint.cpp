@@ -93,6 +93,8 @@ std::shared_ptr<const g::CompiledGrammar> parse_output_constraint(const json& bo
   } catch (const g::GrammarError& e) {
     const std::string what = s.param == "grammar" ? "invalid grammar: " : "invalid JSON schema: ";
     throw invalid_field(s.param, what + e.what());
+  } catch (const nlohmann::json::exception& e) {  // a schema value of a type no check expected
+    throw invalid_field(s.param, std::string("invalid JSON schema: ") + e.what());
   }
 }
 

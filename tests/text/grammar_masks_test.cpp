@@ -110,7 +110,9 @@ TEST(GrammarMasks, MatchTheFullWalkOnASmallVocabulary) {
     for (int walk = 0; walk < 40; ++walk) {
       bool ended = false;
       const std::string text = random_walk(cg, rng, 60, true, ended);
-      if (ended) EXPECT_TRUE(matches(g, text)) << text;
+      if (ended) {
+        EXPECT_TRUE(matches(g, text)) << text;
+      }
     }
   }
 }
@@ -142,7 +144,9 @@ TEST(GrammarMasks, RealVocabularyQwen3) {
     for (int walk = 0; walk < 3; ++walk) {
       bool ended = false;
       const std::string text = random_walk(cg, rng, 25, true, ended);
-      if (ended) EXPECT_TRUE(matches(cg->grammar(), text)) << text;
+      if (ended) {
+        EXPECT_TRUE(matches(cg->grammar(), text)) << text;
+      }
     }
   }
 }

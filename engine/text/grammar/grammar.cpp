@@ -308,18 +308,30 @@ class GrammarBuilder::Lowering {
                          std::to_string(b_.limits_.max_repeat));
     }
     const bool is_class = x.kind == Expr::Kind::kClass;
-    // A complex item is lowered once, as its own rule, and referenced by each copy.
-    Seq item;
-    if (is_class || x.kind == Expr::Kind::kRef || x.kind == Expr::Kind::kLiteral) {
-      item = lower_seq(rule, x);
+    const bool simple = is_class || x.kind == Expr::Kind::kRef || x.kind == Expr::Kind::kLiteral;
+    // The loop rules below repeat x through a tail call after each of x's alternatives, inlined
+    // (R ::= x1 R | x2 R | ""), not through a rule of its own (R ::= X R, X ::= x1 | x2): then a
+    // token spanning several repetitions stays inside one rule, which is what makes the masks
+    // of ( [^"\\] | "\\" escape )* cheap (token_masks.h).
+    std::vector<Seq> bodies;
+    if (x.kind == Expr::Kind::kAlt) {
+      for (const Expr& a : x.items) bodies.push_back(lower_seq(rule, a));
     } else {
-      const uint32_t r = aux_rule(rule, "item");
-      define_alternatives(r, x);
-      item = {rule_element(r)};
+      bodies.push_back(lower_seq(rule, x));
     }
-    for (uint32_t i = 0; i < e.min; ++i) {
-      out.insert(out.end(), item.begin(), item.end());
-      if (out.size() > b_.limits_.max_elements) throw GrammarError("the grammar is too large");
+    if (e.min > 0) {
+      // A sequence is copied in place (so what follows it stays in this rule); an alternation, or
+      // a long sequence repeated often, is lowered once as its own rule that each copy references.
+      Seq item = bodies[0];
+      if (!simple && (bodies.size() > 1 || bodies[0].size() * e.min > 256)) {
+        const uint32_t r = aux_rule(rule, "item");
+        for (const Seq& b : bodies) add_alternative(r, b);
+        item = {rule_element(r)};
+      }
+      for (uint32_t i = 0; i < e.min; ++i) {
+        out.insert(out.end(), item.begin(), item.end());
+        if (out.size() > b_.limits_.max_elements) throw GrammarError("the grammar is too large");
+      }
     }
     if (e.max == Expr::kUnbounded) {
       if (is_class) {
@@ -327,27 +339,31 @@ class GrammarBuilder::Lowering {
         return;
       }
       const uint32_t r = aux_rule(rule, "star");
-      Seq body = item;
-      body.push_back(rule_element(r));
-      add_alternative(r, body);
-      add_alternative(r, {});
+      add_loop(r, bodies, r, true);
       out.push_back(rule_element(r));
       return;
     }
     if (e.max == e.min) return;
-    // Build the optional chain from the innermost: O_k ::= item O_{k+1} | "".
+    // Build the optional chain from the innermost: O_k ::= x1 O_{k+1} | x2 O_{k+1} | "".
     uint32_t next = 0;
     bool has_next = false;
     for (uint32_t k = e.max - e.min; k > 0; --k) {
       const uint32_t r = aux_rule(rule, "opt");
-      Seq body = item;
-      if (has_next) body.push_back(rule_element(next));
-      add_alternative(r, body);
-      add_alternative(r, {});
+      add_loop(r, bodies, next, has_next);
       next = r;
       has_next = true;
     }
     out.push_back(rule_element(next));
+  }
+
+  // r ::= body_1 tail | body_2 tail | ... | ""   (tail omitted when !with_tail)
+  void add_loop(uint32_t r, const std::vector<Seq>& bodies, uint32_t tail, bool with_tail) {
+    for (const Seq& b : bodies) {
+      Seq body = b;
+      if (with_tail) body.push_back(rule_element(tail));
+      add_alternative(r, body);
+    }
+    add_alternative(r, {});
   }
 
   const GrammarBuilder& b_;
