@@ -61,8 +61,16 @@ struct Sequence {
     for (size_t w = 0; w < allowed.size(); ++w) {
       const uint64_t bits = allowed[w];
       any |= bits != 0;
-      const size_t end = std::min(masked.size(), w * 64 + 64);
-      for (size_t i = w * 64; i < end; ++i) masked[i] = (bits >> (i - w * 64)) & 1 ? logits[i] : -INFINITY;
+      const size_t begin = w * 64, end = std::min(masked.size(), begin + 64);
+      if (bits == ~uint64_t{0} && end == begin + 64) {  // all 64 allowed (inside a string: most words)
+        std::copy(logits + begin, logits + end, masked.begin() + static_cast<std::ptrdiff_t>(begin));
+        continue;
+      }
+      std::fill(masked.begin() + static_cast<std::ptrdiff_t>(begin), masked.begin() + static_cast<std::ptrdiff_t>(end), -INFINITY);
+      for (uint64_t x = bits; x != 0; x &= x - 1) {
+        const size_t i = begin + static_cast<size_t>(__builtin_ctzll(x));
+        if (i < end) masked[i] = logits[i];
+      }
     }
     if (!any) throw std::runtime_error("the grammar allows no token here (the model's vocabulary cannot continue it)");
     return masked.data();
