@@ -30,14 +30,16 @@ std::string ChatTemplate::render(const ChatInput& input) const {
       variables.emplace_back(name, value);
     }
   }
-  // Hugging Face passes documents=None and tools=None when there are none.
+  // Hugging Face passes documents=None when there are none.
   if (!input.extra_variables.get("documents"))
     variables.emplace_back("documents", jinja::Value::none());
   variables.emplace_back("messages", input.messages);
   variables.emplace_back("add_generation_prompt", jinja::Value(input.add_generation_prompt));
   variables.emplace_back("bos_token", jinja::Value(input.bos_token));
   variables.emplace_back("eos_token", jinja::Value(input.eos_token));
-  variables.emplace_back("tools", input.tools ? *input.tools : jinja::Value::none());
+  // No tools: `tools` stays undefined (unless extra_variables sets it), as when a request
+  // without tools reaches Jinja2: `tools is defined` is false and `for t in tools` is empty.
+  if (input.tools) variables.emplace_back("tools", *input.tools);
   jinja::Interpreter interpreter(*template_, options_.limits, input.clock);
   return interpreter.render(variables);
 }

@@ -30,7 +30,9 @@ struct ChatInput {
   bool add_generation_prompt = false;
   std::string bos_token;
   std::string eos_token;
-  // Tool schemas (an array), or absent: then `tools` is none, as in Hugging Face's renderer.
+  // Tool schemas (an array), or absent: then `tools` is undefined to the template, as for a
+  // request without tools in Jinja2 (`tools is defined`, `tools is none` and `if tools` are all
+  // false; `for t in tools` iterates nothing).
   std::optional<jinja::Value> tools;
   // Optional object of further template variables (e.g. {"enable_thinking": false}). The
   // standard variables above take precedence over entries with the same name.

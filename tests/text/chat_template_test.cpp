@@ -8,7 +8,6 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <iomanip>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "tests/support/shared.h"
+#include "tests/support/template_cases.h"
 
 namespace {
 
@@ -28,45 +28,9 @@ using engine::TemplateError;
 using engine::TemplateRaise;
 using engine::jinja::Value;
 
-Value to_value(const nlohmann::ordered_json& j) {
-  switch (j.type()) {
-    case nlohmann::ordered_json::value_t::null: return Value::none();
-    case nlohmann::ordered_json::value_t::boolean: return Value(j.get<bool>());
-    case nlohmann::ordered_json::value_t::number_integer: return Value(j.get<int64_t>());
-    case nlohmann::ordered_json::value_t::number_unsigned: return Value(j.get<uint64_t>());
-    case nlohmann::ordered_json::value_t::number_float: return Value(j.get<double>());
-    case nlohmann::ordered_json::value_t::string: return Value(j.get<std::string>());
-    case nlohmann::ordered_json::value_t::array: {
-      Value out = Value::array();
-      for (const auto& item : j) out.push_back(to_value(item));
-      return out;
-    }
-    case nlohmann::ordered_json::value_t::object: {
-      Value out = Value::object();
-      for (const auto& [key, item] : j.items()) out.set(key, to_value(item));
-      return out;
-    }
-    default: return Value();
-  }
-}
-
-// "2026-11-22T12:00:00" as a broken-down time with weekday and day of year filled in.
-std::tm parse_time(const std::string& iso) {
-  std::tm tm{};
-  std::istringstream in(iso);
-  in >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
-  const time_t t = timegm(&tm);
-  std::tm normalized{};
-  gmtime_r(&t, &normalized);
-  return normalized;
-}
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using ggufd::test::parse_time;
+using ggufd::test::read_file;
+using ggufd::test::to_value;
 
 // Every <name>.json in `dir` (../shared/templates/README.md's format): each case renders byte for
 // byte as Jinja2 did, or raises the same message. Returns the number of cases.
@@ -203,9 +167,22 @@ TEST(ChatTemplate, VariablesAndTools) {
   input.bos_token = "<s>";
   input.eos_token = "</s>";
   input.extra_variables = Value::object({{"enable_thinking", false}});
-  EXPECT_EQ(tmpl.render(input), "<s>|</s>|True|True|False|0");
+  EXPECT_EQ(tmpl.render(input), "<s>|</s>|False|True|False|0");
   input.tools = Value::array({Value::object({{"type", "function"}})});
   EXPECT_EQ(tmpl.render(input), "<s>|</s>|False|True|False|1");
+}
+
+// A request without tools leaves `tools` undefined, as Jinja2 sees it: not defined, not none,
+// falsy, iterating nothing (Hermes-style templates loop over it unguarded).
+TEST(ChatTemplate, AbsentToolsAreUndefined) {
+  const ChatTemplate tmpl = ChatTemplate::parse(
+      "{{ tools is defined }}|{{ tools is undefined }}|{{ tools is none }}|"
+      "{% if tools %}yes{% else %}no{% endif %}|{% for t in tools %}{{ t }}{% endfor %}|"
+      "{{ tools }}|{{ tools|default('none given') }}");
+  ChatInput input = conversation();
+  EXPECT_EQ(tmpl.render(input), "False|True|False|no|||none given");
+  input.tools = Value::array({Value("t1")});
+  EXPECT_EQ(tmpl.render(input), "True|False|False|yes|t1|['t1']|['t1']");
 }
 
 TEST(ChatTemplate, StrftimeNowUsesInjectedClock) {

@@ -153,6 +153,19 @@ TEST(JinjaUndefined, RendersEmptyAndIsFalsy) {
             "0 d [x]");
 }
 
+// What tool-use templates ask of an absent `tools` (a request without tools), as Jinja2 answers.
+TEST(JinjaUndefined, TestsAndFiltersAnswerAsJinja2) {
+  EXPECT_EQ(render("{{ missing is iterable }} {{ missing is sequence }} {{ missing is mapping }} "
+                   "{{ missing is string }} {{ missing is none }} {{ missing == none }} "
+                   "{{ missing != none }} {{ not missing }}"),
+            "True True False False False False True True");
+  EXPECT_EQ(render("{{ missing|list }} {{ missing|count }} [{{ missing|string }}] "
+                   "{{ missing|default([])|length }} {{ (missing or [])|length }} "
+                   "{{ missing is iterable and missing|length > 0 }} "
+                   "{{ missing|first is defined }}"),
+            "[] 0 [] 0 0 False False");
+}
+
 TEST(JinjaUndefined, AttributeOfUndefinedIsUndefined) {
   // Lenient like Jinja's ChainableUndefined: x.y.z of a missing x is undefined, not an error.
   EXPECT_EQ(render("[{{ missing.a.b }}]{{ missing.a['b'] is defined }}{{ {}.x.y is defined }}"),
