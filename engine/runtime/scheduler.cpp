@@ -38,7 +38,9 @@ namespace {
 // std::invalid_argument for parameters the sampler refuses.
 struct Sequence {
   Sequence(GenerationRequest&& r, const Tokenizer& tok, size_t cached)
-      : req(std::move(r)), sampler(req.sampling, tok.n_vocab()), decoder(tok, StreamDecoder::Options{false, false}),
+      : req(std::move(r)),
+        sampler(req.sampling, tok.n_vocab()),
+        decoder(tok, StreamDecoder::Options{false, false, req.shown_tokens}),
         stop(req.stop) {
     const size_t window = req.sampling.penalty_last_n < 0
                               ? req.prompt.size()
@@ -47,9 +49,28 @@ struct Sequence {
     usage.prompt_tokens = static_cast<int64_t>(req.prompt.size());
     usage.cached_tokens = static_cast<int64_t>(cached);
     if (req.grammar) {
-      constraint.emplace(req.grammar);
+      if (req.grammar_triggers.empty()) constraint.emplace(req.grammar);
       masked.resize(static_cast<size_t>(tok.n_vocab()));
     }
+  }
+
+  // A lazy grammar watches the output for its triggers; at the first, it starts from there.
+  void watch_triggers(std::string_view piece) {
+    if (!req.grammar || constraint || req.grammar_triggers.empty() || lazy_done) return;
+    lazy_text.append(piece);
+    size_t best = std::string::npos, longest = 0;
+    for (const std::string& t : req.grammar_triggers) {
+      best = std::min(best, lazy_text.find(t));
+      longest = std::max(longest, t.size());
+    }
+    if (best == std::string::npos) {
+      if (lazy_text.size() >= longest) lazy_text.erase(0, lazy_text.size() - (longest - 1));
+      return;
+    }
+    lazy_done = true;
+    constraint.emplace(req.grammar);
+    if (!constraint->accept_text(std::string_view(lazy_text).substr(best))) constraint.reset();
+    lazy_text.clear();
   }
 
   // The logits to sample from: `logits` itself, or with a grammar a copy in which every token it
@@ -82,6 +103,8 @@ struct Sequence {
   StopMatcher stop;
   std::optional<grammar::TokenConstraint> constraint;
   std::vector<float> masked;  // (n_vocab,) the constrained logits row
+  std::string lazy_text;      // the output's tail, searched for a lazy grammar's triggers
+  bool lazy_done = false;     // a trigger was found (whether or not the grammar took it)
   Usage usage;
   bool generating = false;  // the whole prompt is cached: next_token goes in at the next step
   int32_t next_token = -1;
@@ -396,6 +419,10 @@ void Scheduler::Impl::emit_token(Slot& slot, const float* logits) {
     return;
   }
   ++seq.usage.completion_tokens;
+  if (!seq.constraint && seq.req.grammar) {
+    const bool shown = std::binary_search(seq.req.shown_tokens.begin(), seq.req.shown_tokens.end(), s.id);
+    seq.watch_triggers(tokenizer.piece(s.id, shown));
+  }
   TokenEvent ev;
   ev.token = s.id;
   ev.logprob = s.logprob;

@@ -67,6 +67,13 @@ struct GenerationRequest {
   // constrained distribution), the end only when the text is complete, and the request stops as
   // soon as nothing else can follow. Null: unconstrained (and no cost).
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  // A lazy grammar (tool calls under tool_choice "auto"): with triggers, the output is free until
+  // it contains one of them; from there on (the trigger's text is the grammar's first text) the
+  // grammar applies. Output that does not fit it after the trigger leaves the rest free.
+  std::vector<std::string> grammar_triggers;
+  // Control tokens whose text goes into the output (sorted ids): tool-call markers such as
+  // [TOOL_CALLS] or <|python_tag|>, which the response parser must see. Others render empty.
+  std::vector<int32_t> shown_tokens;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   std::shared_ptr<TokenSink> sink;
 };

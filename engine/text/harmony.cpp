@@ -30,17 +30,36 @@ bool HarmonyParser::applies_to(const Tokenizer& tok) {
 
 void HarmonyParser::emit(std::string_view text, Delta& d) {
   switch (state_) {
-    case State::kBody: (reasoning_channel_ ? d.reasoning : d.content).append(text); break;
+    case State::kBody:
+      if (!call_.empty()) call_body_.append(text);
+      else (reasoning_channel_ ? d.reasoning : d.content).append(text);
+      break;
     case State::kChannel: header_.append(text); break;
-    case State::kConstrain:  // the content type: not needed
-    case State::kHeader: break;  // the role (assistant)
+    case State::kHeader: role_.append(text); break;  // "assistant", or "assistant to=functions.f"
+    case State::kConstrain: break;  // the content type: not needed
   }
 }
 
-void HarmonyParser::on_marker(std::string_view marker) {
+// The recipient of a header: "functions.f" of "commentary to=functions.f", or "".
+static std::string_view recipient(std::string_view header) {
+  const size_t to = header.find("to=");
+  if (to == std::string_view::npos) return {};
+  const std::string_view r = header.substr(to + 3);
+  return r.substr(0, r.find_first_of(" \t\n<"));
+}
+
+void HarmonyParser::end_body(Delta& d) {
+  if (!call_.empty()) d.calls.push_back({std::move(call_), std::move(call_body_)});
+  call_.clear();
+  call_body_.clear();
+}
+
+void HarmonyParser::on_marker(std::string_view marker, Delta& d) {
+  if (state_ == State::kBody) end_body(d);
   if (marker == "<|channel|>") {
-    state_ = State::kChannel;
+    if (state_ != State::kHeader) role_.clear();  // a channel without a role header before it
     header_.clear();
+    state_ = State::kChannel;
   } else if (marker == "<|constrain|>") {
     if (state_ == State::kChannel) state_ = State::kConstrain;
   } else if (marker == "<|message|>") {
@@ -49,9 +68,13 @@ void HarmonyParser::on_marker(std::string_view marker) {
     const size_t b = h.find_first_not_of(" \t\n");
     const std::string_view name = b == std::string_view::npos ? "" : h.substr(b, h.find_first_of(" \t\n", b) - b);
     reasoning_channel_ = name == "analysis";
+    std::string_view to = recipient(h);
+    if (to.empty()) to = recipient(role_);
+    if (to.substr(0, 10) == "functions.") call_ = std::string(to.substr(10));
     state_ = State::kBody;
   } else {  // <|start|>, <|end|>
     state_ = State::kHeader;
+    role_.clear();
   }
 }
 
@@ -72,7 +95,7 @@ HarmonyParser::Delta HarmonyParser::push(std::string_view text) {
       if (rest.substr(0, m.size()) == m) whole = m;
     }
     if (!whole.empty()) {
-      on_marker(whole);
+      on_marker(whole, d);
       rest.remove_prefix(whole.size());
     } else if (marker_prefix(rest)) {
       break;  // "<|chan": wait for the rest
@@ -89,6 +112,7 @@ HarmonyParser::Delta HarmonyParser::flush() {
   Delta d;
   emit(pending_, d);
   pending_.clear();
+  if (state_ == State::kBody) end_body(d);  // a call's body ends with <|call|>, never output
   return d;
 }
 

@@ -11,6 +11,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace engine {
 
@@ -19,9 +20,15 @@ class Tokenizer;
 // One choice's output as it arrives, piece by piece. Not thread-safe; one per choice.
 class HarmonyParser {
  public:
+  // A message to a function (`to=functions.NAME`): a tool call, its body the arguments.
+  struct Call {
+    std::string name;
+    std::string arguments;
+  };
   struct Delta {
-    std::string reasoning;  // analysis-channel text
-    std::string content;    // the answer's text
+    std::string reasoning;    // analysis-channel text
+    std::string content;      // the answer's text
+    std::vector<Call> calls;  // messages to functions, each once its body has ended
   };
 
   // Whether the vocabulary has harmony's <|start|>, <|channel|>, <|message|> and <|end|>.
@@ -41,12 +48,16 @@ class HarmonyParser {
     kHeader,     // after <|start|> or <|end|>: the role, or nothing
   };
   void emit(std::string_view text, Delta& d);
-  void on_marker(std::string_view marker);
+  void on_marker(std::string_view marker, Delta& d);
+  void end_body(Delta& d);  // a call's body is complete
 
   // Text before any marker is taken as the answer (a prompt that already opened the final channel).
   State state_ = State::kBody;
   std::string pending_;             // unparsed text: a possible marker's start
+  std::string role_;                // the role header after <|start|>: "assistant[ to=functions.f]"
   std::string header_;              // the channel header being read
+  std::string call_;                // the function the current body is addressed to, if any
+  std::string call_body_;           // that body so far
   bool reasoning_channel_ = false;  // the current body is the analysis channel's
 };
 

@@ -11,6 +11,7 @@ namespace {
 
 struct Split {
   std::string reasoning, content;
+  std::vector<HarmonyParser::Call> calls;
 };
 
 // Feeds the pieces one at a time, as the stream does, then flushes, and joins the deltas.
@@ -20,6 +21,7 @@ Split run(const std::vector<std::string>& pieces) {
   auto take = [&out](const HarmonyParser::Delta& d) {
     out.reasoning += d.reasoning;
     out.content += d.content;
+    for (const HarmonyParser::Call& c : d.calls) out.calls.push_back(c);
   };
   for (const std::string& piece : pieces) take(p.push(piece));
   take(p.flush());
@@ -49,11 +51,31 @@ TEST(Harmony, EveryCutOfTheStreamGivesTheSameSplit) {
   }
 }
 
-TEST(Harmony, CommentaryWithARecipientAndAConstraintIsNotReasoning) {
-  const Split s = run({"<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>",
+TEST(Harmony, AMessageToAFunctionIsACall) {
+  // the body ends with <|call|>, an end-of-generation token that never reaches the text
+  const Split s = run({"<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant",
+                       "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>",
                        "{\"city\":\"Paris\"}"});
-  EXPECT_EQ(s.reasoning, "");
-  EXPECT_EQ(s.content, "{\"city\":\"Paris\"}");
+  EXPECT_EQ(s.reasoning, "Need weather.");
+  EXPECT_EQ(s.content, "");
+  ASSERT_EQ(s.calls.size(), 1u);
+  EXPECT_EQ(s.calls[0].name, "get_weather");
+  EXPECT_EQ(s.calls[0].arguments, "{\"city\":\"Paris\"}");
+}
+
+TEST(Harmony, TheRecipientMayStandInTheRoleHeader) {
+  const Split s = run({"<|start|>assistant to=functions.lookup<|channel|>commentary json<|message|>{}<|end|>",
+                       "<|start|>assistant<|channel|>final<|message|>Done."});
+  ASSERT_EQ(s.calls.size(), 1u);
+  EXPECT_EQ(s.calls[0].name, "lookup");
+  EXPECT_EQ(s.calls[0].arguments, "{}");
+  EXPECT_EQ(s.content, "Done.");
+}
+
+TEST(Harmony, CommentaryWithoutARecipientIsTheAnswer) {
+  const Split s = run({"<|channel|>commentary<|message|>Working on it."});
+  EXPECT_EQ(s.content, "Working on it.");
+  EXPECT_TRUE(s.calls.empty());
 }
 
 TEST(Harmony, TextBeforeAnyMarkerIsTheAnswer) {

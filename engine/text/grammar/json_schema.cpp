@@ -30,13 +30,10 @@ const std::set<std::string> kValidation = {
 
 class SchemaCompiler {
  public:
-  SchemaCompiler(const ojson& root, GrammarLimits limits) : root_(root), b_(limits), strings_(b_) {}
+  SchemaCompiler(const ojson& root, GrammarBuilder& b, JsonRules& strings) : root_(root), b_(b), strings_(strings) {}
 
-  std::shared_ptr<const Grammar> compile() {
-    const uint32_t r = b_.rule("root");
-    b_.define(r, visit(root_, "#", 0));
-    return b_.build(r);
-  }
+  // The schema's value as an expression over rules added to the builder.
+  Expr compile() { return visit(root_, "#", 0); }
 
  private:
   [[noreturn]] static void fail(const std::string& at, const std::string& what) { throw GrammarError(at + ": " + what); }
@@ -246,8 +243,8 @@ class SchemaCompiler {
   Expr array_schema(const ojson& s, const std::string& at, int depth);
 
   const ojson& root_;
-  GrammarBuilder b_;
-  JsonRules strings_;
+  GrammarBuilder& b_;
+  JsonRules& strings_;
   std::map<std::string, uint32_t> refs_;
 };
 
@@ -358,7 +355,15 @@ Expr SchemaCompiler::array_schema(const ojson& s, const std::string& at, int dep
 }  // namespace
 
 std::shared_ptr<const Grammar> json_schema_grammar(const ojson& schema, GrammarLimits limits) {
-  return SchemaCompiler(schema, limits).compile();
+  GrammarBuilder b(limits);
+  JsonRules rules(b);
+  const uint32_t root = b.rule("root");
+  b.define(root, json_schema_expr(schema, b, rules));
+  return b.build(root);
+}
+
+Expr json_schema_expr(const ojson& schema, GrammarBuilder& b, JsonRules& rules) {
+  return SchemaCompiler(schema, b, rules).compile();
 }
 
 std::shared_ptr<const Grammar> any_json_grammar(bool object_only) {

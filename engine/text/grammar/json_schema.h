@@ -24,6 +24,13 @@ namespace engine::grammar {
 // ("#/properties/age: 'minimum' must be a number").
 std::shared_ptr<const Grammar> json_schema_grammar(const nlohmann::ordered_json& schema, GrammarLimits limits = {});
 
+class JsonRules;
+
+// For grammars that embed JSON values (tool calls): the values `schema` admits, as an expression
+// over rules added to `b` (helper rules shared through `rules`, which must be built on `b`).
+// The schema's $refs resolve within `schema` itself. Throws GrammarError as above.
+Expr json_schema_expr(const nlohmann::ordered_json& schema, GrammarBuilder& b, JsonRules& rules);
+
 // Any JSON value, or (object_only) any JSON object.
 std::shared_ptr<const Grammar> any_json_grammar(bool object_only);
 

@@ -205,7 +205,8 @@ const TokenBits& TokenConstraint::allowed() {
   std::fill(mask_.begin(), mask_.end(), 0);
   const TokenVocab& vocab = compiled_->vocab();
   const StackSet& stacks = matcher_.stacks();
-  std::vector<uint32_t> tops_done;
+  std::vector<uint32_t>& tops_done = tops_done_;
+  tops_done.clear();
   for (size_t k = 0; k < stacks.size(); ++k) {
     const auto stack = stacks.positions(k);
     if (stack.empty()) continue;  // complete: handled by the end-of-generation tokens below
@@ -243,5 +244,7 @@ bool TokenConstraint::accept(int32_t token) {
   const std::string_view bytes = vocab.bytes(token);
   return !bytes.empty() && matcher_.accept(bytes);
 }
+
+bool TokenConstraint::accept_text(std::string_view bytes) { return matcher_.accept(bytes); }
 
 }  // namespace engine::grammar

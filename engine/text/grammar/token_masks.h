@@ -114,6 +114,9 @@ class TokenConstraint {
   const TokenBits& allowed();
   // Advances over a token. False (and no change) when the grammar does not allow it.
   bool accept(int32_t token);
+  // Advances over text that did not come as one token of this vocabulary (a lazy grammar's
+  // trigger and what followed it). False (and no change) when the grammar does not allow it.
+  bool accept_text(std::string_view bytes);
   // Nothing but the end can follow.
   bool complete() const { return matcher_.complete(); }
   bool can_end() const { return matcher_.can_end(); }
@@ -126,6 +129,7 @@ class TokenConstraint {
   TokenBits mask_;
   TokenBits scratch_;
   StackSet one_, out_;
+  std::vector<uint32_t> tops_done_;  // allowed(): stack tops whose accepted set is in the mask
 };
 
 }  // namespace engine::grammar

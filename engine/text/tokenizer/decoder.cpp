@@ -1,5 +1,6 @@
 #include "engine/text/tokenizer/decoder.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "engine/text/tokenizer/bpe.h"
@@ -111,10 +112,12 @@ StreamDecoder::StreamDecoder(const Tokenizer& tokenizer) : StreamDecoder(tokeniz
 StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, Options options)
     : tokenizer_(&tokenizer),
       render_special_(options.render_special),
+      shown_(std::move(options.shown)),
       strip_pending_(options.strip_leading_space) {}
 
 std::string StreamDecoder::push(int32_t id) {
-  std::string_view piece = tokenizer_->piece(id, render_special_);
+  const bool special = render_special_ || (!shown_.empty() && std::binary_search(shown_.begin(), shown_.end(), id));
+  std::string_view piece = tokenizer_->piece(id, special);
   if (strip_pending_ && !piece.empty()) {
     if (tokenizer_->strips_leading_space(id) && piece.front() == ' ') piece.remove_prefix(1);
     strip_pending_ = false;

@@ -63,6 +63,9 @@ class StreamDecoder {
   struct Options {
     bool render_special = false;
     bool strip_leading_space = true;
+    // Control tokens rendered as their text even without render_special (sorted ids; e.g. a
+    // model's tool-call marker [TOOL_CALLS], which the output parser must see).
+    std::vector<int32_t> shown;
   };
   explicit StreamDecoder(const Tokenizer& tokenizer);
   StreamDecoder(const Tokenizer& tokenizer, Options options);
@@ -78,6 +81,7 @@ class StreamDecoder {
 
   const Tokenizer* tokenizer_;
   bool render_special_;
+  std::vector<int32_t> shown_;
   bool strip_pending_;
   std::string pending_;
 };

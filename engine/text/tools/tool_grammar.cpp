@@ -1,0 +1,208 @@
+#include "engine/text/tools/tool_grammar.h"
+
+#include "engine/text/grammar/json_schema.h"
+#include "engine/text/grammar/json_strings.h"
+
+namespace engine::tools {
+
+using namespace engine::grammar;
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+// `c` without the range `r`.
+CharClass intersect_not(const CharClass& c, CharClass::Range r) {
+  CharClass out;
+  for (const CharClass::Range& x : c.ranges()) {
+    if (x.hi < r.lo || x.lo > r.hi) {
+      out.add(x.lo, x.hi);
+      continue;
+    }
+    if (x.lo < r.lo) out.add(x.lo, r.lo - 1);
+    if (x.hi > r.hi) out.add(r.hi + 1, x.hi);
+  }
+  return out;
+}
+
+}  // namespace
+
+Expr text_until(GrammarBuilder& b, const std::string& marker) {
+  // One rule per matched prefix length i of `marker` (as in a KMP automaton): the next character
+  // either extends the match, falls back to a shorter prefix that is a suffix of what was read,
+  // or to none. Every rule ends in a tail call, so the stack never grows with the text.
+  const size_t n = marker.size();
+  std::vector<uint32_t> state(n);
+  for (size_t i = 0; i < n; ++i) state[i] = b.fresh_rule("until");
+  const auto fallback = [&](size_t i, char c) {  // longest prefix of marker ending marker[0,i)+c
+    const std::string t = marker.substr(0, i) + c;
+    for (size_t k = std::min(n - 1, t.size()); k > 0; --k) {
+      if (t.compare(t.size() - k, k, marker, 0, k) == 0) return k;
+    }
+    return size_t{0};
+  };
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<Expr> alts;
+    const auto cp = [](char c) { return static_cast<uint32_t>(static_cast<unsigned char>(c)); };
+    alts.push_back(i + 1 == n ? lit(marker.substr(i, 1)) : seq({lit(marker.substr(i, 1)), ref(state[i + 1])}));
+    CharClass back = CharClass::any();
+    CharClass seen = CharClass::of(cp(marker[i]));
+    for (const char c : marker) {
+      if (seen.contains(cp(c))) continue;
+      seen.add(cp(c), cp(c));
+      if (const size_t j = fallback(i, c); j > 0) alts.push_back(seq({lit(std::string(1, c)), ref(state[j])}));
+    }
+    // every other character leads back to no match
+    CharClass forward = CharClass::of(cp(marker[i]));
+    for (const char c : marker) {
+      if (c != marker[i] && fallback(i, c) > 0) forward.add(cp(c), cp(c));
+    }
+    for (const CharClass::Range& r : forward.ranges()) back = intersect_not(back, r);
+    alts.push_back(seq({cls(back), ref(state[0])}));
+    b.define(state[i], alt(std::move(alts)));
+  }
+  return ref(state[0]);
+}
+
+namespace {
+
+// Builds one tool grammar. Envelope literals are written with single spaces where the syntax's
+// templates put them; a lazy grammar lets the model put up to two whitespace characters there
+// instead (it writes the envelope itself), a forced one writes it exactly.
+class Builder {
+ public:
+  explicit Builder(const ToolGrammarOptions& o) : o_(o), rules_(b_) {}
+
+  ToolGrammar build() {
+    ToolGrammar out;
+    Expr body = calls();
+    if (o_.lazy) {
+      out.triggers = lazy_triggers(o_.syntax);
+    } else {
+      if (o_.think == ToolGrammarOptions::Think::kInside) {
+        body = seq({text_until(b_, "</think>"), space(), std::move(body)});
+      }
+    }
+    const uint32_t root = b_.rule("root");
+    b_.define(root, std::move(body));
+    out.grammar = b_.build(root);
+    return out;
+  }
+
+ private:
+  // `text` with each ' ' and '\n' as the envelope's whitespace.
+  Expr env(std::string_view text) {
+    if (!o_.lazy) return lit(text);
+    std::vector<Expr> parts;
+    size_t from = 0;
+    for (size_t sp = text.find_first_of(" \n"); sp != std::string_view::npos; sp = text.find_first_of(" \n", from)) {
+      if (sp > from) parts.push_back(lit(text.substr(from, sp - from)));
+      parts.push_back(repeat(cls(CharClass::of(' ').add('\n', '\n').add('\t', '\t')), 0, 2));
+      from = sp + 1;
+    }
+    if (from < text.size()) parts.push_back(lit(text.substr(from)));
+    return seq(std::move(parts));
+  }
+  Expr space() { return repeat(cls(CharClass::of(' ').add('\n', '\n')), 0, 4); }
+
+  // The arguments of `t`: its schema, or any object when the schema cannot be enforced.
+  Expr arguments(const ToolDef& t) {
+    const uint32_t r = b_.fresh_rule("args");
+    const bool has_schema = t.parameters.is_object() && !t.parameters.empty();
+    if (has_schema) {
+      try {
+        GrammarBuilder probe;  // compiled apart first: a refusal must not leave rules behind in b_
+        JsonRules probe_rules(probe);
+        const uint32_t pr = probe.rule("root");
+        probe.define(pr, json_schema_expr(t.parameters, probe, probe_rules));
+        probe.build(pr);
+        b_.define(r, json_schema_expr(t.parameters, b_, rules_));
+        return ref(r);
+      } catch (const GrammarError&) {
+      }
+    }
+    b_.define(r, ref(rules_.object()));
+    return ref(r);
+  }
+
+  static std::string quoted(const std::string& s) { return ojson(s).dump(); }
+
+  // One call object: {"name": "f", "arguments": {...}} (Llama 3: "parameters").
+  Expr call_object() {
+    const std::string key = o_.syntax == ToolSyntax::kLlama3 ? "parameters" : "arguments";
+    std::vector<Expr> alts;
+    for (const ToolDef& t : o_.tools) {
+      alts.push_back(seq({env("{\"name\": "), lit(quoted(t.name)), env(", \"" + key + "\": "), arguments(t), lit("}")}));
+    }
+    const uint32_t r = b_.fresh_rule("call");
+    b_.define(r, alt(std::move(alts)));
+    return ref(r);
+  }
+
+  // `open` call (`sep` call)* `close`, or one call when not parallel.
+  Expr list(const std::string& open, const std::string& sep, const std::string& close) {
+    const Expr one = call_object();
+    if (!o_.parallel) return seq({env(open), one, env(close)});
+    return seq({env(open), one, star(seq({env(sep), one})), env(close)});
+  }
+
+  Expr calls() {
+    switch (o_.syntax) {
+      case ToolSyntax::kGeneric:
+        return list("{\"tool_calls\": [", ", ", "]}");
+      case ToolSyntax::kHermes: {
+        const Expr one = seq({lit("<tool_call>"), env("\n"), call_object(), env("\n"), lit("</tool_call>")});
+        return o_.parallel ? seq({one, star(seq({env("\n"), one}))}) : one;
+      }
+      case ToolSyntax::kLlama3:  // one call per answer: the format has no list
+        return seq({opt(lit("<|python_tag|>")), call_object()});
+      case ToolSyntax::kMistral:
+        return list("[TOOL_CALLS][", ", ", "]");
+      case ToolSyntax::kGranite:
+        return list("<|tool_call|>[", ", ", "]");
+      case ToolSyntax::kHarmony: return harmony();
+    }
+    return empty();
+  }
+
+  // gpt-oss: one message to a function per answer (<|call|> ends it), after at most one analysis
+  // message: [<|channel|>analysis<|message|>...<|end|><|start|>assistant]<|channel|>commentary
+  // to=functions.f <|constrain|>json<|message|>{...}. Lazy: from "to=functions." on.
+  Expr harmony() {
+    std::vector<Expr> alts;
+    for (const ToolDef& t : o_.tools) {
+      Expr head = o_.lazy ? seq({lit("to=functions." + t.name), star(cls(CharClass::of('<').complement())),
+                                 opt(seq({lit("<|constrain|>json")})), lit("<|message|>")})
+                          : lit("<|channel|>commentary to=functions." + t.name + " <|constrain|>json<|message|>");
+      alts.push_back(seq({std::move(head), arguments(t)}));
+    }
+    Expr call = alt(std::move(alts));
+    if (o_.lazy) return call;
+    Expr analysis = seq({lit("<|channel|>analysis<|message|>"), text_until(b_, "<|end|>"), lit("<|start|>assistant")});
+    return seq({opt(std::move(analysis)), std::move(call)});
+  }
+
+  const ToolGrammarOptions& o_;
+  GrammarBuilder b_;
+  JsonRules rules_;
+};
+
+}  // namespace
+
+std::vector<std::string> lazy_triggers(ToolSyntax syntax) {
+  switch (syntax) {
+    case ToolSyntax::kGeneric: return {"{\"tool_calls\""};
+    case ToolSyntax::kHermes: return {"<tool_call>"};
+    case ToolSyntax::kLlama3: return {"<|python_tag|>", "{\"name\""};
+    case ToolSyntax::kMistral: return {"[TOOL_CALLS]"};
+    case ToolSyntax::kGranite: return {"<|tool_call|>"};
+    case ToolSyntax::kHarmony: return {"to=functions."};
+  }
+  return {};
+}
+
+ToolGrammar tool_grammar(const ToolGrammarOptions& options) {
+  if (options.tools.empty()) throw GrammarError("no tools to call");
+  return Builder(options).build();
+}
+
+}  // namespace engine::tools
