@@ -36,6 +36,7 @@ struct HttpConfig {
   std::string api_key_file;         // one key per line, merged into api_keys
   std::vector<std::string> cors_origins;
   int shutdown_grace = 30;          // seconds in-flight requests get on SIGTERM
+  bool strict_api = false;          // unknown request fields and other model ids: errors, not ignored
 };
 
 struct EngineConfig {

@@ -46,6 +46,9 @@ std::vector<Setting> http_settings(HttpConfig& h) {
        65536},
       {"shutdown-grace", "--shutdown-grace", g, "http", "seconds in-flight requests get on SIGTERM",
        &h.shutdown_grace, 0, 3600},
+      {"strict-api", "--strict-api", g, "http",
+       "refuse unknown request fields (400) and model ids other than the served one (404) instead of ignoring them",
+       &h.strict_api},
   };
 }
 

@@ -1,6 +1,7 @@
 #include "server/generation.h"
 
 #include "server/api/api_error.h"
+#include "server/api/request_fields.h"
 #include "server/api/request_json.h"
 #include "server/event_stream.h"
 #include "server/work_pool.h"
@@ -29,6 +30,10 @@ net::awaitable<HttpResponse> serve_generation(App& app, RequestContext& ctx,
   // A response with logprobs for many choices is megabytes of JSON: built on the work pool.
   std::string body = co_await app.work->run([&] { return dump_json(format->response(results, usage)); });
   co_return HttpResponse::json(200, std::move(body));
+}
+
+void name_ignored_fields(HttpResponse& response, const std::vector<std::string>& ignored) {
+  if (!ignored.empty()) response.headers.emplace_back(kIgnoredFieldsHeader, ignored_fields_header(ignored));
 }
 
 std::shared_ptr<Channel> submit_generations(App& app, RequestContext& ctx,

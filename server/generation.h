@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -32,9 +33,13 @@ net::awaitable<HttpResponse> serve_generation(App& app, RequestContext& ctx,
                                               const GenerationParams& params,
                                               std::shared_ptr<const ResponseFormatter> format);
 
+// Adds the x-ggufd-ignored-fields header naming `ignored` (request_fields.h), unless it is empty.
+void name_ignored_fields(HttpResponse& response, const std::vector<std::string>& ignored);
+
 // The handler of a generation endpoint: the body becomes a Request by `prepare` on the work pool,
-// then serve_generation answers it in Formatter's shape. Request has `prompts` and `params`;
-// Formatter is constructed from (app, shared_ptr<const Request>).
+// then serve_generation answers it in Formatter's shape, streamed or not, with the request's
+// ignored fields named in the x-ggufd-ignored-fields header. Request has `prompts`, `params` and
+// `ignored_fields`; Formatter is constructed from (app, shared_ptr<const Request>).
 template <class Request, class Formatter>
 Handler generation_handler(App& app, Request (*prepare)(const App&, std::string_view)) {
   return [&app, prepare](HttpRequest& req, RequestContext& ctx) -> net::awaitable<HttpResponse> {
@@ -43,6 +48,7 @@ Handler generation_handler(App& app, Request (*prepare)(const App&, std::string_
         co_await app.work->run([&app, &req, prepare] { return prepare(app, req.body); }));
     auto format = std::make_shared<const Formatter>(app, request);
     HttpResponse response = co_await serve_generation(app, ctx, request->prompts, request->params, format);
+    name_ignored_fields(response, request->ignored_fields);
     co_return response;
   };
 }

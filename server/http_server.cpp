@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "server/api/api_error.h"
+#include "server/api/request_fields.h"
 #include "server/api/url.h"
 
 namespace server {
@@ -309,6 +310,7 @@ void HttpServer::Impl::add_cors(const HttpRequest& req, HttpResponse& res) const
   for (const std::string& allowed : opt.cors_origins) {
     if (allowed == "*" || allowed == origin) {
       res.headers.emplace_back("Access-Control-Allow-Origin", allowed == "*" ? "*" : origin);
+      res.headers.emplace_back("Access-Control-Expose-Headers", kIgnoredFieldsHeader);  // for page scripts
       res.headers.emplace_back("Vary", "Origin");
       return;
     }

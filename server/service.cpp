@@ -149,6 +149,7 @@ void Service::Impl::load() {
     s.default_sampling = options.sampling_defaults;
     s.request_timeout_s = options.request_timeout_s;
     s.max_json_depth = options.max_json_depth;
+    s.strict_api = options.strict_api;
     s.chat_template = tmpl;
     s.cpu_features = engine::cpu_features().to_string();
     s.kernels = engine::kernels::dispatch().name;

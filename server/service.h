@@ -28,6 +28,7 @@ struct ServiceOptions {
   int work_threads = 2;               // CPU work of requests (parsing, templates, tokenizing)
   int work_queue = 64;                // requests being prepared at most; more: 503 server_busy
   int max_json_depth = 64;            // request JSON nesting limit
+  bool strict_api = false;            // unknown request fields and other model ids refused
   size_t tokenize_limit = 1 << 20;    // largest /tokenize and /detokenize body, bytes
 };
 

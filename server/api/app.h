@@ -36,6 +36,7 @@ struct ServeSettings {
   int32_t default_max_tokens = 16;    // OpenAI's default for /v1/completions
   int64_t request_timeout_s = 600;    // a generation still running after this is cancelled
   int max_json_depth = 64;            // request JSON nesting limit (parse_object)
+  bool strict_api = false;            // --strict-api: unknown fields and other model ids refused (request_fields.h)
   engine::SamplingParams default_sampling;
   std::string chat_template_source;   // "model", "file", or "chatml (fallback)"
   std::string chat_template;          // the template text in use

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -14,6 +15,7 @@ namespace server {
 struct ChatRequest {
   GenerationParams params;
   std::vector<std::vector<int32_t>> prompts;  // one: the rendered conversation
+  std::vector<std::string> ignored_fields;    // unknown top-level fields (request_fields.h)
 };
 
 // Throws ApiError (4xx) naming what is wrong.

@@ -5,6 +5,7 @@
 #include "engine/text/tokenizer/tokenizer.h"
 #include "server/api/api_error.h"
 #include "server/api/output_constraint.h"
+#include "server/api/request_fields.h"
 #include "server/api/request_json.h"
 
 namespace server {
@@ -13,6 +14,7 @@ using nlohmann::json;
 
 namespace {
 
+// OpenAI's documented fields (suffix, which this server cannot honour, is refused) and llama-server's.
 const std::set<std::string> kKnown = {
     "model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "min_p", "n", "stop", "seed",
     "presence_penalty", "frequency_penalty", "repetition_penalty", "repeat_penalty",
@@ -60,10 +62,10 @@ std::vector<std::vector<int32_t>> parse_prompts(const json& body, const App& app
 
 CompletionRequest prepare_completion(const App& app, std::string_view text) {
   const json body = parse_object(text, app.settings.max_json_depth);
-  check_fields(body, kKnown, kUnsupported);
-  if (auto model = get_string(body, "model")) require_model(app, *model);
-  if (get_int(body, "best_of", 1, 1).value_or(1) != 1) throw invalid_field("best_of", "'best_of' must be 1");
   CompletionRequest r;
+  r.ignored_fields = check_fields(body, kKnown, kUnsupported, app.settings.strict_api);
+  check_request_model(body, app);
+  if (get_int(body, "best_of", 1, 1).value_or(1) != 1) throw invalid_field("best_of", "'best_of' must be 1");
   GenerationParams& params = r.params;
   params = parse_generation_params(body, app, {{"max_tokens", "n_predict"}, app.settings.default_max_tokens, 0});
   params.n_logprobs = static_cast<int>(get_int(body, "logprobs", 0, 20).value_or(-1));

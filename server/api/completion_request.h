@@ -17,6 +17,7 @@ struct CompletionRequest {
   std::vector<std::vector<int32_t>> prompts;  // token ids, BOS included as the model wants
   bool echo = false;
   std::vector<std::string> prompt_texts;      // with echo: each prompt as text
+  std::vector<std::string> ignored_fields;    // unknown top-level fields (request_fields.h)
 };
 
 // Throws ApiError (4xx) naming what is wrong. `prompt` is a string, an array of strings, an

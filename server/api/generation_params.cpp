@@ -46,22 +46,6 @@ std::vector<std::pair<int32_t, float>> parse_logit_bias(const json& body, int32_
   return out;
 }
 
-}  // namespace
-
-void check_fields(const json& body, const std::set<std::string>& known,
-                  const std::set<std::string>& unsupported) {
-  for (const auto& [key, value] : body.items()) {
-    if (unsupported.count(key) != 0 && !value.is_null()) {
-      throw invalid_field(key, "'" + key + "' is not supported by this server");  // a known key
-    }
-    if (known.count(key) == 0 && unsupported.count(key) == 0) {
-      throw invalid_field(excerpt(key), "Unrecognized request argument supplied: " + excerpt(key));
-    }
-  }
-}
-
-namespace {
-
 // A sampling field of the request, within the engine's rule for it (sampling_rules).
 std::optional<double> get_sampling_number(const json& body, const std::string& key,
                                           const engine::sampling_rules::Range& rule) {
@@ -119,8 +103,8 @@ GenerationParams parse_generation_params(const json& body, const App& app, const
     throw invalid_field("stop", "'stop' may hold at most " + std::to_string(kMaxStops) + " strings");
   }
   p.stream = get_bool(body, "stream").value_or(false);
-  if (const auto it = body.find("stream_options"); it != body.end() && !it->is_null()) {
-    if (!p.stream) throw invalid_field("stream_options", "'stream_options' is only allowed when 'stream' is true");
+  // Unstreamed, stream_options means nothing and is ignored (clients send it on every request).
+  if (const auto it = body.find("stream_options"); p.stream && it != body.end() && !it->is_null()) {
     if (!it->is_object()) throw invalid_field("stream_options", "'stream_options' must be an object");
     p.include_usage = get_bool(*it, "include_usage").value_or(false);
   }

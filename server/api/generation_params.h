@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -51,9 +50,5 @@ GenerationParams parse_generation_params(const nlohmann::json& body, const App& 
 // fit the context and prompts x n sequences fit what the scheduler can ever hold. 400 otherwise.
 void check_generation(const GenerationParams& params, const std::vector<std::vector<int32_t>>& prompts,
                       const App& app);
-
-// Refuses (400) any field that is not in `known`, or that is known but unsupported.
-void check_fields(const nlohmann::json& body, const std::set<std::string>& known,
-                  const std::set<std::string>& unsupported);
 
 }  // namespace server

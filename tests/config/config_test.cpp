@@ -181,6 +181,19 @@ TEST_F(ConfigTest, MetricsFlagEnvAndFile) {
   EXPECT_EQ(cfg.sources.at("metrics"), "file");
 }
 
+TEST_F(ConfigTest, StrictApiFlagEnvAndFile) {
+  EXPECT_FALSE(parse({}).http.strict_api);
+  EXPECT_TRUE(parse({"--strict-api"}).http.strict_api);
+  env("GGUFD_STRICT_API", "1");
+  ServeConfig cfg = parse({});
+  EXPECT_TRUE(cfg.http.strict_api);
+  EXPECT_EQ(cfg.sources.at("strict-api"), "env");
+  unsetenv("GGUFD_STRICT_API");
+  cfg = parse({"--config", file("c.toml", "[http]\nstrict-api = true\n")});
+  EXPECT_TRUE(cfg.http.strict_api);
+  EXPECT_EQ(cfg.sources.at("strict-api"), "file");
+}
+
 TEST_F(ConfigTest, LastFlagWinsForScalars) {
   const ServeConfig cfg = parse({"--port", "1", "--port", "2", "-c", "64"});
   EXPECT_EQ(cfg.http.port, 2);
@@ -196,7 +209,7 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
                                  "--body-limit", "2048", "--header-limit", "4K", "--tokenize-limit", "3K",
                                  "--max-json-depth", "16", "--header-timeout", "4", "--read-timeout", "5",
                                  "--idle-timeout", "6", "--request-timeout", "7", "--max-connections", "8",
-                                 "--shutdown-grace", "9", "--threads", "2", "--ctx-size", "128", "--parallel", "3",
+                                 "--shutdown-grace", "9", "--strict-api", "--threads", "2", "--ctx-size", "128", "--parallel", "3",
                                  "--queue-limit", "4", "--prefill-chunk", "32", "--kv-type", "f32",
                                  "--temperature", "0", "--top-p", "0.5", "--top-k", "5", "--min-p", "0.1",
                                  "--repeat-penalty", "1.1", "--max-tokens", "99", "--log-level", "debug",
@@ -218,6 +231,7 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
   EXPECT_EQ(cfg.http.request_timeout, 7);
   EXPECT_EQ(cfg.http.max_connections, 8);
   EXPECT_EQ(cfg.http.shutdown_grace, 9);
+  EXPECT_TRUE(cfg.http.strict_api);
   EXPECT_EQ(cfg.engine.threads, 2);
   EXPECT_EQ(cfg.engine.ctx_size, 128);
   EXPECT_EQ(cfg.engine.parallel, 3);

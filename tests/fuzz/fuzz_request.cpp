@@ -2,8 +2,9 @@
 // body goes through it: JSON with the nesting limit -> field validation -> chat template
 // rendering with marked user strings -> tokenization -> context and capacity checks (or the
 // /tokenize and /detokenize responses), and the output constraint (response_format, json_schema,
-// grammar) compiled against the model's vocabulary. The first byte picks the endpoint and the
-// model; the rest is the body.
+// grammar) compiled against the model's vocabulary. The first byte picks the endpoint (bits 0-1),
+// the model (bits 2+) and --strict-api (bit 7); the rest is the body. The x-ggufd-ignored-fields
+// value made of a request's unknown fields must be printable ASCII of bounded length.
 //
 // The only acceptable failure is a 4xx ApiError (what the router turns into a client error).
 // A 5xx, any other exception, a crash, a hang or a sanitizer report is a bug: a request that
@@ -34,6 +35,7 @@
 #include "server/api/app.h"
 #include "server/api/chat_request.h"
 #include "server/api/completion_request.h"
+#include "server/api/request_fields.h"
 #include "server/api/tokenize_request.h"
 #include "tools/synth/synth.h"
 
@@ -118,17 +120,32 @@ std::vector<std::unique_ptr<Model>> load_models() {
   std::abort();
 }
 
+// The header naming `ignored`: none when nothing was ignored, else printable ASCII, at most 20
+// names of at most 40 bytes (3 per byte once encoded) and a cut mark each.
+void check_ignored_fields(const std::vector<std::string>& ignored, bool strict) {
+  if (ignored.empty()) return;
+  if (strict) bug("fields ignored under --strict-api", ignored.front());
+  const std::string value = server::ignored_fields_header(ignored);
+  constexpr size_t kBound = 20 * (40 * 3 + 3 + 2) + 5;
+  if (value.empty() || value.size() > kBound) bug("ignored-fields header of bad length", std::to_string(value.size()));
+  for (const char c : value) {
+    if (c < 0x20 || c > 0x7e) bug("ignored-fields header has a non-printable byte", value);
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::vector<std::unique_ptr<Model>> models = load_models();
   if (size == 0) return 0;
   const Model& model = *models[(data[0] >> 2) % models.size()];
+  const bool strict = (data[0] & 0x80) != 0;
+  model.app->settings.strict_api = strict;
   const std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
   try {
     switch (data[0] & 3) {
-      case 0: (void)server::prepare_completion(*model.app, body); break;
-      case 1: (void)server::prepare_chat(*model.app, body); break;
+      case 0: check_ignored_fields(server::prepare_completion(*model.app, body).ignored_fields, strict); break;
+      case 1: check_ignored_fields(server::prepare_chat(*model.app, body).ignored_fields, strict); break;
       case 2: (void)server::tokenize_response(*model.app, body); break;
       case 3: (void)server::detokenize_response(*model.app, body); break;
     }
