@@ -55,6 +55,7 @@ struct SamplingDefaults {
   double min_p = 0.05;
   double repeat_penalty = 1.0;
   int max_tokens = 16;              // /v1/completions default (OpenAI's)
+  std::string reasoning_effort;     // chat requests without reasoning_effort: none | low | ...; "": the template's
 };
 
 struct LogConfig {

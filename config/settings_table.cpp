@@ -84,6 +84,9 @@ std::vector<Setting> sampling_settings(SamplingDefaults& s) {
        &s.repeat_penalty, rules::kRepeatPenalty.min, rules::kRepeatPenalty.max},
       {"max-tokens", "--max-tokens", g, "sampling", "/v1/completions length when a request sets none",
        &s.max_tokens, 1, 1048576},
+      {"reasoning-effort", "--reasoning-effort", g, "sampling",
+       "chat requests that set none; none turns thinking off (default: the chat template's own)",
+       &s.reasoning_effort, 0, 0, {"none", "minimal", "low", "medium", "high"}},
   };
 }
 

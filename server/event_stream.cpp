@@ -47,8 +47,7 @@ class EventStream : public ChunkSource {
       if (!item.finished) {
         if (item.token.token >= 0) timer_.on_token();
         if (!item.token.text.empty() || item.token.token >= 0) {
-          const json chunk = format_->token_chunk(item.index, item.token);
-          if (!chunk.is_null()) pending_ += event(chunk);
+          add(format_->token_chunk(item.index, item.token));
         }
         continue;
       }
@@ -58,7 +57,7 @@ class EventStream : public ChunkSource {
         if (!failed_) pending_ += event(error_json(*e));
         failed_ = true;
       } else {
-        pending_ += event(format_->finish_chunk(item.index, item.reason));
+        add(format_->finish_chunk(item.index, item.reason));
       }
     }
     std::string out = std::move(pending_);
@@ -70,6 +69,16 @@ class EventStream : public ChunkSource {
 
  private:
   static std::string event(const json& j) { return "data: " + dump_json(j) + "\n\n"; }
+
+  // A formatter's answer: nothing (null), one chunk, or an array of chunks.
+  void add(const json& chunks) {
+    if (chunks.is_null()) return;
+    if (!chunks.is_array()) {
+      pending_ += event(chunks);
+      return;
+    }
+    for (const json& c : chunks) pending_ += event(c);
+  }
 
   void start(int index) {
     const auto i = static_cast<size_t>(index);

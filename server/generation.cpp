@@ -56,6 +56,8 @@ std::shared_ptr<Channel> submit_generations(App& app, RequestContext& ctx,
       req.stop = params.stop;
       req.ignore_eos = params.ignore_eos;
       req.grammar = params.grammar;
+      req.grammar_triggers = params.grammar_triggers;
+      req.shown_tokens = params.shown_tokens;
       req.deadline = deadline;
       req.sink = channel->sink(index);
       requests.push_back(std::move(req));

@@ -138,6 +138,7 @@ void Service::Impl::load() {
     app.scheduler = scheduler.get();
     grammars = std::make_unique<engine::grammar::GrammarCache>(engine::grammar::TokenVocab::from_tokenizer(*tokenizer));
     app.grammars = grammars.get();
+    app.chat_features = detect_chat_features(app);
     ServeSettings& s = app.settings;
     s.n_ctx = so.n_ctx;
     s.n_slots = so.n_slots;
@@ -150,6 +151,7 @@ void Service::Impl::load() {
     s.request_timeout_s = options.request_timeout_s;
     s.max_json_depth = options.max_json_depth;
     s.strict_api = options.strict_api;
+    s.reasoning_effort = options.reasoning_effort;
     s.chat_template = tmpl;
     s.cpu_features = engine::cpu_features().to_string();
     s.kernels = engine::kernels::dispatch().name;

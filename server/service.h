@@ -21,6 +21,7 @@ struct ServiceOptions {
   engine::SchedulerOptions engine;
   engine::SamplingParams sampling_defaults = engine::serve_sampling_defaults();
   int32_t default_max_tokens = 16;
+  std::string reasoning_effort;       // default of chat requests' reasoning_effort ("": the template's)
   int64_t request_timeout_s = 600;
   int shutdown_grace_s = 30;
   bool metrics = true;

@@ -1,6 +1,10 @@
 #include "server/api/app.h"
 
+#include "engine/text/chat_template.h"
+#include "engine/text/harmony.h"
+#include "engine/text/reasoning.h"
 #include "server/api/api_error.h"
+#include "server/api/chat_prompt.h"
 #include "server/api/request_json.h"
 
 namespace server {
@@ -10,6 +14,22 @@ void require_model(const App& app, const std::string& id) {
     throw ApiError(404, "The model '" + excerpt(id) + "' does not exist", "invalid_request_error", "model",
                    "model_not_found");
   }
+}
+
+ChatFeatures detect_chat_features(const App& app) {
+  ChatFeatures f;
+  const std::string& src = app.chat_template->source();
+  f.syntax = engine::tools::detect_tool_syntax(src, engine::HarmonyParser::applies_to(*app.tokenizer));
+  f.thinks = engine::template_thinks(src);
+  // a system message the template renders: its text shows in the prompt
+  const std::string probe = "ggufd system probe 7Q";
+  const nlohmann::ordered_json messages = {{{"role", "system"}, {"content", probe}}, {{"role", "user"}, {"content", "hi"}}};
+  try {
+    f.system_role = render_chat(app, messages, nullptr).text.find(probe) != std::string::npos;
+  } catch (const std::exception&) {
+    f.system_role = false;
+  }
+  return f;
 }
 
 void require_ready(const App& app) {

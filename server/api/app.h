@@ -8,6 +8,7 @@
 
 #include "engine/runtime/sampler.h"
 #include "server/api/metrics.h"
+#include "server/api/tool_request.h"
 
 namespace gguf {
 class File;
@@ -38,6 +39,7 @@ struct ServeSettings {
   int max_json_depth = 64;            // request JSON nesting limit (parse_object)
   bool strict_api = false;            // --strict-api: unknown fields and other model ids refused (request_fields.h)
   engine::SamplingParams default_sampling;
+  std::string reasoning_effort;       // --reasoning-effort: the default of requests that set none ("": the template's)
   std::string chat_template_source;   // "model", "file", or "chatml (fallback)"
   std::string chat_template;          // the template text in use
   std::string cpu_features;
@@ -59,12 +61,17 @@ struct App {
   const engine::ChatTemplate* chat_template = nullptr;
   engine::Scheduler* scheduler = nullptr;
   engine::grammar::GrammarCache* grammars = nullptr;  // compiled output constraints (thread-safe)
+  ChatFeatures chat_features;         // of chat_template: tool syntax, system role, thinking
   WorkPool* work = nullptr;           // the CPU work of requests runs here, off the IO threads
   ServeSettings settings;
   Metrics metrics;
   std::atomic<bool> ready{false};     // model loaded
   std::atomic<bool> draining{false};  // shutting down: refuse new work with 503
 };
+
+// What the chat template can do, found by reading and trying it (detect_tool_syntax, a render
+// with a system message, <think>). Call once the tokenizer and template are set.
+ChatFeatures detect_chat_features(const App& app);
 
 // Throws a 404 (model_not_found) unless `id` names the served model.
 void require_model(const App& app, const std::string& id);

@@ -9,7 +9,7 @@
 
 namespace server {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 namespace {
 
@@ -129,11 +129,15 @@ engine::jinja::Value to_jinja(const json& j, int max_depth) { return convert(j, 
 
 bool holds_prompt_mark(std::string_view text) { return text.find(kMark) != std::string_view::npos; }
 
-RenderedChat render_chat(const App& app, const json& messages, const json& extra) {
+void check_messages(const json& messages) {
   if (!messages.is_array() || messages.empty()) {
     throw invalid_field("messages", "'messages' must be a non-empty array");
   }
   for (size_t i = 0; i < messages.size(); ++i) check_message(messages[i], i);
+}
+
+RenderedChat render_chat(const App& app, const json& messages, const json& extra, const json* tools) {
+  check_messages(messages);
   if (!extra.is_null() && !extra.is_object()) {
     throw invalid_field("chat_template_kwargs", "'chat_template_kwargs' must be an object, found " +
                                                     json_type_name(extra));
@@ -146,6 +150,7 @@ RenderedChat render_chat(const App& app, const json& messages, const json& extra
   if (tok.bos() >= 0) input.bos_token = std::string(tok.token_text(tok.bos()));
   if (tok.eos() >= 0) input.eos_token = std::string(tok.token_text(tok.eos()));
   if (extra.is_object()) input.extra_variables = convert(extra, &tok, depth);
+  if (tools != nullptr) input.tools = convert(*tools, &tok, depth);
   try {
     return unmark(app.chat_template->render(input));
   } catch (const engine::TemplateRaise& e) {
@@ -157,7 +162,10 @@ RenderedChat render_chat(const App& app, const json& messages, const json& extra
 }
 
 std::vector<int32_t> chat_prompt_tokens(const App& app, const json& messages, const json& extra) {
-  RenderedChat chat = render_chat(app, messages, extra);
+  return tokenize_chat(app, render_chat(app, messages, extra));
+}
+
+std::vector<int32_t> tokenize_chat(const App& app, RenderedChat chat) {
   const engine::Tokenizer& tok = *app.tokenizer;
   if (tok.bos() >= 0 && tok.add_bos()) {
     const std::string_view bos = tok.token_text(tok.bos());

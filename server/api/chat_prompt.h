@@ -23,13 +23,17 @@ namespace server {
 // (add_generation_prompt on), drops a leading BOS text the template wrote (the tokenizer adds
 // BOS itself), and tokenizes. `extra` (e.g. chat_template_kwargs) become template variables.
 // Throws ApiError 400 for invalid messages and for template errors such as raise_exception().
-std::vector<int32_t> chat_prompt_tokens(const App& app, const nlohmann::json& messages,
-                                        const nlohmann::json& extra);
+std::vector<int32_t> chat_prompt_tokens(const App& app, const nlohmann::ordered_json& messages,
+                                        const nlohmann::ordered_json& extra);
 
 // A JSON value as a template value (objects keep their key order). The walk is recursive: it
 // throws ApiError 400 below `max_depth` levels (values from parse_object are within the limit
 // they were parsed with already).
-engine::jinja::Value to_jinja(const nlohmann::json& j, int max_depth = kDefaultMaxJsonDepth);
+engine::jinja::Value to_jinja(const nlohmann::ordered_json& j, int max_depth = kDefaultMaxJsonDepth);
+
+// Refuses (ApiError 400 naming the message) anything but a non-empty array of messages with
+// known roles and string or text-part content (null allowed for assistant turns).
+void check_messages(const nlohmann::ordered_json& messages);
 
 // A rendered prompt: the text, and the sorted positions in it where no special token may start
 // or run through (the marks of request strings).
@@ -38,8 +42,13 @@ struct RenderedChat {
   std::vector<size_t> guarded;
 };
 
-// The rendered prompt (what chat_prompt_tokens tokenizes).
-RenderedChat render_chat(const App& app, const nlohmann::json& messages, const nlohmann::json& extra);
+// The rendered prompt (what chat_prompt_tokens tokenizes); `tools`, when given, is the template's
+// `tools` variable (else it is undefined, as in Hugging Face's renderer without tools).
+RenderedChat render_chat(const App& app, const nlohmann::ordered_json& messages, const nlohmann::ordered_json& extra,
+                         const nlohmann::ordered_json* tools = nullptr);
+
+// The prompt tokens of a rendered chat (what chat_prompt_tokens returns).
+std::vector<int32_t> tokenize_chat(const App& app, RenderedChat chat);
 
 // Whether a template source or a string a template receives from the model (BOS/EOS text) holds
 // the character that marks request strings (U+FDD0, a noncharacter); such a template cannot be

@@ -1,15 +1,23 @@
 #include "server/api/chat_request.h"
 
+#include <algorithm>
 #include <set>
+
+#include "engine/text/reasoning.h"
+#include "engine/text/tokenizer/tokenizer.h"
+#include "engine/text/grammar/grammar_cache.h"
+#include "engine/text/tools/tool_grammar.h"
 
 #include "server/api/api_error.h"
 #include "server/api/chat_prompt.h"
 #include "server/api/output_constraint.h"
+#include "server/api/request_fields.h"
 #include "server/api/request_json.h"
 
 namespace server {
 
 using nlohmann::json;
+using ojson = nlohmann::ordered_json;
 
 namespace {
 
@@ -18,28 +26,86 @@ const std::set<std::string> kKnown = {
     "min_p", "n", "stop", "seed", "presence_penalty", "frequency_penalty", "repetition_penalty",
     "repeat_penalty", "repeat_last_n", "logit_bias", "logprobs", "top_logprobs", "stream",
     "stream_options", "user", "ignore_eos", "response_format", "chat_template_kwargs",
-    "parallel_tool_calls", "store", "metadata", "cache_prompt", "n_predict", "json_schema", "grammar"};
-const std::set<std::string> kUnsupported = {"tools", "tool_choice", "functions", "function_call",
-                                            "audio", "modalities", "prediction"};
+    "parallel_tool_calls", "store", "metadata", "cache_prompt", "n_predict", "json_schema", "grammar",
+    // documented OpenAI fields that cannot change the output: accepted and ignored
+    "service_tier", "prediction", "safety_identifier", "prompt_cache_key",
+    "modalities",  // ["text"] only (check_text_modalities)
+    // tool calling and reasoning (tool_request.h)
+    "tools", "tool_choice", "functions", "function_call", "reasoning_effort"};
+const std::set<std::string> kUnsupported = {"audio", "web_search_options", "verbosity"};
 
-void check_unsupported(const json& body) {
-  for (const char* key : {"tools", "functions"}) {
-    if (body.contains(key) && body[key].is_array() && body[key].empty()) continue;  // "no tools"
-    if (body.contains(key) && !body[key].is_null()) {
-      throw invalid_field(key, std::string("'") + key + "' (tool calling) is not supported by this server yet");
+// `reasoning_effort` (or the server's default) and chat_template_kwargs as template variables:
+// gpt-oss reads reasoning_effort (low / medium / high); "none" turns thinking off
+// (enable_thinking = false) in templates that think, unless the kwargs say otherwise.
+ojson template_variables(const ojson& body, const App& app) {
+  ojson vars = ojson::object();
+  if (auto k = body.find("chat_template_kwargs"); k != body.end() && !k->is_null()) {
+    if (!k->is_object()) {
+      throw invalid_field("chat_template_kwargs", "'chat_template_kwargs' must be an object, found " + json_type_name(*k));
     }
+    vars = *k;
   }
+  std::string effort = app.settings.reasoning_effort;
+  if (auto e = body.find("reasoning_effort"); e != body.end() && !e->is_null()) {
+    static const std::set<std::string> kEfforts = {"none", "minimal", "low", "medium", "high"};
+    if (!e->is_string() || kEfforts.count(e->get<std::string>()) == 0) {
+      throw invalid_field("reasoning_effort", "'reasoning_effort' must be one of none, minimal, low, medium, high");
+    }
+    effort = e->get<std::string>();
+  }
+  if (effort.empty()) return vars;
+  if (!vars.contains("reasoning_effort")) vars["reasoning_effort"] = effort == "none" || effort == "minimal" ? "low" : effort;
+  if (effort == "none" && !vars.contains("enable_thinking")) vars["enable_thinking"] = false;
+  return vars;
+}
+
+// The grammar of a request's tool calls (forced for "required" or a named function, lazy for
+// "auto"), or nothing when the client constrains the output itself (response_format) under "auto".
+void constrain_tool_calls(const App& app, ChatRequest& r) {
+  const ToolRequest& t = r.tools;
+  if (!t.calls_tools() || app.grammars == nullptr) return;
+  const bool forced = t.choice == ToolRequest::Choice::kRequired || t.choice == ToolRequest::Choice::kNamed;
+  if (!forced && r.params.grammar) return;
+  engine::tools::ToolGrammarOptions o;
+  o.syntax = app.chat_features.syntax;
+  o.tools = t.callable();
+  o.parallel = t.parallel;
+  o.lazy = !forced;
+  if (r.answer.starts_in_think) o.think = engine::tools::ToolGrammarOptions::Think::kInside;
+  std::string key = std::string("tools\n") + engine::tools::tool_syntax_name(o.syntax) + (o.parallel ? "|p" : "|1") +
+                    (o.lazy ? "|lazy" : "|forced") + "|" + std::to_string(static_cast<int>(o.think)) + "\n";
+  for (const auto& def : o.tools) key += def.name + "\n" + def.parameters.dump() + "\n";
+  try {
+    r.params.grammar = app.grammars->get(key, [&] { return engine::tools::tool_grammar(o).grammar; });
+  } catch (const engine::grammar::GrammarError& e) {
+    throw invalid_field("tools", std::string("the tools' parameter schemas cannot be enforced: ") + e.what());
+  }
+  if (o.lazy) r.params.grammar_triggers = engine::tools::lazy_triggers(o.syntax);
+}
+
+// Control tokens of the syntax's markers ([TOOL_CALLS], <|python_tag|>...): shown in the output
+// so that the parser sees them.
+std::vector<int32_t> shown_markers(const App& app) {
+  std::vector<int32_t> ids;
+  for (const auto& m : engine::tools::call_markers(app.chat_features.syntax)) {
+    const int32_t id = app.tokenizer->find_token(m.text);
+    if (id >= 0 && app.tokenizer->is_control(id)) ids.push_back(id);
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
 }
 
 }  // namespace
 
 ChatRequest prepare_chat(const App& app, std::string_view text) {
   json body = parse_object(text, app.settings.max_json_depth);
-  check_unsupported(body);
-  for (const char* key : {"tools", "functions"}) body.erase(key);  // empty lists, checked above
-  check_fields(body, kKnown, kUnsupported);
-  if (auto model = get_string(body, "model")) require_model(app, *model);
+  // the same body with its keys in the order sent, for what the template renders (the text was
+  // just parsed within the depth limit, so this parse is too)
+  const ojson ordered = ojson::parse(text);
   ChatRequest r;
+  r.ignored_fields = check_fields(body, kKnown, kUnsupported, app.settings.strict_api);
+  check_text_modalities(body);
+  check_request_model(body, app);
   r.params = parse_generation_params(body, app, {{"max_completion_tokens", "max_tokens", "n_predict"}, -1, 1});
   r.params.grammar = parse_output_constraint(body, text, app);
   if (get_bool(body, "logprobs").value_or(false)) {
@@ -47,11 +113,25 @@ ChatRequest prepare_chat(const App& app, std::string_view text) {
   } else if (body.contains("top_logprobs") && !body["top_logprobs"].is_null()) {
     throw invalid_field("top_logprobs", "'top_logprobs' requires 'logprobs': true");
   }
-  static const json kAbsent;
-  const auto messages = body.find("messages");
-  const auto extra = body.find("chat_template_kwargs");
-  r.prompts.push_back(chat_prompt_tokens(app, messages == body.end() ? kAbsent : *messages,
-                                        extra == body.end() ? kAbsent : *extra));
+  r.tools = parse_tool_request(ordered);
+  const ChatFeatures& features = app.chat_features;
+  static const ojson kAbsent;
+  const auto messages = ordered.find("messages");
+  check_messages(messages == ordered.end() ? kAbsent : *messages);
+  const ojson conversation = template_messages(*messages, r.tools, features);
+  const bool template_tools = engine::tools::template_renders_tools(features.syntax) && !r.tools.tools.empty();
+  RenderedChat chat = render_chat(app, conversation, template_variables(ordered, app),
+                                  template_tools ? &r.tools.tools_json : nullptr);
+  engine::tools::AnswerOptions& a = r.answer;
+  if (features.syntax == engine::tools::ToolSyntax::kHarmony) a.reasoning = engine::tools::AnswerOptions::Reasoning::kHarmony;
+  else if (features.thinks) a.reasoning = engine::tools::AnswerOptions::Reasoning::kThink;
+  a.starts_in_think = features.thinks && engine::prompt_opens_thinking(chat.text);
+  a.parse_calls = r.tools.calls_tools();
+  a.syntax = features.syntax;
+  a.names = r.tools.callable_names();
+  r.prompts.push_back(tokenize_chat(app, std::move(chat)));
+  constrain_tool_calls(app, r);
+  if (a.parse_calls) r.params.shown_tokens = shown_markers(app);
   check_generation(r.params, r.prompts, app);
   return r;
 }

@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "server/api/app.h"
+#include "engine/text/tools/answer_parser.h"
 #include "server/api/generation_params.h"
+#include "server/api/tool_request.h"
 
 namespace server {
 
@@ -16,6 +18,8 @@ struct ChatRequest {
   GenerationParams params;
   std::vector<std::vector<int32_t>> prompts;  // one: the rendered conversation
   std::vector<std::string> ignored_fields;    // unknown top-level fields (request_fields.h)
+  ToolRequest tools;                          // offered functions and the client's choice
+  engine::tools::AnswerOptions answer;        // how the output splits into reasoning, content, calls
 };
 
 // Throws ApiError (4xx) naming what is wrong.

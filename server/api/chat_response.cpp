@@ -22,7 +22,8 @@ ChatFormatter::ChatFormatter(const App& app, std::shared_ptr<const ChatRequest> 
       request_(std::move(request)),
       id_(make_id("chatcmpl-")),
       created_(unix_now()),
-      harmony_(engine::HarmonyParser::applies_to(*app_.tokenizer)) {}
+      plain_(request_->answer.reasoning == engine::tools::AnswerOptions::Reasoning::kNone &&
+             !request_->answer.parse_calls) {}
 
 json ChatFormatter::logprobs(const std::vector<engine::TokenEvent>& tokens) const {
   const engine::Tokenizer& tok = *app_.tokenizer;
@@ -53,55 +54,91 @@ json ChatFormatter::start_chunk(int index, const std::vector<engine::TokenEvent>
   return chunk(delta_choice(index, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr));
 }
 
-engine::HarmonyParser& ChatFormatter::streamed(int index) const {
-  while (streamed_.size() <= static_cast<size_t>(index)) streamed_.emplace_back();
-  return streamed_[static_cast<size_t>(index)];
+ChatFormatter::Stream& ChatFormatter::streamed(int index) const {
+  while (streamed_.size() <= static_cast<size_t>(index)) {
+    streamed_.push_back(std::make_unique<Stream>(Stream{engine::tools::AnswerParser(request_->answer), 0}));
+  }
+  return *streamed_[static_cast<size_t>(index)];
 }
 
-namespace {
+json ChatFormatter::tool_call_json(const engine::tools::ToolCall& call) const {
+  return {{"id", engine::tools::make_call_id(app_.chat_features.syntax)},
+          {"type", "function"},
+          {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
+}
 
-json delta_of(engine::HarmonyParser::Delta d) {
+const char* ChatFormatter::finish_name(engine::FinishReason reason, bool has_calls) const {
+  return has_calls && reason == engine::FinishReason::kStop ? "tool_calls" : engine::finish_reason_name(reason);
+}
+
+json ChatFormatter::delta_chunks(int index, engine::tools::AnswerParser::Delta d, json logprobs) const {
+  json out = json::array();
   json delta = json::object();
-  if (!d.reasoning.empty()) delta["reasoning_content"] = std::move(d.reasoning);
+  if (!d.reasoning.empty()) {
+    delta["reasoning_content"] = d.reasoning;
+    delta["reasoning"] = std::move(d.reasoning);
+  }
   if (!d.content.empty()) delta["content"] = std::move(d.content);
-  return delta;
-}
-
-}  // namespace
-
-json ChatFormatter::text_delta(int index, const std::string& text) const {
-  if (harmony_) return delta_of(streamed(index).push(text));
-  return text.empty() ? json::object() : json{{"content", text}};
+  if (!delta.empty() || !logprobs.is_null()) {
+    if (delta.empty()) delta["content"] = "";
+    out.push_back(chunk(delta_choice(index, std::move(delta), std::move(logprobs), nullptr)));
+  }
+  Stream& s = streamed(index);
+  for (const engine::tools::ToolCall& call : d.calls) {
+    json head = tool_call_json(call);
+    head["index"] = s.n_calls;
+    head["function"]["arguments"] = "";
+    json args = {{"index", s.n_calls}, {"function", {{"arguments", call.arguments}}}};
+    ++s.n_calls;
+    out.push_back(chunk(delta_choice(index, {{"tool_calls", json::array({std::move(head)})}}, nullptr, nullptr)));
+    out.push_back(chunk(delta_choice(index, {{"tool_calls", json::array({std::move(args)})}}, nullptr, nullptr)));
+  }
+  return out;
 }
 
 json ChatFormatter::token_chunk(int index, const engine::TokenEvent& token) const {
   const bool with_logprobs = request_->params.n_logprobs >= 0 && token.token >= 0;
-  json delta = text_delta(index, token.text);
-  if (delta.empty()) {
-    if (!with_logprobs) return nullptr;
-    delta["content"] = "";
+  json lp = with_logprobs ? logprobs({token}) : json(nullptr);
+  if (plain_) {
+    if (token.text.empty() && !with_logprobs) return nullptr;
+    return chunk(delta_choice(index, {{"content", token.text}}, std::move(lp), nullptr));
   }
-  return chunk(delta_choice(index, std::move(delta), with_logprobs ? logprobs({token}) : json(nullptr), nullptr));
+  json out = delta_chunks(index, streamed(index).parser.push(token.text), std::move(lp));
+  if (out.empty()) return nullptr;
+  return out.size() == 1 ? json(std::move(out[0])) : out;
 }
 
-json ChatFormatter::message(const ChoiceResult& c) const {
+json ChatFormatter::message(const ChoiceResult& c, bool& has_calls) const {
+  has_calls = false;
   json m = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
-  if (!harmony_) return m;
-  engine::HarmonyParser parser;
-  engine::HarmonyParser::Delta all = parser.push(c.text);
-  engine::HarmonyParser::Delta rest = parser.flush();
-  m["content"] = all.content + rest.content;
+  if (plain_) return m;
+  engine::tools::AnswerParser parser(request_->answer);
+  engine::tools::AnswerParser::Delta all = parser.push(c.text);
+  engine::tools::AnswerParser::Delta rest = parser.flush();
+  std::string content = all.content + rest.content;
+  for (engine::tools::ToolCall& call : rest.calls) all.calls.push_back(std::move(call));
   if (std::string reasoning = all.reasoning + rest.reasoning; !reasoning.empty()) {
     m["reasoning_content"] = reasoning;
     m["reasoning"] = std::move(reasoning);  // the name newer clients read
   }
+  if (!all.calls.empty()) {
+    has_calls = true;
+    json calls = json::array();
+    for (const engine::tools::ToolCall& call : all.calls) calls.push_back(tool_call_json(call));
+    m["tool_calls"] = std::move(calls);
+  }
+  const bool blank = content.find_first_not_of(" \t\r\n") == std::string::npos;
+  m["content"] = blank && has_calls ? json(nullptr) : json(std::move(content));
   return m;
 }
 
 json ChatFormatter::finish_chunk(int index, engine::FinishReason reason) const {
-  // what a harmony parser still holds (a trailing "<|" that never became a marker) goes out here
-  json delta = harmony_ ? delta_of(streamed(index).flush()) : json::object();
-  return chunk(delta_choice(index, std::move(delta), nullptr, engine::finish_reason_name(reason)));
+  if (plain_) return chunk(delta_choice(index, json::object(), nullptr, engine::finish_reason_name(reason)));
+  // what the parsers still hold (a cut marker, a call without its closing tag) goes out first
+  Stream& s = streamed(index);
+  json out = delta_chunks(index, s.parser.flush(), nullptr);
+  out.push_back(chunk(delta_choice(index, json::object(), nullptr, finish_name(reason, s.n_calls > 0))));
+  return out.size() == 1 ? json(std::move(out[0])) : out;
 }
 
 json ChatFormatter::usage_chunk(const json& usage) const {
@@ -114,10 +151,12 @@ json ChatFormatter::response(const std::vector<ChoiceResult>& choices, const jso
   json out = json::array();
   for (size_t i = 0; i < choices.size(); ++i) {
     const ChoiceResult& c = choices[i];
+    bool has_calls = false;
+    json m = message(c, has_calls);
     out.push_back({{"index", i},
-                   {"message", message(c)},
+                   {"message", std::move(m)},
                    {"logprobs", request_->params.n_logprobs >= 0 ? logprobs(c.tokens) : json(nullptr)},
-                   {"finish_reason", engine::finish_reason_name(c.reason)}});
+                   {"finish_reason", finish_name(c.reason, has_calls)}});
   }
   return {{"id", id_}, {"object", "chat.completion"}, {"created", created_}, {"model", app_.model_id},
           {"system_fingerprint", "ggufd"}, {"choices", std::move(out)}, {"usage", usage}};

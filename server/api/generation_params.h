@@ -31,6 +31,8 @@ struct GenerationParams {
   bool prompt_logprobs = false;       // also score the prompt's tokens (completions' echo)
   // response_format / json_schema / grammar (output_constraint.h); null: unconstrained
   std::shared_ptr<const engine::grammar::CompiledGrammar> grammar;
+  std::vector<std::string> grammar_triggers;  // a lazy grammar's triggers (tool calls under "auto")
+  std::vector<int32_t> shown_tokens;          // control tokens whose text the output keeps (sorted)
 };
 
 // The accepted names of an endpoint's token limit, in priority order, its default and least value

@@ -32,8 +32,9 @@ class ResponseFormatter {
   virtual nlohmann::json start_chunk(int index, const std::vector<engine::TokenEvent>& scored_prompt) const = 0;
   // Whether start_chunk needs the scored prompt, so waits until it has all arrived.
   virtual bool start_after_prompt() const = 0;
-  // A generated piece of choice `index`, or null to send nothing.
+  // A generated piece of choice `index`: one chunk, an array of chunks, or null to send nothing.
   virtual nlohmann::json token_chunk(int index, const engine::TokenEvent& token) const = 0;
+  // The end of choice `index`: one chunk or an array of chunks (the last holds finish_reason).
   virtual nlohmann::json finish_chunk(int index, engine::FinishReason reason) const = 0;
   // The last chunk when the client asked for usage (stream_options.include_usage).
   virtual nlohmann::json usage_chunk(const nlohmann::json& usage) const = 0;

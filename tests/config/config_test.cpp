@@ -194,6 +194,12 @@ TEST_F(ConfigTest, StrictApiFlagEnvAndFile) {
   EXPECT_EQ(cfg.sources.at("strict-api"), "file");
 }
 
+TEST_F(ConfigTest, ReasoningEffortIsOneOfOpenAIsLevels) {
+  EXPECT_EQ(parse({}).sampling.reasoning_effort, "") << "unset: the chat template's default";
+  EXPECT_EQ(parse({"--reasoning-effort", "high"}).sampling.reasoning_effort, "high");
+  EXPECT_NE(error({"--reasoning-effort", "extreme"}).find("--reasoning-effort"), std::string::npos);
+}
+
 TEST_F(ConfigTest, LastFlagWinsForScalars) {
   const ServeConfig cfg = parse({"--port", "1", "--port", "2", "-c", "64"});
   EXPECT_EQ(cfg.http.port, 2);
@@ -212,7 +218,7 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
                                  "--shutdown-grace", "9", "--strict-api", "--threads", "2", "--ctx-size", "128", "--parallel", "3",
                                  "--queue-limit", "4", "--prefill-chunk", "32", "--kv-type", "f32",
                                  "--temperature", "0", "--top-p", "0.5", "--top-k", "5", "--min-p", "0.1",
-                                 "--repeat-penalty", "1.1", "--max-tokens", "99", "--log-level", "debug",
+                                 "--repeat-penalty", "1.1", "--max-tokens", "99", "--reasoning-effort", "none", "--log-level", "debug",
                                  "--log-format", "json", "--no-metrics"});
   EXPECT_EQ(cfg.model.path, m);
   EXPECT_EQ(cfg.model.alias, "a");
@@ -232,6 +238,7 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
   EXPECT_EQ(cfg.http.max_connections, 8);
   EXPECT_EQ(cfg.http.shutdown_grace, 9);
   EXPECT_TRUE(cfg.http.strict_api);
+  EXPECT_EQ(cfg.sampling.reasoning_effort, "none");
   EXPECT_EQ(cfg.engine.threads, 2);
   EXPECT_EQ(cfg.engine.ctx_size, 128);
   EXPECT_EQ(cfg.engine.parallel, 3);

@@ -60,6 +60,14 @@ class ChatHarmony : public testing::Test {
   const std::vector<int32_t> kOutput = {kChannel, kAnalysis, kMessage, kThink, kHard, kEnd, kStart,
                                         kAssistant, kChannel, kFinal, kMessage, kFour};
 
+  // A chat request as prepare_chat makes it for a harmony model (App::chat_features).
+  static std::shared_ptr<const server::ChatRequest> harmony_request() {
+    auto r = std::make_shared<server::ChatRequest>();
+    r->answer.reasoning = engine::tools::AnswerOptions::Reasoning::kHarmony;
+    r->answer.syntax = engine::tools::ToolSyntax::kHarmony;
+    return r;
+  }
+
   std::vector<uint8_t> bytes_;
   std::optional<engine::Tokenizer> tokenizer_;
   server::App app_;
@@ -75,7 +83,7 @@ TEST_F(ChatHarmony, TheMarkersAreRenderedAndOnlyReturnAndCallEndGeneration) {
 }
 
 TEST_F(ChatHarmony, StreamedDeltasSplitReasoningFromContent) {
-  const server::ChatFormatter f(app_, std::make_shared<const server::ChatRequest>());
+  const server::ChatFormatter f(app_, harmony_request());
   std::string reasoning, content;
   for (const engine::TokenEvent& e : events(kOutput)) {
     const json chunk = f.token_chunk(0, e);
@@ -90,7 +98,7 @@ TEST_F(ChatHarmony, StreamedDeltasSplitReasoningFromContent) {
 }
 
 TEST_F(ChatHarmony, UnstreamedMessageHasBothParts) {
-  const server::ChatFormatter f(app_, std::make_shared<const server::ChatRequest>());
+  const server::ChatFormatter f(app_, harmony_request());
   server::ChoiceResult c;
   c.tokens = events(kOutput);
   for (const engine::TokenEvent& e : c.tokens) c.text += e.text;
@@ -102,7 +110,7 @@ TEST_F(ChatHarmony, UnstreamedMessageHasBothParts) {
 }
 
 TEST_F(ChatHarmony, TwoStreamedChoicesKeepTheirOwnState) {
-  const server::ChatFormatter f(app_, std::make_shared<const server::ChatRequest>());
+  const server::ChatFormatter f(app_, harmony_request());
   const std::vector<engine::TokenEvent> ev = events(kOutput);
   std::string content[2];
   for (size_t i = 0; i < ev.size(); ++i) {

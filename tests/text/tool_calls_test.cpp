@@ -84,7 +84,7 @@ TEST(ToolCallParser, HermesCallsAndTheTextAroundThem) {
                                    "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
                                    "{\"city\": \"Paris\", \"unit\": \"c\"}}\n</tool_call>\n<tool_call>\n"
                                    "{\"name\": \"search\", \"arguments\": {\"q\": \"a</tool_call>b\"}}\n</tool_call>");
-  EXPECT_EQ(p.content, "Let me check.\n\n");
+  EXPECT_EQ(p.content, "Let me check.\n") << "the separator between calls is not content";
   ASSERT_EQ(p.calls.size(), 2u);
   EXPECT_EQ(p.calls[0].name, "get_weather");
   EXPECT_EQ(p.calls[0].arguments, R"({"city":"Paris","unit":"c"})") << "compact, in the order written";

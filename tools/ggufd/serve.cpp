@@ -87,6 +87,7 @@ server::ServiceOptions to_options(const config::ServeConfig& c) {
   o.sampling_defaults.min_p = static_cast<float>(c.sampling.min_p);
   o.sampling_defaults.repeat_penalty = static_cast<float>(c.sampling.repeat_penalty);
   o.default_max_tokens = c.sampling.max_tokens;
+  o.reasoning_effort = c.sampling.reasoning_effort;
   o.metrics = c.log.metrics;
   return o;
 }

@@ -129,6 +129,11 @@ size_t ToolCallParser::held_back() const {
 }
 
 void ToolCallParser::emit_content(std::string_view text, Delta& d) {
+  if (after_call_) {  // the separator after a call ("\n" between Hermes blocks) is not content
+    text.remove_prefix(skip_space(text, 0));
+    if (text.empty()) return;
+    after_call_ = false;
+  }
   if (skip_space(text, 0) < text.size()) answered_ = true;
   d.content.append(text);
 }
@@ -172,6 +177,7 @@ void ToolCallParser::run(Delta& d) {
       if (st == Section::kDone) {
         for (ToolCall& c : calls) d.calls.push_back(std::move(c));
         answered_ = true;
+        after_call_ = true;
         buf_ = section_.substr(consumed) + buf_;
       } else {  // not calls: the marker is text, and what followed it is scanned again
         emit_content(mk.keep ? std::string_view(section_).substr(0, mk.text.size()) : std::string_view(mk.text), d);
@@ -212,6 +218,7 @@ ToolCallParser::Delta ToolCallParser::flush() {
     std::vector<ToolCall> calls;
     if (parse_section(true, consumed, calls) == Section::kDone) {
       for (ToolCall& c : calls) d.calls.push_back(std::move(c));
+      after_call_ = true;
       emit_content(std::string_view(section_).substr(consumed), d);
     } else {
       const CallMarker& mk = markers_[*open_];

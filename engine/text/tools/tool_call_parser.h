@@ -17,7 +17,8 @@ std::optional<ToolCall> call_from_json(const nlohmann::ordered_json& j, const st
 // Splits one answer into content and calls, piece by piece. Text before, between and after calls
 // is content; a call section (marker + JSON) is held back until it is complete, then becomes
 // calls if every call in it is to one of the offered functions with a JSON object of arguments,
-// and content otherwise, so no unknown function ever reaches the client as a call. A trailing
+// and content otherwise, so no unknown function ever reaches the client as a call. Whitespace
+// right after a call is dropped (the separator between calls). A trailing
 // piece that may be the start of a marker is held back until the next push or flush().
 // The result does not depend on how the text is cut into pieces.
 // Not thread-safe; one per choice.
@@ -54,6 +55,7 @@ class ToolCallParser {
   std::string section_;            // a section's text after its marker (with it, for keep markers)
   std::optional<size_t> open_;     // the marker of the open section
   bool answered_ = false;          // non-whitespace content has been emitted
+  bool after_call_ = false;        // only whitespace since the last call (dropped)
 };
 
 }  // namespace engine::tools

@@ -142,7 +142,7 @@ class Builder {
   Expr list(const std::string& open, const std::string& sep, const std::string& close) {
     const Expr one = call_object();
     if (!o_.parallel) return seq({env(open), one, env(close)});
-    return seq({env(open), one, star(seq({env(sep), one})), env(close)});
+    return seq({env(open), one, repeat(seq({env(sep), one}), 0, kMaxParallelCalls - 1), env(close)});
   }
 
   Expr calls() {
@@ -151,7 +151,7 @@ class Builder {
         return list("{\"tool_calls\": [", ", ", "]}");
       case ToolSyntax::kHermes: {
         const Expr one = seq({lit("<tool_call>"), env("\n"), call_object(), env("\n"), lit("</tool_call>")});
-        return o_.parallel ? seq({one, star(seq({env("\n"), one}))}) : one;
+        return o_.parallel ? seq({one, repeat(seq({env("\n"), one}), 0, kMaxParallelCalls - 1)}) : one;
       }
       case ToolSyntax::kLlama3:  // one call per answer: the format has no list
         return seq({opt(lit("<|python_tag|>")), call_object()});

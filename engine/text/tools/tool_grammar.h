@@ -11,6 +11,10 @@
 
 namespace engine::tools {
 
+// Calls one answer may hold under a grammar. A bound, so that a forced answer ends even when the
+// model (a tiny or random one) would go on adding calls: after this many, only the end may follow.
+inline constexpr uint32_t kMaxParallelCalls = 8;
+
 struct ToolGrammarOptions {
   ToolSyntax syntax = ToolSyntax::kGeneric;
   std::vector<ToolDef> tools;  // the functions that may be called (one for a named tool_choice)

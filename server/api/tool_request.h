@@ -1,0 +1,54 @@
+// Tool calling and reasoning in a chat request: the functions offered (`tools`, or the legacy
+// `functions`), the client's `tool_choice` and `parallel_tool_calls`, and the conversation
+// rewritten into what the model's chat template expects. Coroutine-free (work pool, fuzzer).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/text/tools/tool_syntax.h"
+
+namespace server {
+
+using ojson = nlohmann::ordered_json;
+
+struct ToolRequest {
+  enum class Choice { kNone, kAuto, kRequired, kNamed };
+  std::vector<engine::tools::ToolDef> tools;
+  ojson tools_json = ojson::array();  // `tools` as sent (the template renders it), or from `functions`
+  Choice choice = Choice::kAuto;
+  std::string named;                  // kNamed: the function that must be called
+  bool parallel = true;
+
+  // Whether the output is read for calls (and constrained, unless the model chooses).
+  bool calls_tools() const { return !tools.empty() && choice != Choice::kNone; }
+  // The functions a call may name: all, or the named one.
+  std::vector<engine::tools::ToolDef> callable() const;
+  std::vector<std::string> callable_names() const;
+};
+
+// Reads tools / functions, tool_choice / function_call and parallel_tool_calls. Throws ApiError
+// 400 naming the field: a tool that is not {"type": "function", "function": {"name", ...}}, a
+// bad or duplicate name, parameters that are not an object, a tool_choice naming no offered
+// function, or "required" without tools.
+ToolRequest parse_tool_request(const ojson& body);
+
+// Chat-template capabilities found once per template (App::chat_features).
+struct ChatFeatures {
+  engine::tools::ToolSyntax syntax = engine::tools::ToolSyntax::kGeneric;
+  bool system_role = true;  // a system message is rendered (else it is merged into the first user turn)
+  bool thinks = false;      // the template knows <think> blocks
+};
+
+// `messages` as the template gets them: an assistant turn's tool_calls[].function.arguments
+// (a JSON string) parsed into an object keeping its key order, null content as "", reasoning
+// passed back under the names templates read (reasoning_content, thinking). For the generic
+// syntax with tools, the tool descriptions go into the system message, earlier calls become the
+// assistant's JSON envelope and tool results become user turns. Without system role support the
+// system text is put before the first user turn's. Throws ApiError 400 for arguments that are not
+// a JSON object.
+ojson template_messages(const ojson& messages, const ToolRequest& tools, const ChatFeatures& features);
+
+}  // namespace server
