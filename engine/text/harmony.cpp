@@ -70,7 +70,7 @@ void HarmonyParser::on_marker(std::string_view marker, Delta& d) {
     reasoning_channel_ = name == "analysis";
     std::string_view to = recipient(h);
     if (to.empty()) to = recipient(role_);
-    if (to.substr(0, 10) == "functions.") call_ = std::string(to.substr(10));
+    if (read_calls_ && to.substr(0, 10) == "functions.") call_ = std::string(to.substr(10));
     state_ = State::kBody;
   } else {  // <|start|>, <|end|>
     state_ = State::kHeader;

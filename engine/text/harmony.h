@@ -31,6 +31,10 @@ class HarmonyParser {
     std::vector<Call> calls;  // messages to functions, each once its body has ended
   };
 
+  // `read_calls`: messages to functions are calls (Delta::calls); else their bodies are answer
+  // text, as the commentary channel's are.
+  explicit HarmonyParser(bool read_calls = true) : read_calls_(read_calls) {}
+
   // Whether the vocabulary has harmony's <|start|>, <|channel|>, <|message|> and <|end|>.
   static bool applies_to(const Tokenizer& tok);
 
@@ -59,6 +63,7 @@ class HarmonyParser {
   std::string call_;                // the function the current body is addressed to, if any
   std::string call_body_;           // that body so far
   bool reasoning_channel_ = false;  // the current body is the analysis channel's
+  bool read_calls_;
 };
 
 }  // namespace engine

@@ -3,6 +3,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <ctime>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -62,6 +64,7 @@ struct App {
   engine::Scheduler* scheduler = nullptr;
   engine::grammar::GrammarCache* grammars = nullptr;  // compiled output constraints (thread-safe)
   ChatFeatures chat_features;         // of chat_template: tool syntax, system role, thinking
+  std::function<std::tm()> template_clock;  // strftime_now()'s time; empty: now (tests fix it)
   WorkPool* work = nullptr;           // the CPU work of requests runs here, off the IO threads
   ServeSettings settings;
   Metrics metrics;

@@ -151,6 +151,7 @@ RenderedChat render_chat(const App& app, const json& messages, const json& extra
   if (tok.eos() >= 0) input.eos_token = std::string(tok.token_text(tok.eos()));
   if (extra.is_object()) input.extra_variables = convert(extra, &tok, depth);
   if (tools != nullptr) input.tools = convert(*tools, &tok, depth);
+  input.clock = app.template_clock;
   try {
     return unmark(app.chat_template->render(input));
   } catch (const engine::TemplateRaise& e) {

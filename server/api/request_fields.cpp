@@ -32,7 +32,7 @@ std::string header_name(const std::string& name) {
     }
   }
   if (cut) out += "...";
-  return out;
+  return out.empty() ? "\"\"" : out;  // the empty key, shown as ""
 }
 
 }  // namespace

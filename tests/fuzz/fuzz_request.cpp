@@ -11,7 +11,8 @@
 // makes the server answer 500 or die.
 //
 // Models: the shared Qwen3 vocabulary (byte-level BPE with control tokens) with the real Qwen3
-// chat template, and stories260K (SentencePiece) with the ChatML fallback; without ../shared,
+// chat template (Hermes tool calls), and stories260K (SentencePiece) with the ChatML fallback (the
+// generic tool syntax), Llama 3.1's and Mistral Nemo's templates; without ../shared,
 // our own built-in BPE vocabulary (engine/synth) with ChatML. The first model compiles output
 // constraints through a GrammarCache of its vocabulary, as the server does (building the trie of
 // 151k tokens for every input would be too slow); the others without one (App::grammars null).
@@ -71,6 +72,7 @@ struct Model {
     a.settings.max_queue = 8;
     a.settings.default_max_tokens = 16;
     a.settings.max_json_depth = 64;
+    a.chat_features = server::detect_chat_features(a);
     a.ready = true;
   }
   Model(const Model&) = delete;  // the App points into it
@@ -102,6 +104,11 @@ std::vector<std::unique_ptr<Model>> load_models() {
                                           read_text(dir + "/templates/Qwen-Qwen3-0.6B.jinja")));
     out.push_back(std::make_unique<Model>(tokenizer_of(dir + "/models/stories260K.gguf"),
                                           std::string(engine::kChatMLTemplate)));
+    // tool syntaxes of their own: Llama 3.1 (JSON calls) and Mistral Nemo ([TOOL_CALLS])
+    out.push_back(std::make_unique<Model>(tokenizer_of(dir + "/models/stories260K.gguf"),
+                                          read_text(dir + "/templates/meta-llama-Llama-3.1-8B-Instruct.jinja")));
+    out.push_back(std::make_unique<Model>(tokenizer_of(dir + "/models/stories260K.gguf"),
+                                          read_text(dir + "/templates/mistralai-Mistral-Nemo-Instruct-2407.jinja")));
     out[0]->use_grammar_cache();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fuzz_request: shared models unavailable (%s); using the built-in vocabulary\n", e.what());

@@ -432,5 +432,28 @@ TEST_F(SchedulerGrammarTest, TheGrammarEndsTheRequestEvenWithIgnoreEos) {
   EXPECT_EQ(s->text(), "qr");  // after "q" the fake favours "r" (4) over the end (0)
 }
 
+TEST_F(SchedulerGrammarTest, ALazyGrammarAppliesFromItsTriggerOn) {
+  // free, the fake writes "defgh"; with trigger "e" the grammar takes over at the "e"
+  auto lazy = std::make_shared<RecordingSink>(), never = std::make_shared<RecordingSink>(),
+       misfit = std::make_shared<RecordingSink>();
+  std::vector<GenerationRequest> reqs;
+  reqs.push_back(request(lazy, 10));
+  reqs.back().grammar = compile(R"(root ::= "e" "zz")");
+  reqs.back().grammar_triggers = {"e"};
+  reqs.push_back(request(never, 5));
+  reqs.back().grammar = compile(R"(root ::= "q")");
+  reqs.back().grammar_triggers = {"q"};
+  reqs.push_back(request(misfit, 5));
+  reqs.back().grammar = compile(R"(root ::= "dx")");
+  reqs.back().grammar_triggers = {"de"};  // the text from the trigger on does not fit: stays free
+  ASSERT_EQ(scheduler_->submit_all(std::move(reqs)), SubmitStatus::kAccepted);
+  EXPECT_EQ(lazy->wait(), FinishReason::kStop);
+  EXPECT_EQ(lazy->text(), "dezz");
+  EXPECT_EQ(never->wait(), FinishReason::kLength);
+  EXPECT_EQ(never->text(), "defgh");
+  EXPECT_EQ(misfit->wait(), FinishReason::kLength);
+  EXPECT_EQ(misfit->text(), "defgh");
+}
+
 }  // namespace
 }  // namespace engine

@@ -126,5 +126,53 @@ TEST_F(ChatHarmony, TwoStreamedChoicesKeepTheirOwnState) {
   EXPECT_EQ(content[1], "Think hardFour") << "text before any marker is the answer";
 }
 
+TEST_F(ChatHarmony, AMessageToAnOfferedFunctionIsAToolCall) {
+  auto request = std::make_shared<server::ChatRequest>(*harmony_request());
+  request->answer.parse_calls = true;
+  request->answer.names = {"get_weather"};
+  const server::ChatFormatter f(app_, request);
+  // <|call|> ends the output: an end-of-generation token, so never in the text
+  const std::vector<std::string> pieces = {"<|channel|>analysis<|message|>Need it.<|end|><|start|>assistant",
+                                           "<|channel|>commentary to=functions.get_weather <|constrain|>json",
+                                           "<|message|>{\"city\": \"Oslo\"}"};
+  server::ChoiceResult c;
+  for (const std::string& p : pieces) c.text += p;
+  const json r = f.response({c}, json::object());
+  const json& m = r["choices"][0]["message"];
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "tool_calls");
+  EXPECT_EQ(m["reasoning_content"], "Need it.");
+  EXPECT_TRUE(m["content"].is_null()) << m.dump();
+  ASSERT_EQ(m["tool_calls"].size(), 1u) << m.dump();
+  EXPECT_EQ(m["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(m["tool_calls"][0]["function"]["arguments"], "{\"city\":\"Oslo\"}");
+  // streamed: the call goes out at the end (its body ends with the output)
+  json calls = json::array();
+  for (const std::string& p : pieces) {
+    engine::TokenEvent e;
+    e.token = 0;
+    e.text = p;
+    const json chunk = f.token_chunk(0, e);
+    for (const json& one : chunk.is_array() ? chunk : json::array({chunk})) {
+      if (!one.is_null()) EXPECT_FALSE(one["choices"][0]["delta"].contains("tool_calls"));
+    }
+  }
+  const json end = f.finish_chunk(0, engine::FinishReason::kStop);
+  ASSERT_TRUE(end.is_array()) << end.dump();
+  for (const json& one : end) {
+    for (const json& d : one["choices"][0]["delta"].value("tool_calls", json::array())) calls.push_back(d);
+  }
+  ASSERT_EQ(calls.size(), 2u) << end.dump();
+  EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
+  EXPECT_EQ(calls[1]["function"]["arguments"], "{\"city\":\"Oslo\"}");
+  EXPECT_EQ(end.back()["choices"][0]["finish_reason"], "tool_calls");
+  // a message to a function nobody offered is neither a call nor text for the user
+  server::ChoiceResult other;
+  other.text = "<|channel|>commentary to=functions.rm <|constrain|>json<|message|>{}";
+  const json other_reply = f.response({other}, json::object());
+  const json& om = other_reply["choices"][0]["message"];
+  EXPECT_FALSE(om.contains("tool_calls"));
+  EXPECT_EQ(om["content"], "");
+}
+
 }  // namespace
 }  // namespace ggufd::test

@@ -63,6 +63,14 @@ TEST(Harmony, AMessageToAFunctionIsACall) {
   EXPECT_EQ(s.calls[0].arguments, "{\"city\":\"Paris\"}");
 }
 
+TEST(Harmony, WithoutReadingCallsTheirBodiesAreTheAnswer) {
+  HarmonyParser p(false);  // tool_choice none: nothing is a call
+  HarmonyParser::Delta d = p.push("<|channel|>commentary to=functions.f <|constrain|>json<|message|>{\"a\":1}");
+  HarmonyParser::Delta end = p.flush();
+  EXPECT_EQ(d.content + end.content, "{\"a\":1}");
+  EXPECT_TRUE(d.calls.empty() && end.calls.empty());
+}
+
 TEST(Harmony, TheRecipientMayStandInTheRoleHeader) {
   const Split s = run({"<|start|>assistant to=functions.lookup<|channel|>commentary json<|message|>{}<|end|>",
                        "<|start|>assistant<|channel|>final<|message|>Done."});

@@ -4,20 +4,18 @@ namespace engine::tools {
 
 AnswerParser::AnswerParser(AnswerOptions options) : o_(std::move(options)) {
   if (o_.reasoning == AnswerOptions::Reasoning::kThink) think_.emplace(o_.starts_in_think);
-  if (o_.reasoning == AnswerOptions::Reasoning::kHarmony) harmony_.emplace();
+  if (o_.reasoning == AnswerOptions::Reasoning::kHarmony) harmony_.emplace(o_.parse_calls);
   if (o_.parse_calls && o_.syntax != ToolSyntax::kHarmony) calls_.emplace(o_.syntax, o_.names);
 }
 
 void AnswerParser::pass(std::string reasoning, std::string content, std::vector<HarmonyParser::Call> calls, Delta& d) {
   d.reasoning += reasoning;
-  for (HarmonyParser::Call& c : calls) {  // harmony: a message to a function
-    std::optional<ToolCall> call;
-    if (o_.parse_calls) {
-      const nlohmann::ordered_json args = nlohmann::ordered_json::parse(c.arguments, nullptr, false);
-      if (!args.is_discarded()) call = call_from_json({{"name", c.name}, {"arguments", args}}, o_.names);
-    }
-    if (call) d.calls.push_back(std::move(*call));
-    else content += c.arguments;  // not a call we offered: its text stays visible as content
+  // harmony: a message to a function; one we did not offer (or with arguments that are not an
+  // object) is dropped: it is neither a call the client can run nor text addressed to the user
+  for (HarmonyParser::Call& c : calls) {
+    const nlohmann::ordered_json args = nlohmann::ordered_json::parse(c.arguments, nullptr, false);
+    if (args.is_discarded()) continue;
+    if (auto call = call_from_json({{"name", c.name}, {"arguments", args}}, o_.names)) d.calls.push_back(std::move(*call));
   }
   if (!calls_) {
     d.content += content;
