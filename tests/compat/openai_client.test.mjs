@@ -3,65 +3,22 @@
 // GGUFD_MODEL in the environment. Exits 77 (ctest: skipped) when the shared model is absent.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { startServer, importPackage } from './server.mjs';
 
-const binary = process.env.GGUFD_BINARY;
-const model = process.env.GGUFD_MODEL;
-if (!existsSync(model ?? '')) {
-  console.log(`skipped: shared test model not found: ${model}`);
-  process.exit(77);
-}
-let OpenAI, z, zodResponseFormat;
-try {
-  ({ default: OpenAI } = await import('openai'));
-  ({ z } = await import('zod'));
-  ({ zodResponseFormat } = await import('openai/helpers/zod'));
-} catch (e) {
-  console.error('the openai / zod npm packages are not installed: run scripts/install-deps --test (npm install in tests/compat)');
-  throw e;
-}
+const { default: OpenAI } = await importPackage('openai');
+const { z } = await importPackage('zod');
+const { zodResponseFormat } = await importPackage('openai/helpers/zod');
 
 let server;
 let client;
 
-// Starts the server on a free port; resolves with its base URL once /health says ready.
-async function startServer() {
-  server = spawn(binary, ['serve', '-m', model, '--alias', 'stories', '--host', '127.0.0.1', '--port', '0',
-                          '--threads', '1', '--parallel', '2', '--ctx-size', '256'],
-                 { stdio: ['ignore', 'pipe', 'pipe'] });
-  let log = '';
-  let timer;
-  const port = await new Promise((resolve, reject) => {
-    const onData = (chunk) => {
-      log += chunk;
-      const m = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(log);
-      if (m) resolve(Number(m[1]));
-    };
-    server.stdout.on('data', onData);
-    server.stderr.on('data', onData);
-    server.on('exit', (code) => reject(new Error(`ggufd exited with ${code} before listening:\n${log}`)));
-    timer = setTimeout(() => reject(new Error(`ggufd did not listen within 30 s:\n${log}`)), 30000);
-  }).finally(() => clearTimeout(timer));
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 300; ++i) {
-    const r = await fetch(`${base}/health`).catch(() => null);
-    if (r?.status === 200) return base;
-    await new Promise((ok) => setTimeout(ok, 100));
-  }
-  throw new Error(`ggufd never became ready:\n${log}`);
-}
-
 before(async () => {
-  const base = await startServer();
-  client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
+  server = await startServer();
+  client = new OpenAI({ baseURL: server.url, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
 });
 
 after(async () => {
-  if (!server) return;
-  const exited = new Promise((ok) => server.on('exit', ok));
-  server.kill('SIGTERM');
-  assert.equal(await exited, 0, 'ggufd exits 0 on SIGTERM');
+  if (server) assert.equal(await server.stop(), 0, 'ggufd exits 0 on SIGTERM');
 });
 
 test('models.list and models.retrieve', async () => {
@@ -136,7 +93,7 @@ test('chat stream with usage', async () => {
 
 test('errors come back as typed API errors', async () => {
   await assert.rejects(
-    client.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] }),
+    client.models.retrieve('no-such-model'),
     (e) => e instanceof OpenAI.NotFoundError && e.status === 404 && /no-such-model/.test(e.message));
   await assert.rejects(
     client.completions.create({ model: 'stories', prompt: 'x', temperature: 'hot' }),
@@ -144,6 +101,14 @@ test('errors come back as typed API errors', async () => {
   await assert.rejects(
     client.completions.create({ model: 'stories', prompt: 'x '.repeat(2000), max_tokens: 4 }),
     (e) => e instanceof OpenAI.BadRequestError && e.code === 'context_length_exceeded');
+});
+
+test('another model id is served under the real one (without --strict-api)', async () => {
+  const r = await client.chat.completions.create({
+    model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4,
+  });
+  assert.equal(r.model, 'stories');
+  assert.equal(r.object, 'chat.completion');
 });
 
 // True when `s` is a prefix of some JSON text: what a json_object / json_schema reply cut by

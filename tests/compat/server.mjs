@@ -1,0 +1,78 @@
+// Shared by the client-compatibility tests (tests/compat/*.test.mjs): starts a real `ggufd serve`
+// on GGUFD_MODEL (the shared stories260K model) and stops it again. Importing this module exits
+// the process with 77 (ctest: skipped) when the shared model is absent.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+
+export const binary = process.env.GGUFD_BINARY;
+export const model = process.env.GGUFD_MODEL;
+if (!existsSync(model ?? '')) {
+  console.log(`skipped: shared test model not found: ${model}`);
+  process.exit(77);
+}
+if (!existsSync(binary ?? '')) throw new Error(`GGUFD_BINARY is not a file: ${binary}`);
+
+// The Qwen3 chat template (Hermes-style <tool_call> tags) from the shared templates next to the
+// models; GGUFD_QWEN3_TEMPLATE overrides. null when absent (the tests that need it skip).
+const qwen3Template = process.env.GGUFD_QWEN3_TEMPLATE ??
+                      join(dirname(model), '..', 'templates', 'Qwen-Qwen3-0.6B.jinja');
+export const qwen3TemplateFile = existsSync(qwen3Template) ? qwen3Template : null;
+
+// The two ways the tool tests serve the model: stories260K has no chat template, so the server
+// uses its generic tool-call format; with the Qwen3 template the same model goes through the
+// Hermes/Qwen <tool_call> format. `args` are extra `serve` arguments; `skip` says why a variant
+// cannot run here (false when it can).
+export const toolServers = [
+  { name: 'generic tool format', args: [], skip: false },
+  { name: 'Qwen3 template', args: qwen3TemplateFile ? ['--chat-template-file', qwen3TemplateFile] : [],
+    skip: qwen3TemplateFile ? false : `chat template not found: ${qwen3Template}` },
+];
+
+// Starts `ggufd serve` on a free port with the model aliased "stories"; resolves once /health
+// says ready with { base: 'http://127.0.0.1:PORT', url: base + '/v1', stop(), log() }: stop()
+// sends SIGTERM and resolves with the exit code (tests assert 0); log() is the server's output so
+// far.
+export async function startServer({ args = [], ctxSize = 256, parallel = 2 } = {}) {
+  const server = spawn(binary, ['serve', '-m', model, '--alias', 'stories', '--host', '127.0.0.1', '--port', '0',
+                                '--threads', '1', '--parallel', String(parallel), '--ctx-size', String(ctxSize),
+                                ...args],
+                       { stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  let timer;
+  const exited = new Promise((ok) => server.on('exit', (code, signal) => ok(code ?? signal)));
+  const port = await new Promise((resolve, reject) => {
+    const onData = (chunk) => {
+      log += chunk;
+      const m = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(log);
+      if (m) resolve(Number(m[1]));
+    };
+    server.stdout.on('data', onData);
+    server.stderr.on('data', onData);
+    exited.then((code) => reject(new Error(`ggufd exited with ${code} before listening:\n${log}`)));
+    timer = setTimeout(() => reject(new Error(`ggufd did not listen within 30 s:\n${log}`)), 30000);
+  }).finally(() => clearTimeout(timer));
+  const base = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    server.kill('SIGTERM');
+    return exited;
+  };
+  for (let i = 0; i < 300; ++i) {
+    const r = await fetch(`${base}/health`).catch(() => null);
+    if (r?.status === 200) return { base, url: `${base}/v1`, stop, log: () => log };
+    await new Promise((ok) => setTimeout(ok, 100));
+  }
+  await stop();
+  throw new Error(`ggufd never became ready:\n${log}`);
+}
+
+// Imports an npm package of tests/compat, explaining how to install it when it is missing.
+export async function importPackage(name) {
+  try {
+    return await import(name);
+  } catch (e) {
+    console.error(`the npm package ${name} is not installed: run scripts/install-deps --test ` +
+                  '(npm install in tests/compat)');
+    throw e;
+  }
+}
