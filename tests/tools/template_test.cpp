@@ -31,6 +31,21 @@ TEST(TemplateCommand, RendersSharedCaseExactly) {
   }
 }
 
+TEST(TemplateCommand, RendersSharedToolCasesAsTheServerDoes) {
+  GGUFD_REQUIRE_SHARED("templates/tools/Qwen-Qwen3-0.6B.json");
+  std::ifstream in(shared_path("templates/tools/Qwen-Qwen3-0.6B.json"));
+  const nlohmann::ordered_json cases = nlohmann::ordered_json::parse(in);
+  for (const auto& c : cases["cases"]) {
+    // as a client sends them: arguments as JSON strings, null content, keys in their order
+    const nlohmann::ordered_json input = {{"messages", c["messages"]}, {"tools", c["tools"]},
+                                          {"add_generation_prompt", true}, {"bos_token", c["bos_token"]},
+                                          {"eos_token", c["eos_token"]}};
+    const auto r = run_ggufd("template --template " + shared_path("templates/Qwen-Qwen3-0.6B.jinja"), input.dump());
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, c["expected"].get<std::string>()) << c["name"];
+  }
+}
+
 TEST(TemplateCommand, RaiseExceptionExitsNonZeroWithTheMessage) {
   GGUFD_REQUIRE_SHARED("templates/google-gemma-2-2b-it.json");
   const json cases = load_cases("google-gemma-2-2b-it");

@@ -1,5 +1,7 @@
 // `ggufd template (-m FILE | --template FILE.jinja)`: renders a chat from stdin JSON
-// {messages, add_generation_prompt?, bos_token?, eos_token?, tools?} and prints the prompt.
+// {messages, add_generation_prompt?, bos_token?, eos_token?, tools?} and prints the prompt. Messages
+// and tools go to the template as the server hands them over (keys in the order given, tool-call
+// arguments parsed, the generic tool prompt for templates that know no tools).
 #include <cstdio>
 #include <iostream>
 #include <iterator>
@@ -10,6 +12,7 @@
 #include "gguf/file.h"
 #include "server/api/chat_prompt.h"
 #include "server/api/request_json.h"
+#include "server/api/tool_request.h"
 #include "tools/ggufd/commands.h"
 #include "tools/ggufd/files.h"
 
@@ -45,16 +48,22 @@ Command add_template(CLI::App& app) {
     std::string bos, eos;
     const engine::ChatTemplate tmpl = engine::ChatTemplate::parse(load_template(*o, bos, eos));
     const std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-    const nlohmann::json j = server::parse_object(input, server::kDefaultMaxJsonDepth);
+    (void)server::parse_object(input, server::kDefaultMaxJsonDepth);  // JSON, an object, within the depth limit
+    const nlohmann::ordered_json j = nlohmann::ordered_json::parse(input);
     if (!j.contains("messages")) {
       throw std::invalid_argument("stdin must be a JSON object with \"messages\"");
     }
+    const server::ToolRequest tools = server::parse_tool_request(j);
+    server::ChatFeatures features;
+    features.syntax = engine::tools::detect_tool_syntax(tmpl.source(), false);
     engine::ChatInput in;
-    in.messages = server::to_jinja(j["messages"]);
+    in.messages = server::to_jinja(server::template_messages(j["messages"], tools, features));
     in.add_generation_prompt = j.value("add_generation_prompt", false);
     in.bos_token = j.value("bos_token", bos);
     in.eos_token = j.value("eos_token", eos);
-    if (j.contains("tools") && !j["tools"].is_null()) in.tools = server::to_jinja(j["tools"]);
+    if (!tools.tools.empty() && engine::tools::template_renders_tools(features.syntax)) {
+      in.tools = server::to_jinja(tools.tools_json);
+    }
     const std::string out = tmpl.render(in);
     std::fwrite(out.data(), 1, out.size(), stdout);
     return 0;
