@@ -136,9 +136,10 @@ void Service::Impl::load() {
     app.tokenizer = &*tokenizer;
     app.chat_template = &*chat_template;
     app.scheduler = scheduler.get();
-    grammars = std::make_unique<engine::grammar::GrammarCache>(engine::grammar::TokenVocab::from_tokenizer(*tokenizer));
-    app.grammars = grammars.get();
     app.chat_features = detect_chat_features(app);
+    grammars = std::make_unique<engine::grammar::GrammarCache>(
+        engine::grammar::TokenVocab::from_tokenizer(*tokenizer, app.chat_features.marker_tokens));
+    app.grammars = grammars.get();
     ServeSettings& s = app.settings;
     s.n_ctx = so.n_ctx;
     s.n_slots = so.n_slots;

@@ -1,6 +1,9 @@
 #include "server/api/app.h"
 
+#include <algorithm>
+
 #include "engine/text/chat_template.h"
+#include "engine/text/tokenizer/tokenizer.h"
 #include "engine/text/harmony.h"
 #include "engine/text/reasoning.h"
 #include "server/api/api_error.h"
@@ -21,6 +24,11 @@ ChatFeatures detect_chat_features(const App& app) {
   const std::string& src = app.chat_template->source();
   f.syntax = engine::tools::detect_tool_syntax(src, engine::HarmonyParser::applies_to(*app.tokenizer));
   f.thinks = engine::template_thinks(src);
+  for (const auto& m : engine::tools::call_markers(f.syntax)) {
+    const int32_t id = app.tokenizer->find_token(m.text);
+    if (id >= 0 && app.tokenizer->is_control(id) && !app.tokenizer->is_eog(id)) f.marker_tokens.push_back(id);
+  }
+  std::sort(f.marker_tokens.begin(), f.marker_tokens.end());
   // a system message the template renders: its text shows in the prompt
   const std::string probe = "ggufd system probe 7Q";
   const nlohmann::ordered_json messages = {{{"role", "system"}, {"content", probe}}, {{"role", "user"}, {"content", "hi"}}};

@@ -73,7 +73,8 @@ struct App {
 };
 
 // What the chat template can do, found by reading and trying it (detect_tool_syntax, a render
-// with a system message, <think>). Call once the tokenizer and template are set.
+// with a system message, <think>, the markers' tokens). Call once the tokenizer and template are
+// set, before the grammar vocabulary is built (it includes marker_tokens).
 ChatFeatures detect_chat_features(const App& app);
 
 // Throws a 404 (model_not_found) unless `id` names the served model.

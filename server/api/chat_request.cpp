@@ -69,7 +69,7 @@ void constrain_tool_calls(const App& app, ChatRequest& r) {
   engine::tools::ToolGrammarOptions o;
   o.syntax = app.chat_features.syntax;
   o.tools = t.callable();
-  o.parallel = t.parallel;
+  o.parallel = t.parallel();
   o.lazy = !forced;
   if (r.answer.starts_in_think) o.think = engine::tools::ToolGrammarOptions::Think::kInside;
   std::string key = std::string("tools\n") + engine::tools::tool_syntax_name(o.syntax) + (o.parallel ? "|p" : "|1") +
@@ -81,18 +81,6 @@ void constrain_tool_calls(const App& app, ChatRequest& r) {
     throw invalid_field("tools", std::string("the tools' parameter schemas cannot be enforced: ") + e.what());
   }
   if (o.lazy) r.params.grammar_triggers = engine::tools::lazy_triggers(o.syntax);
-}
-
-// Control tokens of the syntax's markers ([TOOL_CALLS], <|python_tag|>...): shown in the output
-// so that the parser sees them.
-std::vector<int32_t> shown_markers(const App& app) {
-  std::vector<int32_t> ids;
-  for (const auto& m : engine::tools::call_markers(app.chat_features.syntax)) {
-    const int32_t id = app.tokenizer->find_token(m.text);
-    if (id >= 0 && app.tokenizer->is_control(id)) ids.push_back(id);
-  }
-  std::sort(ids.begin(), ids.end());
-  return ids;
 }
 
 }  // namespace
@@ -131,7 +119,8 @@ ChatRequest prepare_chat(const App& app, std::string_view text) {
   a.names = r.tools.callable_names();
   r.prompts.push_back(tokenize_chat(app, std::move(chat)));
   constrain_tool_calls(app, r);
-  if (a.parse_calls) r.params.shown_tokens = shown_markers(app);
+  // the markers' control tokens are text wherever the parser or a grammar may look for them
+  if (a.parse_calls || r.params.grammar) r.params.shown_tokens = features.marker_tokens;
   check_generation(r.params, r.prompts, app);
   return r;
 }

@@ -70,6 +70,7 @@ CompletionRequest prepare_completion(const App& app, std::string_view text) {
   params = parse_generation_params(body, app, {{"max_tokens", "n_predict"}, app.settings.default_max_tokens, 0});
   params.n_logprobs = static_cast<int>(get_int(body, "logprobs", 0, 20).value_or(-1));
   params.grammar = parse_output_constraint(body, text, app);
+  if (params.grammar) params.shown_tokens = app.chat_features.marker_tokens;  // in the grammar vocabulary too
   r.echo = get_bool(body, "echo").value_or(false);
   params.prompt_logprobs = r.echo && params.n_logprobs >= 0;
   const bool parse_special = get_bool(body, "parse_special").value_or(true);

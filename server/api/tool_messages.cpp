@@ -79,7 +79,7 @@ ojson for_template(const ojson& m, size_t i) {
 // The generic syntax: calls as the envelope the tools prompt asks for, results as user turns.
 ojson generic_conversation(const ojson& messages, const ToolRequest& r, const ChatFeatures& f) {
   ojson out = ojson::array();
-  std::string system = r.tools.empty() ? "" : tools::generic_tools_prompt(r.tools, r.parallel);
+  std::string system = r.tools.empty() ? "" : tools::generic_tools_prompt(r.tools, r.parallel());
   size_t first = 0;
   if (!system.empty() && !messages.empty() && messages[0].is_object() &&
       (messages[0].value("role", "") == "system" || messages[0].value("role", "") == "developer")) {

@@ -125,7 +125,7 @@ ToolRequest parse_tool_request(const ojson& body) {
   read_choice(body, r);
   if (auto p = body.find("parallel_tool_calls"); p != body.end() && !p->is_null()) {
     if (!p->is_boolean()) throw invalid_field("parallel_tool_calls", "'parallel_tool_calls' must be a boolean");
-    r.parallel = p->get<bool>();
+    r.parallel_requested = p->get<bool>();
   }
   return r;
 }

@@ -20,7 +20,14 @@ struct ToolRequest {
   ojson tools_json = ojson::array();  // `tools` as sent (the template renders it), or from `functions`
   Choice choice = Choice::kAuto;
   std::string named;                  // kNamed: the function that must be called
-  bool parallel = true;
+  // parallel_tool_calls, if the request says. Absent: several calls under "auto" (the model ends
+  // its answer when it has called what it needs), one call under "required" or a named function,
+  // where the grammar leaves the model no other way to end than after a call (llama-server's
+  // default, and what lets small models finish).
+  std::optional<bool> parallel_requested;
+  bool parallel() const {
+    return parallel_requested.value_or(choice != Choice::kRequired && choice != Choice::kNamed);
+  }
 
   // Whether the output is read for calls (and constrained, unless the model chooses).
   bool calls_tools() const { return !tools.empty() && choice != Choice::kNone; }
@@ -40,6 +47,10 @@ struct ChatFeatures {
   engine::tools::ToolSyntax syntax = engine::tools::ToolSyntax::kGeneric;
   bool system_role = true;  // a system message is rendered (else it is merged into the first user turn)
   bool thinks = false;      // the template knows <think> blocks
+  // Control tokens of the syntax's call markers ([TOOL_CALLS], <|python_tag|>; sorted): rendered
+  // into the output and part of the grammar vocabulary, so that the parser sees them and a
+  // grammar may ask for them.
+  std::vector<int32_t> marker_tokens;
 };
 
 // `messages` as the template gets them: an assistant turn's tool_calls[].function.arguments

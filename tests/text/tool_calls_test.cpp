@@ -100,12 +100,22 @@ TEST(ToolCallParser, UnknownFunctionsAndBrokenJsonStayContent) {
   p = parse_every_way(ToolSyntax::kHermes, broken);
   EXPECT_TRUE(p.calls.empty());
   EXPECT_EQ(p.content, broken);
-  const std::string cut = "<tool_call>\n{\"name\": \"search\", \"argu";  // max_tokens ran out
+  const std::string cut = "Hm. <tool_call>\n{\"name\": \"search\", \"argu";  // max_tokens ran out
   p = parse_every_way(ToolSyntax::kHermes, cut);
   EXPECT_TRUE(p.calls.empty());
-  EXPECT_EQ(p.content, cut);
+  EXPECT_EQ(p.content, "Hm. ") << "a call cut off is dropped, not shown as text";
   const std::string arguments_not_object = "<tool_call>{\"name\": \"search\", \"arguments\": [1]}</tool_call>";
   EXPECT_TRUE(parse_every_way(ToolSyntax::kHermes, arguments_not_object).calls.empty());
+}
+
+TEST(ToolCallParser, AListCutOffKeepsItsCompleteCalls) {
+  Parsed p = parse_every_way(ToolSyntax::kGeneric, R"({"tool_calls": [{"name": "search", "arguments": {"q": "a"}}, )"
+                                                   R"({"name": "get_weather", "arguments": {"city": "Os)");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].arguments, R"({"q":"a"})");
+  EXPECT_EQ(p.content, "");
+  p = parse_every_way(ToolSyntax::kMistral, R"([TOOL_CALLS][{"name": "search", "arguments": {}}, {"name": "rm", "arguments": {}}, {)");
+  EXPECT_TRUE(p.calls.empty()) << "a list naming an unoffered function is not calls";
 }
 
 TEST(ToolCallParser, AMissingClosingTagAtTheEndStillCalls) {

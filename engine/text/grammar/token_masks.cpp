@@ -61,10 +61,13 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<int32_t
   close_to(0, static_cast<uint32_t>(sorted_.size()));
 }
 
-std::shared_ptr<const TokenVocab> TokenVocab::from_tokenizer(const Tokenizer& tokenizer) {
+std::shared_ptr<const TokenVocab> TokenVocab::from_tokenizer(const Tokenizer& tokenizer, const std::vector<int32_t>& shown) {
   std::vector<std::string> bytes(static_cast<size_t>(tokenizer.n_vocab()));
   for (int32_t id = 0; id < tokenizer.n_vocab(); ++id) {
     if (!tokenizer.is_control(id)) bytes[static_cast<size_t>(id)] = std::string(tokenizer.piece(id, false));
+  }
+  for (int32_t id : shown) {
+    if (id >= 0 && id < tokenizer.n_vocab() && !tokenizer.is_eog(id)) bytes[static_cast<size_t>(id)] = std::string(tokenizer.piece(id, true));
   }
   return std::make_shared<const TokenVocab>(std::move(bytes), tokenizer.eog_ids());
 }

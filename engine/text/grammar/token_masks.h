@@ -38,7 +38,10 @@ inline void set_bit(TokenBits& b, int32_t id) { b[static_cast<size_t>(id) >> 6] 
 class TokenVocab {
  public:
   TokenVocab(std::vector<std::string> token_bytes, std::vector<int32_t> eog_ids);
-  static std::shared_ptr<const TokenVocab> from_tokenizer(const Tokenizer& tokenizer);
+  // Every token but the control tokens (which have no text in the output), except those in
+  // `shown` (sorted): control tokens the output renders (tool-call markers such as [TOOL_CALLS]).
+  static std::shared_ptr<const TokenVocab> from_tokenizer(const Tokenizer& tokenizer,
+                                                          const std::vector<int32_t>& shown = {});
 
   // One trie node, in preorder: the byte that leads to it from its parent, its depth (1 for the
   // root's children), where its subtree ends in the node array, and the range of sorted tokens:

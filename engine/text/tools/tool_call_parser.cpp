@@ -70,6 +70,34 @@ std::optional<std::vector<ToolCall>> calls_from(ToolSyntax syntax, const ojson& 
   return calls;
 }
 
+// The complete calls at the start of a list cut short ([{...}, {...}, {"na): what a section
+// that max_tokens cut off still holds. The generic envelope's list follows its "tool_calls" key.
+std::vector<ToolCall> complete_calls(ToolSyntax syntax, std::string_view s, const std::vector<std::string>& names) {
+  std::vector<ToolCall> out;
+  size_t i = skip_space(s, 0);
+  if (syntax == ToolSyntax::kGeneric) {
+    const size_t key = s.find("\"tool_calls\"", i);
+    if (key != i + 1) return out;
+    i = skip_space(s, key + 12);
+    if (i >= s.size() || s[i] != ':') return out;
+    i = skip_space(s, i + 1);
+  } else if (syntax != ToolSyntax::kMistral && syntax != ToolSyntax::kGranite) {
+    return out;  // one call per section: nothing complete in a cut one
+  }
+  if (i >= s.size() || s[i] != '[') return out;
+  for (i = skip_space(s, i + 1);; i = skip_space(s, i + 1)) {
+    size_t end = 0;
+    if (json_end(s, i, end) != Scan::kDone) break;
+    const ojson j = ojson::parse(s.substr(i, end - i), nullptr, false);
+    auto call = j.is_discarded() ? std::nullopt : call_from_json(j, names);
+    if (!call) return {};  // not a list of calls after all
+    out.push_back(std::move(*call));
+    i = skip_space(s, end);
+    if (i >= s.size() || s[i] != ',') break;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<ToolCall> call_from_json(const ojson& j, const std::vector<std::string>& names) {
@@ -220,6 +248,9 @@ ToolCallParser::Delta ToolCallParser::flush() {
       for (ToolCall& c : calls) d.calls.push_back(std::move(c));
       after_call_ = true;
       emit_content(std::string_view(section_).substr(consumed), d);
+    } else if (size_t end = 0; json_end(section_, skip_space(section_, 0), end) == Scan::kIncomplete) {
+      // cut off (max_tokens) inside the calls: the complete ones count, the rest is dropped
+      for (ToolCall& c : complete_calls(syntax_, section_, names_)) d.calls.push_back(std::move(c));
     } else {
       const CallMarker& mk = markers_[*open_];
       emit_content(mk.keep ? std::string_view() : std::string_view(mk.text), d);

@@ -33,7 +33,9 @@ class ToolCallParser {
 
   Delta push(std::string_view text);
   // At the end of the answer: an open section whose JSON is complete (a missing closing tag) is
-  // taken as calls, anything else held back as content.
+  // taken as calls; one whose JSON was cut off (max_tokens) gives the complete calls of its list
+  // and drops the rest (the syntax's text never becomes content); anything else held back is
+  // content.
   Delta flush();
 
  private:
