@@ -3,10 +3,10 @@
 // node ai_sdk.test.mjs with GGUFD_BINARY and GGUFD_MODEL in the environment. Exits 77 (ctest:
 // skipped) when the shared model is absent. Runs against the model's generic tool-call format
 // and the Qwen3 chat template.
-// The server offers parallel calls unless the request says parallel_tool_calls: false, and the
-// 260K model never chooses to stop calling (it writes calls until max_tokens): the tool tests
-// send it through the provider's pass-through options (providerOptions.ggufd); the 'todo' test at
-// the end tracks the SDK's defaults.
+// Without parallel_tool_calls the server allows one call under a forced toolChoice (the 260K model
+// would never choose to stop calling); most tool tests also send parallel_tool_calls: false through
+// the provider's pass-through options (providerOptions.ggufd), and the last test checks the SDK's
+// defaults.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, importPackage, toolServers } from './server.mjs';
@@ -186,7 +186,6 @@ for (const variant of toolServers) {
     });
 
     test("SDK defaults (no parallel_tool_calls): toolChoice 'required' gives a finished call",
-         { todo: 'ggufd offers parallel calls by default; the 260K model then writes calls until max_tokens (finish_reason length)' },
          async () => {
            const r = await generateText({ ...common(), tools, toolChoice: 'required', prompt: 'What is the weather in Paris?' });
            assert.equal(r.finishReason, 'tool-calls');

@@ -2,9 +2,9 @@
 // LangChain.Compat, see tests/CMakeLists.txt): usage: node langchain.test.mjs with GGUFD_BINARY
 // and GGUFD_MODEL in the environment. Exits 77 (ctest: skipped) when the shared model is absent.
 // Runs against the model's generic tool-call format and the Qwen3 chat template.
-// The server offers parallel calls unless the request says parallel_tool_calls: false, and the
-// 260K model never chooses to stop calling (it writes calls until max_tokens): the tests bind
-// parallel_tool_calls: false; the 'todo' test at the end tracks LangChain's defaults.
+// Without parallel_tool_calls the server allows one call under a forced tool_choice (the 260K
+// model would never choose to stop calling); most tests also bind parallel_tool_calls: false, and
+// the last test checks LangChain's defaults.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, importPackage, toolServers } from './server.mjs';
@@ -167,7 +167,6 @@ for (const variant of toolServers) {
 
     // LangChain's defaults send no parallel_tool_calls (neither bindTools nor withStructuredOutput).
     test("defaults (no parallel_tool_calls): bindTools 'any' and withStructuredOutput",
-         { todo: 'ggufd offers parallel calls by default; the 260K model then writes calls until max_tokens (finish_reason length)' },
          async () => {
            checkToolCalls(await llm.bindTools([getWeather, getTime], { tool_choice: 'any' }).invoke('Time in Paris?'),
                           ['get_weather', 'get_time']);

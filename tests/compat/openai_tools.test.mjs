@@ -5,9 +5,9 @@
 // (stories260K has no chat template) and the Qwen3 chat template (<tool_call> tags).
 // With tool_choice "required" or a named function the server constrains the output to a valid
 // call, so even the 260K-parameter model writes calls whose arguments match the schema.
-// The server offers parallel calls unless the request says parallel_tool_calls: false, and the
-// 260K model never chooses to stop calling (it writes calls until max_tokens): the tests send
-// parallel_tool_calls: false; the 'todo' test at the end tracks the client default.
+// Without parallel_tool_calls the server allows one call under "required" or a named function (the
+// 260K model would never choose to stop calling); most tests also say parallel_tool_calls: false,
+// and the last test checks what the client sends by default.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, importPackage, toolServers } from './server.mjs';
@@ -292,7 +292,6 @@ for (const variant of toolServers) {
     // What clients send by default: no parallel_tool_calls. OpenAI's default is parallel calls,
     // but llama.cpp's server defaults to false, and with a named function OpenAI writes one call.
     test('client defaults (no parallel_tool_calls): required and named give finished calls',
-         { todo: 'ggufd offers parallel calls by default; the 260K model then writes calls until max_tokens (finish_reason length)' },
          async () => {
            for (const tool_choice of ['required', { type: 'function', function: { name: 'get_time' } }]) {
              const r = await client.chat.completions.create({
