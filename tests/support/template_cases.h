@@ -11,6 +11,9 @@
 #include <sstream>
 #include <string>
 
+#include <gtest/gtest.h>
+
+#include "engine/text/chat_template.h"
 #include "engine/text/jinja/value.h"
 
 namespace ggufd::test {
@@ -59,6 +62,22 @@ inline std::string read_file(const std::filesystem::path& path) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// Renders `input` and checks it against case `c`: its "expected" text byte for byte, or the
+// raise_exception() message of its "expected_error".
+template <class Json>
+void expect_case_renders(const engine::ChatTemplate& tmpl, const engine::ChatInput& input, const Json& c) {
+  if (c.contains("expected_error")) {
+    try {
+      const std::string out = tmpl.render(input);
+      ADD_FAILURE() << "expected raise_exception, got output:\n" << out;
+    } catch (const engine::TemplateRaise& e) {
+      EXPECT_EQ(std::string(e.what()), c.at("expected_error").template get<std::string>());
+    }
+  } else {
+    EXPECT_EQ(tmpl.render(input), c.at("expected").template get<std::string>());
+  }
 }
 
 }  // namespace ggufd::test

@@ -56,16 +56,7 @@ int check_template_cases(const std::filesystem::path& dir) {
       input.eos_token = c.at("eos_token").get<std::string>();
       input.clock = [now] { return now; };
       ++cases;
-      if (c.contains("expected_error")) {
-        try {
-          const std::string out = tmpl.render(input);
-          ADD_FAILURE() << "expected raise_exception, got output:\n" << out;
-        } catch (const TemplateRaise& e) {
-          EXPECT_EQ(std::string(e.what()), c.at("expected_error").get<std::string>());
-        }
-      } else {
-        EXPECT_EQ(tmpl.render(input), c.at("expected").get<std::string>());
-      }
+      ggufd::test::expect_case_renders(tmpl, input, c);
     }
   }
   return cases;

@@ -61,16 +61,7 @@ int check_case_file(const std::filesystem::path& file) {
     SCOPED_TRACE(c.at("name").get<std::string>());
     const ChatInput input = input_of(c, now);
     ++cases;
-    if (c.contains("expected_error")) {
-      try {
-        const std::string out = tmpl.render(input);
-        ADD_FAILURE() << "expected raise_exception, got output:\n" << out;
-      } catch (const TemplateRaise& e) {
-        EXPECT_EQ(std::string(e.what()), c.at("expected_error").get<std::string>());
-      }
-    } else {
-      EXPECT_EQ(tmpl.render(input), c.at("expected").get<std::string>());
-    }
+    ggufd::test::expect_case_renders(tmpl, input, c);
   }
   return cases;
 }
