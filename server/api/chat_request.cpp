@@ -1,13 +1,10 @@
 #include "server/api/chat_request.h"
 
-#include <algorithm>
 #include <set>
 
-#include "engine/text/reasoning.h"
-#include "engine/text/tokenizer/tokenizer.h"
 #include "engine/text/grammar/grammar_cache.h"
+#include "engine/text/reasoning.h"
 #include "engine/text/tools/tool_grammar.h"
-
 #include "server/api/api_error.h"
 #include "server/api/chat_prompt.h"
 #include "server/api/output_constraint.h"
@@ -74,13 +71,34 @@ void constrain_tool_calls(const App& app, ChatRequest& r) {
   if (r.answer.starts_in_think) o.think = engine::tools::ToolGrammarOptions::Think::kInside;
   std::string key = std::string("tools\n") + engine::tools::tool_syntax_name(o.syntax) + (o.parallel ? "|p" : "|1") +
                     (o.lazy ? "|lazy" : "|forced") + "|" + std::to_string(static_cast<int>(o.think)) + "\n";
-  for (const auto& def : o.tools) key += def.name + "\n" + def.parameters.dump() + "\n";
+  for (const auto& def : o.tools) key += def.name + "\n" + def.parameters.dump(-1, ' ', false, ojson::error_handler_t::replace) + "\n";
   try {
     r.params.grammar = app.grammars->get(key, [&] { return engine::tools::tool_grammar(o).grammar; });
   } catch (const engine::grammar::GrammarError& e) {
     throw invalid_field("tools", std::string("the tools' parameter schemas cannot be enforced: ") + e.what());
   }
   if (o.lazy) r.params.grammar_triggers = engine::tools::lazy_triggers(o.syntax);
+}
+
+// The conversation rendered through the template (tools and reasoning variables included), and
+// how the model's answer to it is to be read (r.answer).
+RenderedChat render_conversation(const App& app, const ojson& body, ChatRequest& r) {
+  const ChatFeatures& features = app.chat_features;
+  static const ojson kAbsent;
+  const auto messages = body.find("messages");
+  check_messages(messages == body.end() ? kAbsent : *messages);
+  const ojson conversation = template_messages(*messages, r.tools, features);
+  const bool template_tools = engine::tools::template_renders_tools(features.syntax) && !r.tools.tools.empty();
+  RenderedChat chat = render_chat(app, conversation, template_variables(body, app),
+                                  template_tools ? &r.tools.tools_json : nullptr);
+  engine::tools::AnswerOptions& a = r.answer;
+  if (features.syntax == engine::tools::ToolSyntax::kHarmony) a.reasoning = engine::tools::AnswerOptions::Reasoning::kHarmony;
+  else if (features.thinks) a.reasoning = engine::tools::AnswerOptions::Reasoning::kThink;
+  a.starts_in_think = features.thinks && engine::prompt_opens_thinking(chat.text);
+  a.parse_calls = r.tools.calls_tools();
+  a.syntax = features.syntax;
+  a.names = r.tools.callable_names();
+  return chat;
 }
 
 }  // namespace
@@ -102,25 +120,10 @@ ChatRequest prepare_chat(const App& app, std::string_view text) {
     throw invalid_field("top_logprobs", "'top_logprobs' requires 'logprobs': true");
   }
   r.tools = parse_tool_request(ordered);
-  const ChatFeatures& features = app.chat_features;
-  static const ojson kAbsent;
-  const auto messages = ordered.find("messages");
-  check_messages(messages == ordered.end() ? kAbsent : *messages);
-  const ojson conversation = template_messages(*messages, r.tools, features);
-  const bool template_tools = engine::tools::template_renders_tools(features.syntax) && !r.tools.tools.empty();
-  RenderedChat chat = render_chat(app, conversation, template_variables(ordered, app),
-                                  template_tools ? &r.tools.tools_json : nullptr);
-  engine::tools::AnswerOptions& a = r.answer;
-  if (features.syntax == engine::tools::ToolSyntax::kHarmony) a.reasoning = engine::tools::AnswerOptions::Reasoning::kHarmony;
-  else if (features.thinks) a.reasoning = engine::tools::AnswerOptions::Reasoning::kThink;
-  a.starts_in_think = features.thinks && engine::prompt_opens_thinking(chat.text);
-  a.parse_calls = r.tools.calls_tools();
-  a.syntax = features.syntax;
-  a.names = r.tools.callable_names();
-  r.prompts.push_back(tokenize_chat(app, std::move(chat)));
+  r.prompts.push_back(tokenize_chat(app, render_conversation(app, ordered, r)));
   constrain_tool_calls(app, r);
   // the markers' control tokens are text wherever the parser or a grammar may look for them
-  if (a.parse_calls || r.params.grammar) r.params.shown_tokens = features.marker_tokens;
+  if (r.answer.parse_calls || r.params.grammar) r.params.shown_tokens = app.chat_features.marker_tokens;
   check_generation(r.params, r.prompts, app);
   return r;
 }
