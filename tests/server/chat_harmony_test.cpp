@@ -153,7 +153,9 @@ TEST_F(ChatHarmony, AMessageToAnOfferedFunctionIsAToolCall) {
     e.text = p;
     const json chunk = f.token_chunk(0, e);
     for (const json& one : chunk.is_array() ? chunk : json::array({chunk})) {
-      if (!one.is_null()) EXPECT_FALSE(one["choices"][0]["delta"].contains("tool_calls"));
+      if (!one.is_null()) {
+        EXPECT_FALSE(one["choices"][0]["delta"].contains("tool_calls"));
+      }
     }
   }
   const json end = f.finish_chunk(0, engine::FinishReason::kStop);
