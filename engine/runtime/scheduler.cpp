@@ -54,10 +54,12 @@ struct Sequence {
     }
   }
 
-  // A lazy grammar watches the output for its triggers; at the first, it starts from there.
-  void watch_triggers(std::string_view piece) {
+  // A lazy grammar watches the output (token `id`'s bytes, as the grammar vocabulary has them)
+  // for its triggers; at the first, it starts from there.
+  void watch_triggers(int32_t id, const Tokenizer& tok) {
     if (!req.grammar || constraint || req.grammar_triggers.empty() || lazy_done) return;
-    lazy_text.append(piece);
+    const bool shown = std::binary_search(req.shown_tokens.begin(), req.shown_tokens.end(), id);
+    lazy_text.append(tok.piece(id, shown));
     size_t best = std::string::npos, longest = 0;
     for (const std::string& t : req.grammar_triggers) {
       best = std::min(best, lazy_text.find(t));
@@ -419,10 +421,7 @@ void Scheduler::Impl::emit_token(Slot& slot, const float* logits) {
     return;
   }
   ++seq.usage.completion_tokens;
-  if (!seq.constraint && seq.req.grammar) {
-    const bool shown = std::binary_search(seq.req.shown_tokens.begin(), seq.req.shown_tokens.end(), s.id);
-    seq.watch_triggers(tokenizer.piece(s.id, shown));
-  }
+  seq.watch_triggers(s.id, tokenizer);
   TokenEvent ev;
   ev.token = s.id;
   ev.logprob = s.logprob;

@@ -296,6 +296,15 @@ TEST(ToolGrammar, UnenforceableSchemasFallBackToAnyObject) {
   o.syntax = ToolSyntax::kGeneric;
   const auto g = tool_grammar(o).grammar;
   EXPECT_TRUE(grammar::matches(g, R"({"tool_calls": [{"name": "f", "arguments": {"a":1}}]})"));
+  // refused deep inside a $ref, beside a tool whose schema holds: the refusal's half-built rules
+  // stay out of the grammar
+  o.tools = {ToolDef{"f", "", ojson::parse(R"({"type": "object", "properties": {"x": {"$ref": "#/$defs/bad"}},
+                                              "$defs": {"bad": {"type": "string", "if": {}}}})")},
+             weather_tools()[1]};
+  const auto g2 = tool_grammar(o).grammar;
+  EXPECT_TRUE(grammar::matches(g2, R"({"tool_calls": [{"name": "f", "arguments": {"x":[]}}]})"));
+  EXPECT_TRUE(grammar::matches(g2, R"({"tool_calls": [{"name": "search", "arguments": {"q":"a"}}]})"));
+  EXPECT_FALSE(grammar::matches(g2, R"({"tool_calls": [{"name": "search", "arguments": {}}]})"));
 }
 
 // Random generations under forced grammars on a small byte vocabulary always parse into calls.

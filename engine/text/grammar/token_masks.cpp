@@ -208,8 +208,7 @@ const TokenBits& TokenConstraint::allowed() {
   std::fill(mask_.begin(), mask_.end(), 0);
   const TokenVocab& vocab = compiled_->vocab();
   const StackSet& stacks = matcher_.stacks();
-  std::vector<uint32_t>& tops_done = tops_done_;
-  tops_done.clear();
+  tops_done_.clear();
   for (size_t k = 0; k < stacks.size(); ++k) {
     const auto stack = stacks.positions(k);
     if (stack.empty()) continue;  // complete: handled by the end-of-generation tokens below
@@ -220,8 +219,8 @@ const TokenBits& TokenConstraint::allowed() {
       walk_vocab(automaton_, vocab, one_, false, mask_, nullptr);
       continue;
     }
-    if (std::find(tops_done.begin(), tops_done.end(), stack.back()) == tops_done.end()) {
-      tops_done.push_back(stack.back());
+    if (std::find(tops_done_.begin(), tops_done_.end(), stack.back()) == tops_done_.end()) {
+      tops_done_.push_back(stack.back());
       if (!pm->accepted_bits.empty()) {
         for (size_t w = 0; w < mask_.size(); ++w) mask_[w] |= pm->accepted_bits[w];
       }

@@ -109,12 +109,9 @@ class Builder {
     const uint32_t r = b_.fresh_rule("args");
     const bool has_schema = t.parameters.is_object() && !t.parameters.empty();
     if (has_schema) {
+      // A refusal may leave rules of the schema behind in b_, undefined or not: harmless, since
+      // build() lowers only what the root reaches, and JsonRules records a rule once it is whole.
       try {
-        GrammarBuilder probe;  // compiled apart first: a refusal must not leave rules behind in b_
-        JsonRules probe_rules(probe);
-        const uint32_t pr = probe.rule("root");
-        probe.define(pr, json_schema_expr(t.parameters, probe, probe_rules));
-        probe.build(pr);
         b_.define(r, json_schema_expr(t.parameters, b_, rules_));
         return ref(r);
       } catch (const GrammarError&) {
