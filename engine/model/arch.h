@@ -23,6 +23,7 @@ struct ArchTraits {
   bool sinks;       // attn_sinks required (a per-head logit added to the softmax: gpt-oss)
   bool shexp;       // a shared expert beside the routed ones required, sigmoid-gated (qwen2moe)
   std::string_view ffn_norm;  // the pre-FFN norm's tensor (gpt-oss names it post_attention_norm)
+  bool encoder = false;       // BERT-style encoder (engine/model/encoder.h), not the decoder forward pass
 };
 
 inline constexpr ArchTraits kArchTraits[] = {
@@ -39,6 +40,8 @@ inline constexpr ArchTraits kArchTraits[] = {
     {Arch::kSmolLM3,   "smollm3",  RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false, false, false, "ffn_norm"},
     {Arch::kMistral3,  "mistral3", RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false, false, false, "ffn_norm"},
     {Arch::kGptOss,    "gpt-oss",  RopeStyle::kNeox,   FfnAct::kSwigluOai, true,  false, false, true,  true,  false, "post_attention_norm"},
+    // encoders                                                                                          ffn norm  encoder
+    {Arch::kBert,      "bert",     RopeStyle::kNormal, FfnAct::kGeluTanh, true,  false, false, false, false, false, "",       true},
 };
 
 // The row of `arch` (every Arch has one).

@@ -9,25 +9,28 @@
 namespace engine {
 
 // Tokens to evaluate together, each with its sequence, its position in that sequence and whether
-// its logits are wanted. A batch may mix a prompt's many positions (prefill) with single tokens of
+// its logits and/or its final hidden state (embeddings) are wanted. A batch may mix a prompt's many positions (prefill) with single tokens of
 // other sequences (decode). Plain data; no invariants beyond equal lengths, kept by add().
 struct Batch {
   std::vector<int32_t> tokens;
   std::vector<SeqId> seq;
   std::vector<int32_t> pos;
   std::vector<uint8_t> logits;  // 1: compute this token's logits
+  std::vector<uint8_t> hidden;  // 1: keep this token's final hidden state (after the output norm)
 
-  void add(int32_t token, SeqId s, int32_t p, bool want_logits) {
+  void add(int32_t token, SeqId s, int32_t p, bool want_logits, bool want_hidden = false) {
     tokens.push_back(token);
     seq.push_back(s);
     pos.push_back(p);
     logits.push_back(want_logits ? 1 : 0);
+    hidden.push_back(want_hidden ? 1 : 0);
   }
   void clear() {
     tokens.clear();
     seq.clear();
     pos.clear();
     logits.clear();
+    hidden.clear();
   }
   int64_t size() const { return static_cast<int64_t>(tokens.size()); }
   int64_t n_outputs() const {
@@ -35,6 +38,13 @@ struct Batch {
     for (uint8_t l : logits) n += l;
     return n;
   }
+  int64_t n_hidden() const {
+    int64_t n = 0;
+    for (uint8_t h : hidden) n += h;
+    return n;
+  }
+  // The hidden flag of token i (batches built without it have none).
+  bool wants_hidden(int64_t i) const { return static_cast<size_t>(i) < hidden.size() && hidden[static_cast<size_t>(i)]; }
 };
 
 }  // namespace engine

@@ -109,8 +109,11 @@ void Forward::eval(const Batch& batch, KvCache& cache, ThreadPool& pool) {
     }
   }
   n_outputs_ = batch.n_outputs();
+  n_hidden_ = batch.n_hidden();
   route_margin_.assign(hp_.n_expert > 0 ? sz(n) : 0, 1.0f);
   logits_.resize(sz(n_outputs_ * hp_.n_vocab));
+  hidden_.resize(sz(n_hidden_ * hp_.n_embd));
+  hidden_end_ = 0;
   att_scratch_.resize(sz(pool.size() * hp_.head_dim_k));
   float* out = logits_.data();
   for (int64_t begin = 0; begin < n; begin += max_batch_) {
@@ -462,11 +465,16 @@ float* Forward::output_head(const Batch& batch, int64_t begin, int64_t end, floa
                             ThreadPool& pool) {
   const int64_t E = hp_.n_embd;
   // xout[j] = rmsnorm(x[t]) * output_norm for the j-th token wanting logits   (m, E)
+  // hidden[k] = the same for the k-th token wanting its hidden state          (embeddings)
   int64_t m = 0;
   for (int64_t t = 0; t < end - begin; ++t) {
-    if (!batch.logits[sz(begin + t)]) continue;
-    rmsnorm(xout_.data() + m * E, x_.data() + t * E, model_.output_norm.data(), E, hp_.rms_eps);
-    ++m;
+    const bool logits = batch.logits[sz(begin + t)], hidden = batch.wants_hidden(begin + t);
+    if (!logits && !hidden) continue;
+    float* row = logits ? xout_.data() + m * E : hidden_.data() + hidden_end_ * E;
+    rmsnorm(row, x_.data() + t * E, model_.output_norm.data(), E, hp_.rms_eps);
+    if (hidden && logits) std::copy(row, row + E, hidden_.data() + hidden_end_ * E);
+    hidden_end_ += hidden;
+    m += logits;
   }
   // logits = xout @ Wout^T                       xout (m, E) -> out (m, n_vocab)
   if (m > 0) matmul(model_.output, xout_.data(), m, out, pool);

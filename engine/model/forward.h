@@ -37,6 +37,10 @@ class Forward {
   // Results of the last eval(): logits(i) is the i-th flagged token's row (n_vocab,).
   int64_t n_outputs() const { return n_outputs_; }
   const float* logits(int64_t i) const { return logits_.data() + i * hp_.n_vocab; }
+  // hidden(i): the i-th token flagged in batch.hidden, its final hidden state after the output
+  // norm (n_embd,): what decoder embedders pool.
+  int64_t n_hidden() const { return n_hidden_; }
+  const float* hidden(int64_t i) const { return hidden_.data() + i * hp_.n_embd; }
   int64_t n_vocab() const { return hp_.n_vocab; }
   int64_t max_batch() const { return max_batch_; }
   // MoE only: for token i of the last batch, the smallest gap over the layers between the router
@@ -79,6 +83,8 @@ class Forward {
   RopeParams rope_params_swa_;        // sliding layers (their own base)
   bool has_swa_;                      // some layer slides (its RoPE may differ: rope_swa_)
   int64_t n_outputs_ = 0;
+  int64_t n_hidden_ = 0;
+  int64_t hidden_end_ = 0;   // hidden rows written so far in this eval()
   int64_t chunk_begin_ = 0;  // the running chunk's first token in the batch
 
   // Scratch, (max_batch, ...) row-major: row t belongs to the chunk's t-th token.
@@ -114,6 +120,7 @@ class Forward {
   std::vector<MatmulJob> jobs_; // the experts' products of one step
   std::vector<float> route_margin_;  // (batch size,) see route_margin()
   std::vector<float> logits_;   // (n_outputs, n_vocab) results of the last eval()
+  std::vector<float> hidden_;   // (n_hidden, n_embd) results of the last eval()
 };
 
 }  // namespace engine

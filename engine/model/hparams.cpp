@@ -10,6 +10,24 @@
 
 namespace engine {
 
+const char* pooling_name(PoolingType p) {
+  switch (p) {
+    case PoolingType::kNone: return "none";
+    case PoolingType::kMean: return "mean";
+    case PoolingType::kCls: return "cls";
+    case PoolingType::kLast: return "last";
+    case PoolingType::kRank: return "rank";
+  }
+  return "none";
+}
+
+std::optional<PoolingType> find_pooling(std::string_view name) {
+  for (PoolingType p : {PoolingType::kNone, PoolingType::kMean, PoolingType::kCls, PoolingType::kLast, PoolingType::kRank}) {
+    if (name == pooling_name(p)) return p;
+  }
+  return std::nullopt;
+}
+
 const ArchTraits& arch_traits(Arch arch) {
   for (const ArchTraits& a : kArchTraits) {
     if (a.arch == arch) return a;
@@ -234,7 +252,22 @@ HParams read_hparams(const gguf::File& file) {
     fail(file, p + "rope.dimension_count (" + std::to_string(hp.n_rot) +
                    ") must be even and at most the head size (" + std::to_string(hp.head_dim_k) + ")");
   }
-  hp.rms_eps = static_cast<float>(file.get_f64(p + "attention.layer_norm_rms_epsilon"));
+  if (traits->encoder) {
+    hp.norm_eps = finite(file, p + "attention.layer_norm_epsilon", file.get_f64(p + "attention.layer_norm_epsilon"), true);
+  } else {
+    hp.rms_eps = static_cast<float>(file.get_f64(p + "attention.layer_norm_rms_epsilon"));
+  }
+  hp.causal = file.find_bool(p + "attention.causal").value_or(!traits->encoder);
+  if (hp.causal == traits->encoder) {
+    fail(file, p + "attention.causal = " + (hp.causal ? "true" : "false") + " is not supported for architecture " +
+                   hp.arch_name + (traits->encoder ? " (an encoder: bidirectional)" : " (a decoder: causal)"));
+  }
+  if (const auto pt = file.find_u64(p + "pooling_type")) {
+    if (*pt > static_cast<uint64_t>(PoolingType::kRank)) {
+      fail(file, p + "pooling_type = " + std::to_string(*pt) + " is out of range (0 none, 1 mean, 2 cls, 3 last, 4 rank)");
+    }
+    hp.pooling = static_cast<PoolingType>(*pt);
+  }
   hp.rope_freq_base = finite(file, p + "rope.freq_base", file.find_f64(p + "rope.freq_base").value_or(10000.0), true);
   read_rope_scaling(file, p, hp);
   hp.rope_attn_factor = finite(file, p + "rope.scaling.attn_factor",
@@ -310,7 +343,11 @@ std::vector<HParamField> describe_hparams(const HParams& hp) {
   }
   if (hp.rope_attn_factor != 1.0f) num("rope_attn_factor", hp.rope_attn_factor);
   if (const std::string none = layer_ranges(hp.rope_layer, 0); !none.empty()) text("no_rope_layers", none);
-  text("ffn", hp.ffn_act == FfnAct::kGeluTanh    ? "gelu (tanh) gated"
+  if (!hp.causal) text("attention", "bidirectional (encoder)");
+  if (hp.pooling != PoolingType::kNone) text("pooling", pooling_name(hp.pooling));
+  if (hp.n_cls_out > 0) num("classifier_outputs", static_cast<double>(hp.n_cls_out));
+  text("ffn", arch_traits(hp.arch).encoder ? "gelu"
+             : hp.ffn_act == FfnAct::kGeluTanh    ? "gelu (tanh) gated"
              : hp.ffn_act == FfnAct::kSwigluOai ? "clamped swiglu (gpt-oss)"
                                                 : "silu gated");
   if (hp.n_swa > 0) {

@@ -185,6 +185,69 @@ LayerWeights load_layer(const Loader& ld, const HParams& hp, int64_t il) {
   return l;
 }
 
+// Layer il of an encoder (bert): Q/K/V/output with biases, LayerNorms after the residual adds,
+// a gate-less FFN with biases.
+LayerWeights load_encoder_layer(const Loader& ld, const HParams& hp, int64_t il) {
+  const std::string b = "blk." + std::to_string(il) + ".";
+  const int64_t E = hp.n_embd;
+  LayerWeights l;
+  l.wq = ld.matrix(b + "attn_q.weight", hp.q_dim(), E);
+  l.wk = ld.matrix(b + "attn_k.weight", hp.k_dim(), E);
+  l.wv = ld.matrix(b + "attn_v.weight", hp.v_dim(), E);
+  l.wo = ld.matrix(b + "attn_output.weight", E, hp.n_head * hp.head_dim_v);
+  l.bq = ld.vector(b + "attn_q.bias", hp.q_dim(), true);
+  l.bk = ld.vector(b + "attn_k.bias", hp.k_dim(), true);
+  l.bv = ld.vector(b + "attn_v.bias", hp.v_dim(), true);
+  l.bo = ld.vector(b + "attn_output.bias", E, false);
+  l.attn_out_norm = ld.vector(b + "attn_output_norm.weight", E, true);
+  l.attn_out_norm_b = ld.vector(b + "attn_output_norm.bias", E, true);
+  l.ffn_up = ld.matrix(b + "ffn_up.weight", hp.n_ff, E);
+  l.ffn_up_b = ld.vector(b + "ffn_up.bias", hp.n_ff, false);
+  l.ffn_down = ld.matrix(b + "ffn_down.weight", E, hp.n_ff);
+  l.ffn_down_b = ld.vector(b + "ffn_down.bias", E, false);
+  l.layer_out_norm = ld.vector(b + "layer_output_norm.weight", E, true);
+  l.layer_out_norm_b = ld.vector(b + "layer_output_norm.bias", E, true);
+  return l;
+}
+
+// The input side of an encoder: position and token-type embeddings, the embedding LayerNorm.
+void load_encoder_inputs(const Loader& ld, const gguf::File& f, const HParams& hp, Model& m) {
+  m.pos_embd = ld.matrix("position_embd.weight", hp.n_ctx_train, hp.n_embd);
+  if (const gguf::TensorInfo* t = f.find_tensor("token_types.weight")) {
+    if (t->n_dims != 2 || static_cast<int64_t>(t->ne[0]) != hp.n_embd || t->ne[1] == 0) {
+      fail(f, "tensor 'token_types.weight' has shape " + shape_string(*t) + ", expected [" +
+                  std::to_string(hp.n_embd) + ", n_token_types]");
+    }
+    m.type_embd0.resize(static_cast<size_t>(hp.n_embd));
+    const Matrix types = ld.matrix("token_types.weight", static_cast<int64_t>(t->ne[1]), hp.n_embd);
+    dequantize_row(types, 0, m.type_embd0.data());
+  }
+  m.tok_norm = ld.vector("token_embd_norm.weight", hp.n_embd, true);
+  m.tok_norm_b = ld.vector("token_embd_norm.bias", hp.n_embd, true);
+}
+
+// The classification head (cls, cls.output), when the file has one; sets hp.n_cls_out.
+void load_classifier(const Loader& ld, const gguf::File& f, HParams& hp, Model& m) {
+  const gguf::TensorInfo* out = f.find_tensor("cls.output.weight");
+  if (out == nullptr) {
+    if (hp.pooling == PoolingType::kRank && !arch_traits(hp.arch).encoder) {
+      fail(f, "pooling type rank needs a classification head: tensor 'cls.output.weight' is missing");
+    }
+    return;
+  }
+  if (out->n_dims != 2 || out->ne[1] == 0 || out->ne[1] > 1024) {
+    fail(f, "tensor 'cls.output.weight' has shape " + shape_string(*out) + ", expected [" +
+                std::to_string(hp.n_embd) + ", n_classes] with 1 to 1024 classes");
+  }
+  hp.n_cls_out = static_cast<int64_t>(out->ne[1]);
+  if (ld.has("cls.weight")) {
+    m.cls = ld.matrix("cls.weight", hp.n_embd, hp.n_embd);
+    m.cls_b = ld.vector("cls.bias", hp.n_embd, false);
+  }
+  m.cls_out = ld.matrix("cls.output.weight", hp.n_cls_out, hp.n_embd);
+  m.cls_out_b = ld.vector("cls.output.bias", hp.n_cls_out, false);
+}
+
 }  // namespace
 
 const float* Model::rope_factors(int64_t n_ctx_seq) const {
@@ -201,7 +264,8 @@ uint64_t Model::weight_bytes() const { return file_.file_size() - file_.data_off
 // layer's experts, the first `experts` (all of them by default).
 template <class M, class Layers>
 std::vector<M*> matmul_weights_of(M& output, Layers& layers, size_t experts = SIZE_MAX) {
-  std::vector<M*> mats{&output};
+  std::vector<M*> mats;
+  if (output.data) mats.push_back(&output);  // (an encoder has none)
   for (auto& l : layers) {
     for (M* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.ffn_gate_inp, &l.gate_shexp,
                  &l.up_shexp, &l.down_shexp}) {
@@ -281,6 +345,13 @@ Model Model::from_file(gguf::File file, bool repack) {
                 ") does not match token_embd.weight's " + std::to_string(hp.n_vocab) + " rows");
   }
   m.tok_embd = ld.matrix("token_embd.weight", hp.n_vocab, hp.n_embd);
+  load_classifier(ld, f, hp, m);
+  if (arch_traits(hp.arch).encoder) {
+    load_encoder_inputs(ld, f, hp, m);
+    for (int64_t il = 0; il < hp.n_layer; ++il) m.layers.push_back(load_encoder_layer(ld, hp, il));
+    if (repack) m.packed_ = PackedWeights::pack(matmul_weights_of<Matrix>(m.output, m.layers), f.owns_mapping());
+    return m;
+  }
   m.output_norm = ld.vector("output_norm.weight", hp.n_embd, true);
   m.output = f.find_tensor("output.weight") ? ld.matrix("output.weight", hp.n_vocab, hp.n_embd)
                                             : m.tok_embd;

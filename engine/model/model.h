@@ -1,9 +1,11 @@
-// A llama-family model: hyperparameters read from GGUF metadata and weights viewed in place.
+// A transformer (llama-family decoder or BERT-family encoder): hyperparameters read from GGUF metadata and weights viewed in place.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <functional>
+#include <optional>
+#include <string_view>
 #include <span>
 #include <vector>
 
@@ -29,7 +31,21 @@ enum class Arch {
   kSmolLM3,   // llama without RoPE on the layers no_rope_layers marks
   kMistral3,  // llama with YaRN and a position-dependent attention temperature (Ministral 3)
   kGptOss,    // MoE with biases everywhere, attention sinks, alternate 128-token windows, clamped SwiGLU
+  kBert,      // encoder: absolute positions, LayerNorm after each residual, GELU FFN, bidirectional
 };
+
+// How a sequence's final hidden states become one vector (pooling_type; llama.cpp's numbering).
+enum class PoolingType {
+  kNone = 0,  // none: the model gives no sequence embedding (a generation model)
+  kMean = 1,  // the mean of every token's hidden state
+  kCls = 2,   // the first token's ([CLS])
+  kLast = 3,  // the last token's (decoder embedders: Qwen3-Embedding)
+  kRank = 4,  // the first token's (encoders) / the last's (decoders) through the classification
+              // head: a relevance score (rerankers)
+};
+const char* pooling_name(PoolingType p);  // "none", "mean", "cls", "last", "rank"
+// The pooling type named `name` ("mean", ...), or nullopt.
+std::optional<PoolingType> find_pooling(std::string_view name);
 
 // The FFN's gate activation.
 enum class FfnAct {
@@ -100,6 +116,12 @@ struct HParams {
   bool expert_weights_norm = false;  // top-k weights renormalized to sum 1
   float expert_weights_scale = 0.0f; // expert_weights_scale: multiplies them when not 0 or 1
 
+  // Encoders and embedders.
+  bool causal = true;          // attention.causal: false for encoders, whose tokens see the whole sequence
+  PoolingType pooling = PoolingType::kNone;  // pooling_type
+  float norm_eps = 1e-12f;     // attention.layer_norm_epsilon (LayerNorm: bert)
+  int64_t n_cls_out = 0;       // rows of cls.output: the classification head's outputs (0: none)
+
   int64_t q_dim() const { return n_head * head_dim_k; }      // width of Q rows
   int64_t k_dim() const { return n_head_kv * head_dim_k; }   // width of K rows (one cache row)
   int64_t v_dim() const { return n_head_kv * head_dim_v; }   // width of V rows (one cache row)
@@ -135,6 +157,11 @@ struct LayerWeights {
   std::vector<float> ffn_gate_inp_shexp;   // (n_embd,)
   Matrix gate_shexp, up_shexp;             // (n_ff_shexp, n_embd)
   Matrix down_shexp;                       // (n_embd, n_ff_shexp)
+  // Encoders (bert): FFN biases (gate-less FFN: ffn_up, GELU, ffn_down) and the LayerNorms after
+  // each residual add, weight and bias.
+  std::vector<float> ffn_up_b, ffn_down_b;                  // (n_ff,) (n_embd,)
+  std::vector<float> attn_out_norm, attn_out_norm_b;        // (n_embd,) after attention + residual
+  std::vector<float> layer_out_norm, layer_out_norm_b;      // (n_embd,) after FFN + residual
 };
 
 // A loaded model: validated hyperparameters and weight views.
@@ -183,6 +210,17 @@ class Model {
   // LongRoPE's long factors beyond the original context and its short ones within it; null when
   // the model has none.
   const float* rope_factors(int64_t n_ctx_seq) const;
+
+  // Encoders (bert): input embeddings are token + position + token type 0, then a LayerNorm.
+  Matrix pos_embd;                          // (n_ctx_train, n_embd)
+  std::vector<float> type_embd0;            // (n_embd,) token type 0 (every token is "sentence A")
+  std::vector<float> tok_norm, tok_norm_b;  // (n_embd,)
+  // Classification head of rank pooling, optional: score = cls_out @ tanh(cls @ x + cls_b) + cls_out_b
+  // (without cls: cls_out @ x + cls_out_b).
+  Matrix cls;                               // (n_embd, n_embd), optional
+  std::vector<float> cls_b;                 // (n_embd,)
+  Matrix cls_out;                           // (n_cls_out, n_embd)
+  std::vector<float> cls_out_b;             // (n_cls_out,)
 
  private:
   explicit Model(gguf::File file) : file_(std::move(file)) {}

@@ -73,6 +73,31 @@ void gelu_mul(float* gate, const float* up, int64_t n) {
   }
 }
 
+void gelu(float* x, int64_t n) {
+  const float* table = gelu_table();
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = x[i];
+    x[i] = g <= -10.0f ? 0.0f : g >= 10.0f ? g : table[kernels::fp32_to_fp16(g)];
+  }
+}
+
+void tanh_inplace(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = std::tanh(x[i]);
+}
+
+void layernorm(float* out, const float* x, const float* w, const float* b, int64_t n, float eps) {
+  double sum = 0.0;  // (ggml_norm accumulates in f64 too)
+  for (int64_t i = 0; i < n; ++i) sum += x[i];
+  const auto mean = static_cast<float>(sum / static_cast<double>(n));
+  double var = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float d = x[i] - mean;
+    var += static_cast<double>(d) * d;
+  }
+  const auto inv = static_cast<float>(1.0 / std::sqrt(var / static_cast<double>(n) + eps));
+  for (int64_t i = 0; i < n; ++i) out[i] = (x[i] - mean) * inv * w[i] + b[i];
+}
+
 void softcap(float* x, float cap, int64_t n) {
   const float inv = 1.0f / cap;
   for (int64_t i = 0; i < n; ++i) x[i] = std::tanh(x[i] * inv) * cap;

@@ -13,6 +13,9 @@ namespace engine {
 // out (n,) = x (n,) / rms(x) * w (n,). out may alias x.
 void rmsnorm(float* out, const float* x, const float* w, int64_t n, float eps);
 
+// out (n,) = (x - mean(x)) / sqrt(var(x) + eps) * w (n,) + b (n,)   (LayerNorm). out may alias x.
+void layernorm(float* out, const float* x, const float* w, const float* b, int64_t n, float eps);
+
 // x (n,) += y (n,)
 void add(float* x, const float* y, int64_t n);
 
@@ -26,6 +29,12 @@ void silu_mul(float* gate, const float* up, int64_t n);
 // backend does: through a table indexed by the f16 rounding of gate, holding f16 results; exact
 // outside (-10, 10).
 void gelu_mul(float* gate, const float* up, int64_t n);
+
+// x (n,) = gelu(x), evaluated as gelu_mul's (ggml_gelu: the f16 table).
+void gelu(float* x, int64_t n);
+
+// x (n,) = tanh(x)
+void tanh_inplace(float* x, int64_t n);
 
 // gate (n,) = g * sigmoid(1.702 g) * (u + 1) with g = min(gate, 7), u = clamp(up, -7, 7): gpt-oss's
 // clamped SwiGLU (ggml's swiglu_oai with its alpha 1.702 and limit 7).

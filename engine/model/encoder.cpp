@@ -1,0 +1,194 @@
+// The forward pass of a BERT-style encoder over a batch of whole sequences, read top to bottom:
+//   x = token_embd[token] + token_types[0] + position_embd[pos] -> LayerNorm
+//   per layer:
+//     [Q/K/V + biases, bidirectional attention within the sequence, output projection + bias,
+//      x = LayerNorm(x + attention)]
+//     [up + bias, GELU, down + bias, x = LayerNorm(x + FFN)]
+//   -> x is each token's hidden state (no final norm; pooling happens outside).
+#include "engine/model/encoder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "engine/kernels/dispatch.h"
+#include "engine/kernels/matmul.h"
+#include "engine/model/ops.h"
+
+namespace engine {
+
+namespace {
+
+size_t sz(int64_t n) { return static_cast<size_t>(n); }
+
+}  // namespace
+
+Encoder::Encoder(const Model& model)
+    : model_(model), hp_(model.hparams()), attn_ops_(kernels::dispatch().attn) {
+  if (model.pos_embd.data == nullptr) throw std::invalid_argument("Encoder: the model is not an encoder");
+}
+
+void Encoder::resize(int64_t n, int n_threads) {
+  int64_t longest = 0;
+  for (size_t t = 0; t < seq_begin_.size(); ++t) longest = std::max(longest, seq_end_[t] - seq_begin_[t]);
+  scores_.resize(sz(n_threads * longest));
+  if (n <= capacity_) return;
+  capacity_ = n;
+  const int64_t E = hp_.n_embd;
+  x_.resize(sz(n * E));
+  y_.resize(sz(n * E));
+  q_.resize(sz(n * hp_.q_dim()));
+  k_.resize(sz(n * hp_.k_dim()));
+  v_.resize(sz(n * hp_.v_dim()));
+  att_.resize(sz(n * hp_.n_head * hp_.head_dim_v));
+  hb_.resize(sz(n * hp_.n_ff));
+}
+
+// Every sequence contiguous, from position 0 up by one; ids inside the vocabulary.
+void Encoder::check(const Batch& batch) {
+  const int64_t n = batch.size();
+  if (sz(n) != batch.seq.size() || sz(n) != batch.pos.size() || sz(n) != batch.logits.size()) {
+    throw std::invalid_argument("batch: tokens, seq, pos and logits differ in length");
+  }
+  seq_begin_.resize(sz(n));
+  seq_end_.resize(sz(n));
+  int64_t begin = 0;
+  for (int64_t t = 0; t < n; ++t) {
+    const int32_t token = batch.tokens[sz(t)];
+    if (token < 0 || token >= hp_.n_vocab) {
+      throw std::invalid_argument("batch: token id " + std::to_string(token) + " is outside the vocabulary [0, " +
+                                  std::to_string(hp_.n_vocab) + ")");
+    }
+    const bool starts = t == 0 || batch.seq[sz(t)] != batch.seq[sz(t - 1)];
+    if (starts) begin = t;
+    if (batch.pos[sz(t)] != t - begin) {
+      throw std::invalid_argument("batch: an encoder needs whole sequences (positions 0, 1, ... in order); token " +
+                                  std::to_string(t) + " has position " + std::to_string(batch.pos[sz(t)]) +
+                                  ", expected " + std::to_string(t - begin));
+    }
+    if (t - begin >= hp_.n_ctx_train) {
+      throw std::invalid_argument("batch: a sequence is longer than the model's " + std::to_string(hp_.n_ctx_train) +
+                                  " positions");
+    }
+    seq_begin_[sz(t)] = begin;
+  }
+  for (int64_t t = n - 1, end = n; t >= 0; --t) {
+    seq_end_[sz(t)] = end;
+    if (seq_begin_[sz(t)] == t) end = t;
+  }
+}
+
+void Encoder::eval(const Batch& batch, ThreadPool& pool) {
+  check(batch);
+  const int64_t n = batch.size(), E = hp_.n_embd;
+  resize(n, pool.size());
+  embed(batch);
+  for (const LayerWeights& l : model_.layers) {
+    attention_block(l, n, pool);
+    ffn_block(l, n, pool);
+  }
+  // hidden[i] = x[t] for the i-th flagged token        (n_hidden, E)
+  n_hidden_ = batch.n_hidden();
+  hidden_.resize(sz(n_hidden_ * E));
+  for (int64_t t = 0, i = 0; t < n; ++t) {
+    if (batch.wants_hidden(t)) std::copy_n(x_.data() + t * E, E, hidden_.data() + (i++) * E);
+  }
+}
+
+void Encoder::embed(const Batch& batch) {
+  const int64_t E = hp_.n_embd;
+  std::vector<float>& pos_row = y_;  // (E,) scratch: y_ is free until the first block
+  for (int64_t t = 0; t < batch.size(); ++t) {
+    // x[t] = token_embd[token] + token_types[0] + position_embd[pos]     (E,)
+    float* x = x_.data() + t * E;
+    dequantize_row(model_.tok_embd, batch.tokens[sz(t)], x);
+    dequantize_row(model_.pos_embd, batch.pos[sz(t)], pos_row.data());
+    add(x, pos_row.data(), E);
+    if (!model_.type_embd0.empty()) add(x, model_.type_embd0.data(), E);
+    // x[t] = layernorm(x[t]) * tok_norm + tok_norm_b
+    layernorm(x, x, model_.tok_norm.data(), model_.tok_norm_b.data(), E, hp_.norm_eps);
+  }
+}
+
+void Encoder::attention_block(const LayerWeights& l, int64_t n, ThreadPool& pool) {
+  const int64_t E = hp_.n_embd;
+  // q = x @ Wq^T + bq, k = x @ Wk^T + bk, v = x @ Wv^T + bv       x (n, E) -> (n, q_dim) ...
+  matmul(l.wq, x_.data(), n, q_.data(), pool);
+  matmul(l.wk, x_.data(), n, k_.data(), pool);
+  matmul(l.wv, x_.data(), n, v_.data(), pool);
+  for (int64_t t = 0; t < n; ++t) {
+    add(q_.data() + t * hp_.q_dim(), l.bq.data(), hp_.q_dim());
+    add(k_.data() + t * hp_.k_dim(), l.bk.data(), hp_.k_dim());
+    add(v_.data() + t * hp_.v_dim(), l.bv.data(), hp_.v_dim());
+  }
+  // att[t, h] = softmax(q[t, h] . k[s, h] / sqrt(head_dim) over s in t's sequence) @ v[s, h]
+  const int64_t n_items = n * hp_.n_head;
+  const size_t per_thread = scores_.size() / sz(pool.size());
+  pool.run([&](int ith, int nth) {
+    float* scores = scores_.data() + sz(ith) * per_thread;
+    for (int64_t i = ith; i < n_items; i += nth) {
+      const int64_t t = i / hp_.n_head;
+      attend(t, i % hp_.n_head, seq_begin_[sz(t)], seq_end_[sz(t)], scores);
+    }
+  });
+  // y = att @ Wo^T + bo                                            att (n, E) -> y (n, E)
+  matmul(l.wo, att_.data(), n, y_.data(), pool);
+  if (!l.bo.empty()) {
+    for (int64_t t = 0; t < n; ++t) add(y_.data() + t * E, l.bo.data(), E);
+  }
+  // x = layernorm(x + y) * attn_out_norm + attn_out_norm_b
+  add_norm(y_.data(), l.attn_out_norm, l.attn_out_norm_b, n);
+}
+
+void Encoder::attend(int64_t t, int64_t h, int64_t begin, int64_t end, float* scores) {
+  const kernels::AttnOps& ops = *attn_ops_;
+  const int64_t hd_k = hp_.head_dim_k, hd_v = hp_.head_dim_v;
+  const int64_t kv_head = h / (hp_.n_head / hp_.n_head_kv);
+  const float* q = q_.data() + t * hp_.q_dim() + h * hd_k;  // (head_dim_k,)
+  float max = -std::numeric_limits<float>::infinity();
+  for (int64_t s = begin; s < end; ++s) {
+    const float* k = k_.data() + s * hp_.k_dim() + kv_head * hd_k;
+    scores[s - begin] = hp_.kq_scale * ops.dot_f32(q, k, hd_k);
+    max = std::max(max, scores[s - begin]);
+  }
+  float sum = 0.0f;
+  for (int64_t s = 0; s < end - begin; ++s) {
+    scores[s] = std::exp(scores[s] - max);
+    sum += scores[s];
+  }
+  float* out = att_.data() + (t * hp_.n_head + h) * hd_v;  // (head_dim_v,)
+  std::fill(out, out + hd_v, 0.0f);
+  for (int64_t s = begin; s < end; ++s) {
+    ops.mad_f32(out, scores[s - begin] / sum, v_.data() + s * hp_.v_dim() + kv_head * hd_v, hd_v);
+  }
+}
+
+void Encoder::ffn_block(const LayerWeights& l, int64_t n, ThreadPool& pool) {
+  const int64_t E = hp_.n_embd, F = hp_.n_ff;
+  // hb = gelu(x @ Wup^T + b_up)                                    x (n, E) -> hb (n, F)
+  matmul(l.ffn_up, x_.data(), n, hb_.data(), pool);
+  for (int64_t t = 0; t < n; ++t) {
+    if (!l.ffn_up_b.empty()) add(hb_.data() + t * F, l.ffn_up_b.data(), F);
+  }
+  gelu(hb_.data(), n * F);
+  // y = hb @ Wdown^T + b_down                                      hb (n, F) -> y (n, E)
+  matmul(l.ffn_down, hb_.data(), n, y_.data(), pool);
+  if (!l.ffn_down_b.empty()) {
+    for (int64_t t = 0; t < n; ++t) add(y_.data() + t * E, l.ffn_down_b.data(), E);
+  }
+  // x = layernorm(x + y) * layer_out_norm + layer_out_norm_b
+  add_norm(y_.data(), l.layer_out_norm, l.layer_out_norm_b, n);
+}
+
+void Encoder::add_norm(const float* y, const std::vector<float>& w, const std::vector<float>& b, int64_t n) {
+  const int64_t E = hp_.n_embd;
+  for (int64_t t = 0; t < n; ++t) {
+    float* x = x_.data() + t * E;
+    add(x, y + t * E, E);
+    layernorm(x, x, w.data(), b.data(), E, hp_.norm_eps);
+  }
+}
+
+}  // namespace engine

@@ -1,0 +1,65 @@
+#include "engine/model/pooling.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "engine/kernels/matmul.h"
+#include "engine/model/arch.h"
+#include "engine/model/ops.h"
+
+namespace engine {
+
+namespace {
+
+// out (m.rows,) = m @ x (m.cols,) (+ b): row by row, the head is small
+void apply(const Matrix& m, const std::vector<float>& b, const float* x, float* out) {
+  std::vector<float> row(static_cast<size_t>(m.cols));
+  for (int64_t r = 0; r < m.rows; ++r) {
+    dequantize_row(m, r, row.data());
+    double acc = 0.0;
+    for (int64_t c = 0; c < m.cols; ++c) acc += static_cast<double>(row[static_cast<size_t>(c)]) * x[c];
+    out[r] = static_cast<float>(acc) + (b.empty() ? 0.0f : b[static_cast<size_t>(r)]);
+  }
+}
+
+}  // namespace
+
+int64_t pooled_size(const HParams& hp, PoolingType type) {
+  return type == PoolingType::kRank && hp.n_cls_out > 0 ? hp.n_cls_out : hp.n_embd;
+}
+
+Pooler::Pooler(const Model& model, PoolingType type, int64_t n_tokens)
+    : model_(model), type_(type), n_tokens_(n_tokens), sum_(static_cast<size_t>(model.hparams().n_embd), 0.0) {
+  if (type == PoolingType::kNone) throw std::invalid_argument("Pooler: no pooling type");
+  if (n_tokens <= 0) throw std::invalid_argument("Pooler: an empty sequence has no embedding");
+  const bool first = type == PoolingType::kCls || (type == PoolingType::kRank && arch_traits(model.hparams().arch).encoder);
+  want_pos_ = type == PoolingType::kMean ? -1 : first ? 0 : n_tokens - 1;
+}
+
+bool Pooler::wants(int64_t pos) const { return want_pos_ < 0 || pos == want_pos_; }
+
+void Pooler::add(int64_t pos, const float* hidden) {
+  if (!wants(pos)) return;
+  for (size_t i = 0; i < sum_.size(); ++i) sum_[i] += hidden[i];
+}
+
+std::vector<float> Pooler::finish() const {
+  const HParams& hp = model_.hparams();
+  const double div = want_pos_ < 0 ? static_cast<double>(n_tokens_) : 1.0;
+  std::vector<float> x(sum_.size());
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(sum_[i] / div);
+  if (type_ != PoolingType::kRank || hp.n_cls_out == 0) return x;
+  // score = cls_out @ tanh(cls @ x + cls_b) + cls_out_b       x (E,) -> (n_cls_out,)
+  if (model_.cls.data != nullptr) {
+    std::vector<float> h(x.size());
+    apply(model_.cls, model_.cls_b, x.data(), h.data());
+    tanh_inplace(h.data(), static_cast<int64_t>(h.size()));
+    x.swap(h);
+  }
+  std::vector<float> out(static_cast<size_t>(hp.n_cls_out));
+  apply(model_.cls_out, model_.cls_out_b, x.data(), out.data());
+  if (!arch_traits(hp.arch).encoder) softmax(out.data(), hp.n_cls_out);  // yes/no head of a decoder
+  return out;
+}
+
+}  // namespace engine
