@@ -1,16 +1,13 @@
 // Shared by the client-compatibility tests (tests/compat/*.test.mjs): starts a real `ggufd serve`
-// on GGUFD_MODEL (the shared stories260K model) and stops it again. Importing this module exits
-// the process with 77 (ctest: skipped) when the shared model is absent.
+// on GGUFD_MODEL (the shared stories260K model) or a test's own model, and stops it again.
+// Importing this module exits the process with 77 (ctest: skipped) when the shared model is absent.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 export const binary = process.env.GGUFD_BINARY;
 export const model = process.env.GGUFD_MODEL;
-if (!existsSync(model ?? '')) {
-  console.log(`skipped: shared test model not found: ${model}`);
-  process.exit(77);
-}
+requireFile(model, 'shared test model');
 if (!existsSync(binary ?? '')) throw new Error(`GGUFD_BINARY is not a file: ${binary}`);
 
 // The Qwen3 chat template (Hermes-style <tool_call> tags) from the shared templates next to the
@@ -29,12 +26,23 @@ export const toolServers = [
     skip: qwen3TemplateFile ? false : `chat template not found: ${qwen3Template}` },
 ];
 
-// Starts `ggufd serve` on a free port with the model aliased "stories"; resolves once /health
-// says ready with { base: 'http://127.0.0.1:PORT', url: base + '/v1', stop(), log() }: stop()
-// sends SIGTERM and resolves with the exit code (tests assert 0); log() is the server's output so
-// far.
-export async function startServer({ args = [], ctxSize = 256, parallel = 2 } = {}) {
-  const server = spawn(binary, ['serve', '-m', model, '--alias', 'stories', '--host', '127.0.0.1', '--port', '0',
+// Exits the process with 77 (ctest: skipped) saying why when `file` is absent (the shared models;
+// a test's other models, such as an embedding model next to stories260K).
+export function requireFile(file, what) {
+  if (!existsSync(file ?? '')) {
+    console.log(`skipped: ${what} not found: ${file}`);
+    process.exit(77);
+  }
+  return file;
+}
+
+// Starts `ggufd serve` on a free port with `model` (default: GGUFD_MODEL) aliased `alias`
+// (default "stories"); resolves once /health says ready with { base: 'http://127.0.0.1:PORT',
+// url: base + '/v1', stop(), log() }: stop() sends SIGTERM and resolves with the exit code (tests
+// assert 0); log() is the server's output so far.
+export async function startServer({ model: file = model, alias = 'stories', args = [], ctxSize = 256,
+                                    parallel = 2 } = {}) {
+  const server = spawn(binary, ['serve', '-m', file, '--alias', alias, '--host', '127.0.0.1', '--port', '0',
                                 '--threads', '1', '--parallel', String(parallel), '--ctx-size', String(ctxSize),
                                 ...args],
                        { stdio: ['ignore', 'pipe', 'pipe'] });
