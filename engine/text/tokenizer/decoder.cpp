@@ -94,7 +94,8 @@ PieceTable::PieceTable(const Vocab& vocab) {
     hidden_[id] = vocab.has_attr(id, kAttrUnknown | kAttrControl);
     normal_[id] = vocab.has_attr(id, kAttrNormal) && !vocab.has_attr(id, kAttrUserDefined);
   }
-  strip_space_ = vocab.kind() == VocabKind::kSentencePiece && vocab.flags().add_space_prefix;
+  strip_space_ = (vocab.kind() == VocabKind::kSentencePiece && vocab.flags().add_space_prefix) ||
+                 vocab.kind() == VocabKind::kWordPiece;
 }
 
 std::string_view PieceTable::piece(int32_t id, bool render_special) const {

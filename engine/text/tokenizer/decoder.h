@@ -17,6 +17,7 @@ namespace engine::tokenizer {
 
 // The output bytes of every token, computed once at load:
 //  - SentencePiece: U+2581 -> ' ', <0xXX> byte tokens -> that byte;
+//  - WordPiece: the same U+2581 -> ' ' (word starts carry it, continuation pieces are bare);
 //  - byte-level BPE: each code point -> its byte through the GPT-2 byte map (a code point outside
 //    the map is kept as UTF-8);
 //  - user-defined tokens: their text; control and unknown tokens: their text, but only when
@@ -28,8 +29,9 @@ class PieceTable {
 
   // Throws std::out_of_range naming the id and the vocabulary size when id is not a token.
   std::string_view piece(int32_t id, bool render_special) const;
-  // True for tokens that carry the SentencePiece word-start space that the model's space prefix
-  // added: a leading ' ' of the first such piece in a decoded text is dropped.
+  // True for tokens that carry a word-start space the tokenizer added (SentencePiece with a space
+  // prefix, WordPiece): a leading ' ' of the first such piece in a decoded text is dropped.
+  // (llama.cpp keeps it for WordPiece: " hello world"; we give "hello world".)
   bool strips_leading_space(int32_t id) const { return strip_space_ && normal_[id]; }
   int32_t size() const { return static_cast<int32_t>(hidden_.size()); }
 
@@ -53,10 +55,11 @@ namespace engine {
 // and flush() returns what is left at the end. The output is always valid UTF-8: bytes that
 // cannot form a character become U+FFFD (an incomplete character at flush() too).
 //
-// With strip_leading_space, on models that prefix text with a space (SentencePiece, e.g. Llama 2)
-// the leading space of the first piece is dropped when that piece is a word-start token, so
-// decoding an encoded prompt gives the prompt back. Pass false when continuing a text whose
-// start was already decoded. Other models are unaffected.
+// With strip_leading_space, on models that prefix words with a space (SentencePiece, e.g. Llama 2,
+// and WordPiece) the leading space of the first piece is dropped when that piece is a word-start
+// token, so decoding an encoded prompt gives the prompt back (WordPiece: lower-cased, punctuation
+// spaced). Pass false when continuing a text whose start was already decoded. Other models are
+// unaffected.
 // Thread-safety: one StreamDecoder per sequence; the Tokenizer must outlive it.
 class StreamDecoder {
  public:
