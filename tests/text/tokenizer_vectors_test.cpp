@@ -58,13 +58,6 @@ TEST_P(VocabVectors, MatchReferenceIds) {
   const std::string base = std::string("tokenizer/ggml-vocab-") + GetParam() + ".gguf";
   GGUFD_REQUIRE_SHARED(base);
   const gguf::File file = gguf::File::open(ggufd::test::shared_path(base));
-  if (std::string(GetParam()) == "bert-bge") {
-    try {
-      engine::Tokenizer::from_gguf(file);
-    } catch (const std::runtime_error& e) {
-      GTEST_SKIP() << "WordPiece not implemented: " << e.what();
-    }
-  }
   const engine::Tokenizer tok = engine::Tokenizer::from_gguf(file);
   const auto inputs = split_inputs(read_all(ggufd::test::shared_path(base + ".inp")));
   const auto expected = read_expected(ggufd::test::shared_path(base + ".out"));

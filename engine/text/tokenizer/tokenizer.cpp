@@ -119,7 +119,10 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
     case VocabKind::kBytePairEncoding: impl_->encode_bpe(text, fragments, out); break;
     case VocabKind::kWordPiece: impl_->encode_wordpiece(text, fragments, out); break;
   }
-  if (add_special && vocab.flags().add_eos && special.eos != kNoToken) out.push_back(special.eos);
+  // WordPiece: [CLS] text [SEP] whatever the flags say, and never EOS (reference behaviour).
+  if (add_special && !wordpiece && vocab.flags().add_eos && special.eos != kNoToken) {
+    out.push_back(special.eos);
+  }
   if (add_special && wordpiece && special.sep != kNoToken) out.push_back(special.sep);
   return out;
 }
