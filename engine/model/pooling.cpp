@@ -28,11 +28,11 @@ int64_t pooled_size(const HParams& hp, PoolingType type) {
   return type == PoolingType::kRank && hp.n_cls_out > 0 ? hp.n_cls_out : hp.n_embd;
 }
 
-Pooler::Pooler(const Model& model, PoolingType type, int64_t n_tokens)
-    : model_(model), type_(type), n_tokens_(n_tokens), sum_(static_cast<size_t>(model.hparams().n_embd), 0.0) {
+Pooler::Pooler(PoolingType type, bool encoder, int64_t n_embd, int64_t n_tokens)
+    : n_tokens_(n_tokens), sum_(static_cast<size_t>(n_embd), 0.0) {
   if (type == PoolingType::kNone) throw std::invalid_argument("Pooler: no pooling type");
   if (n_tokens <= 0) throw std::invalid_argument("Pooler: an empty sequence has no embedding");
-  const bool first = type == PoolingType::kCls || (type == PoolingType::kRank && arch_traits(model.hparams().arch).encoder);
+  const bool first = type == PoolingType::kCls || (type == PoolingType::kRank && encoder);
   want_pos_ = type == PoolingType::kMean ? -1 : first ? 0 : n_tokens - 1;
 }
 
@@ -44,21 +44,26 @@ void Pooler::add(int64_t pos, const float* hidden) {
 }
 
 std::vector<float> Pooler::finish() const {
-  const HParams& hp = model_.hparams();
   const double div = want_pos_ < 0 ? static_cast<double>(n_tokens_) : 1.0;
   std::vector<float> x(sum_.size());
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(sum_[i] / div);
-  if (type_ != PoolingType::kRank || hp.n_cls_out == 0) return x;
-  // score = cls_out @ tanh(cls @ x + cls_b) + cls_out_b       x (E,) -> (n_cls_out,)
-  if (model_.cls.data != nullptr) {
+  return x;
+}
+
+std::vector<float> classify(const Model& model, std::vector<float> x) {
+  const HParams& hp = model.hparams();
+  if (hp.n_cls_out == 0) return x;
+  // h = tanh(cls @ x + cls_b)                                  x (E,) -> (E,)
+  if (model.cls.data != nullptr) {
     std::vector<float> h(x.size());
-    apply(model_.cls, model_.cls_b, x.data(), h.data());
+    apply(model.cls, model.cls_b, x.data(), h.data());
     tanh_inplace(h.data(), static_cast<int64_t>(h.size()));
     x.swap(h);
   }
+  // score = cls_out @ h + cls_out_b                            (E,) -> (n_cls_out,)
   std::vector<float> out(static_cast<size_t>(hp.n_cls_out));
-  apply(model_.cls_out, model_.cls_out_b, x.data(), out.data());
-  if (!arch_traits(hp.arch).encoder) softmax(out.data(), hp.n_cls_out);  // yes/no head of a decoder
+  apply(model.cls_out, model.cls_out_b, x.data(), out.data());
+  if (!arch_traits(hp.arch).encoder) softmax(out.data(), hp.n_cls_out);  // a decoder's yes/no head
   return out;
 }
 

@@ -9,30 +9,31 @@
 namespace engine {
 
 // Accumulates one sequence's hidden states, fed in position order across any number of forward
-// passes, and makes its pooled output.
-// mean: their mean; cls: position 0's; last: the last position's; rank: position 0's (encoders) or
-// the last's (decoders) through the model's classification head (softmax over its outputs for
-// decoders, as Qwen3-Reranker's yes/no head is used).
-// Ownership: borrows the Model. Thread-safety: none (one per sequence).
+// passes, and pools them: mean: their mean; cls: position 0's; last: the last position's; rank:
+// position 0's (encoders) or the last's (decoders), for classify().
+// Thread-safety: none (one per sequence). Plain value.
 class Pooler {
  public:
-  // n_tokens: the sequence's length. `type` is not kNone.
-  Pooler(const Model& model, PoolingType type, int64_t n_tokens);
+  // n_tokens: the sequence's length (> 0); `type` is not kNone; encoder: the model is one.
+  Pooler(PoolingType type, bool encoder, int64_t n_embd, int64_t n_tokens);
 
   // Whether the hidden state at `pos` is needed.
   bool wants(int64_t pos) const;
-  // Adds the hidden state (n_embd,) at `pos` (one wants() says yes to).
+  // Adds the hidden state (n_embd,) at `pos` (ignored unless wants(pos)).
   void add(int64_t pos, const float* hidden);
-  // The pooled output: (n_embd,), or (n_cls_out,) for rank pooling with a head. Not normalized.
+  // The pooled hidden state (n_embd,), not normalized.
   std::vector<float> finish() const;
 
  private:
-  const Model& model_;
-  PoolingType type_;
   int64_t n_tokens_;
-  int64_t want_pos_;       // the one position cls/last/rank use (-1: mean uses all)
+  int64_t want_pos_;         // the one position cls/last/rank use (-1: mean uses all)
   std::vector<double> sum_;  // (n_embd,) the mean's sum, or the position's state
 };
+
+// Rank pooling's last step: the pooled state (n_embd,) through the model's classification head,
+// score = cls_out @ tanh(cls @ x + cls_b) + cls_out_b, softmax over the outputs for a decoder (its
+// yes/no head, as Qwen3-Reranker). (n_cls_out,); x itself when the model has no head.
+std::vector<float> classify(const Model& model, std::vector<float> x);
 
 // Width of a pooled output: n_cls_out for rank pooling with a head, else n_embd.
 int64_t pooled_size(const HParams& hp, PoolingType type);

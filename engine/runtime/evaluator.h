@@ -5,10 +5,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "engine/kernels/thread_pool.h"
 #include "engine/model/batch.h"
 #include "engine/model/forward.h"
+#include "engine/model/encoder.h"
 #include "engine/model/kv_cache.h"
 
 namespace engine {
@@ -29,6 +31,15 @@ class BatchEvaluator {
   // when it had fewer, or 0 when the rest cannot be continued (a sliding-window ring that has
   // already dropped what a token at n_keep attends to).
   virtual int32_t truncate(SeqId seq, int32_t n_keep) = 0;
+
+  // Embeddings. encoder(): sequences come whole in one batch and nothing is cached (truncate
+  // keeps nothing). hidden(i): the i-th token flagged in batch.hidden, its final hidden state
+  // (n_embd(),). classify(): rank pooling's head over a pooled state. Evaluators without
+  // embeddings (test fakes) keep these defaults: no hidden states.
+  virtual bool encoder() const { return false; }
+  virtual int64_t n_embd() const { return 0; }
+  virtual const float* hidden(int64_t i) const;
+  virtual std::vector<float> classify(std::vector<float> pooled) const { return pooled; }
 
   struct CacheUse {
     int64_t cells_used = 0;
@@ -54,11 +65,38 @@ class ModelEvaluator final : public BatchEvaluator {
   const float* logits(int64_t i) const override { return forward_.logits(i); }
   int32_t truncate(SeqId seq, int32_t n_keep) override { return cache_.truncate(seq, n_keep); }
   CacheUse cache_use() const override;
+  int64_t n_embd() const override { return model_.hparams().n_embd; }
+  const float* hidden(int64_t i) const override { return forward_.hidden(i); }
+  std::vector<float> classify(std::vector<float> pooled) const override;
 
  private:
+  const Model& model_;
   ThreadPool pool_;
   KvCache cache_;
   Forward forward_;
+};
+
+// An encoder Model (bert) on its own compute threads: whole sequences per batch, no cache, hidden
+// states only (logits() is never valid: an encoder has no output head).
+// Ownership: borrows the Model (which must outlive it); owns the scratch and threads.
+class EncoderEvaluator final : public BatchEvaluator {
+ public:
+  EncoderEvaluator(const Model& model, int n_threads);
+
+  int64_t n_vocab() const override { return model_.hparams().n_vocab; }
+  void eval(const Batch& batch) override { encoder_.eval(batch, pool_); }
+  const float* logits(int64_t i) const override;
+  int32_t truncate(SeqId, int32_t) override { return 0; }
+  CacheUse cache_use() const override { return {}; }
+  bool encoder() const override { return true; }
+  int64_t n_embd() const override { return model_.hparams().n_embd; }
+  const float* hidden(int64_t i) const override { return encoder_.hidden(i); }
+  std::vector<float> classify(std::vector<float> pooled) const override;
+
+ private:
+  const Model& model_;
+  ThreadPool pool_;
+  Encoder encoder_;
 };
 
 }  // namespace engine

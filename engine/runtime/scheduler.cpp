@@ -9,7 +9,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include "engine/model/arch.h"
 #include "engine/model/batch.h"
+#include "engine/model/pooling.h"
 #include "engine/runtime/stop_strings.h"
 #include "engine/runtime/thread_annotations.h"
 #include "engine/runtime/throughput.h"
@@ -53,6 +55,8 @@ struct Sequence {
       masked.resize(static_cast<size_t>(tok.n_vocab()));
     }
   }
+
+  bool embedding() const { return req.pooling != PoolingType::kNone; }
 
   // A lazy grammar watches the output (token `id`'s bytes, as the grammar vocabulary has them)
   // for its triggers; at the first, it starts from there.
@@ -108,6 +112,7 @@ struct Sequence {
   std::string lazy_text;      // the output's tail, searched for a lazy grammar's triggers
   bool lazy_done = false;     // a trigger was found (whether or not the grammar took it)
   Usage usage;
+  std::optional<Pooler> pooler;  // embedding requests: their hidden states so far
   bool generating = false;  // the whole prompt is cached: next_token goes in at the next step
   int32_t next_token = -1;
 };
@@ -126,6 +131,7 @@ struct Slot {
 
 // A logits row of the batch: its slot and, for a scored prompt row (prompt_logprobs), the prompt
 // position it was computed at, whose next prompt token it scores; -1 for a row to sample from.
+// A hidden-state row (embeddings): its slot and prompt position.
 struct Output {
   Slot* slot;
   int64_t prompt_pos;
@@ -162,10 +168,14 @@ struct Scheduler::Impl {
   void admit();
   void start(Slot& slot, GenerationRequest&& req);
   void check_cancelled(bool cancel_everything);
-  void build_batch(std::vector<std::pair<Slot*, int64_t>>& prefill, std::vector<Output>& outputs);
+  void build_batch(std::vector<std::pair<Slot*, int64_t>>& prefill, std::vector<Output>& outputs,
+                   std::vector<Output>& hidden);
   void emit_output(const Output& out, const float* logits);
   void score_prompt_token(Slot& slot, int64_t pos, const float* logits);
   void emit_token(Slot& slot, const float* logits);
+  void finish_embedding(Slot& slot);
+  // How many prompt tokens of slot s go into this batch, given the budget left.
+  int64_t prefill_count(const Slot& s, int64_t budget, bool batch_empty) const;
   void finish(Slot& slot, FinishReason reason, const std::string& error = {}, bool flush = true);
   void fail(Slot& slot, const std::string& error);
   void fail_all(const std::string& error);
@@ -302,15 +312,25 @@ void Scheduler::Impl::start(Slot& slot, GenerationRequest&& req) {
   // what the first generated token is sampled from. Scoring the prompt needs every position's
   // logits, so nothing is kept then.
   // The evaluator may keep less than asked (a sliding-window ring keeps only the last positions).
-  const size_t want = req.prompt_logprobs ? 0 : std::min(common_prefix(slot.cached, req.prompt), req.prompt.size() - 1);
+  const bool fresh = req.prompt_logprobs || req.pooling != PoolingType::kNone;  // every position's output needed
+  const size_t want = fresh ? 0 : std::min(common_prefix(slot.cached, req.prompt), req.prompt.size() - 1);
   const auto keep = static_cast<size_t>(eval.truncate(slot.id(), static_cast<int32_t>(want)));
   slot.cached.resize(keep);
   const std::shared_ptr<TokenSink> sink = req.sink;  // the request moves into the sequence
   Usage usage;
   usage.prompt_tokens = static_cast<int64_t>(req.prompt.size());
   try {
+    if (eval.encoder() && req.pooling == PoolingType::kNone) {
+      throw std::invalid_argument("an encoder model gives embeddings only; it cannot generate text");
+    }
+    if (req.pooling != PoolingType::kNone && eval.n_embd() == 0) {
+      throw std::invalid_argument("this model gives no embeddings");
+    }
+    const auto n_prompt = static_cast<int64_t>(req.prompt.size());
     slot.seq.emplace(std::move(req), tokenizer, keep);
+    if (slot.seq->embedding()) slot.seq->pooler.emplace(slot.seq->req.pooling, eval.encoder(), eval.n_embd(), n_prompt);
   } catch (const std::exception& e) {  // parameters the sampler refuses: this request only ends
+    slot.seq.reset();
     try {
       sink->on_finish(FinishReason::kError, usage, e.what());
     } catch (...) {
@@ -321,13 +341,16 @@ void Scheduler::Impl::start(Slot& slot, GenerationRequest&& req) {
     return;
   }
   // Nothing to generate and nothing to score: done before any work.
-  if (slot.seq->req.max_tokens == 0 && !slot.seq->req.prompt_logprobs) finish(slot, FinishReason::kLength);
+  if (slot.seq->req.max_tokens == 0 && !slot.seq->req.prompt_logprobs && !slot.seq->embedding()) {
+    finish(slot, FinishReason::kLength);
+  }
 }
 
 // Decode tokens of generating slots first, then prompt chunks of prefilling slots within the
-// prefill budget. `outputs` gets the slot of each logits row in order; `prefill` the slots that
-// advanced their prompt, and by how many tokens.
-void Scheduler::Impl::build_batch(std::vector<std::pair<Slot*, int64_t>>& prefill, std::vector<Output>& outputs) {
+// prefill budget. `outputs` gets the slot of each logits row in order, `hidden` of each hidden-state
+// row (embeddings); `prefill` the slots that advanced their prompt, and by how many tokens.
+void Scheduler::Impl::build_batch(std::vector<std::pair<Slot*, int64_t>>& prefill, std::vector<Output>& outputs,
+                                  std::vector<Output>& hidden) {
   batch.clear();
   for (Slot& s : slots) {
     if (!s.active() || !s.seq->generating) continue;
@@ -340,22 +363,34 @@ void Scheduler::Impl::build_batch(std::vector<std::pair<Slot*, int64_t>>& prefil
     if (!s.active() || s.seq->generating || budget <= 0) continue;
     const GenerationRequest& req = s.seq->req;
     const int64_t done = static_cast<int64_t>(s.cached.size());
-    const int64_t n = std::min<int64_t>(budget, static_cast<int64_t>(req.prompt.size()) - done);
+    const int64_t n = prefill_count(s, budget, batch.size() == 0);
+    if (n == 0) continue;
     for (int64_t i = done; i < done + n; ++i) {
       const bool last = i + 1 == static_cast<int64_t>(req.prompt.size());
-      batch.add(req.prompt[i], s.id(), static_cast<int32_t>(i), last || req.prompt_logprobs);
+      const bool pooled = s.seq->pooler && s.seq->pooler->wants(i);
+      const bool logits = !s.seq->embedding() && (last || req.prompt_logprobs);
+      batch.add(req.prompt[i], s.id(), static_cast<int32_t>(i), logits, pooled);
       s.cached.push_back(req.prompt[i]);
-      if (last || req.prompt_logprobs) outputs.push_back({&s, last ? -1 : i});
+      if (logits) outputs.push_back({&s, last ? -1 : i});
+      if (pooled) hidden.push_back({&s, i});
     }
     prefill.emplace_back(&s, n);
     budget -= n;
   }
 }
 
+// A chunk of the prompt within the budget; an encoder's prompt goes in whole or waits for the next
+// batch (a batch of its own when it is longer than the budget).
+int64_t Scheduler::Impl::prefill_count(const Slot& s, int64_t budget, bool batch_empty) const {
+  const int64_t left = static_cast<int64_t>(s.seq->req.prompt.size() - s.cached.size());
+  if (!eval.encoder()) return std::min(budget, left);
+  return left <= budget || batch_empty ? left : 0;
+}
+
 void Scheduler::Impl::step() {
   std::vector<std::pair<Slot*, int64_t>> prefill;
-  std::vector<Output> outputs;
-  build_batch(prefill, outputs);
+  std::vector<Output> outputs, hidden;
+  build_batch(prefill, outputs, hidden);
   if (batch.size() == 0) return;
   try {
     eval.eval(batch);
@@ -365,10 +400,16 @@ void Scheduler::Impl::step() {
     fail_all(e.what());
     return;
   }
+  for (size_t i = 0; i < hidden.size(); ++i) hidden[i].slot->seq->pooler->add(hidden[i].prompt_pos, eval.hidden(static_cast<int64_t>(i)));
   int64_t n_prompt = 0;
   for (auto& [slot, n] : prefill) {
     n_prompt += n;
-    if (slot->cached.size() == slot->seq->req.prompt.size()) slot->seq->generating = true;
+    if (slot->cached.size() != slot->seq->req.prompt.size()) continue;
+    if (slot->seq->embedding()) {
+      finish_embedding(*slot);
+    } else {
+      slot->seq->generating = true;
+    }
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!outputs[i].slot->active()) continue;  // ended by a failure on an earlier row
@@ -406,6 +447,22 @@ void Scheduler::Impl::score_prompt_token(Slot& slot, int64_t pos, const float* l
   ev.logprob = s.logprob;
   ev.top = s.top;
   req.sink->on_token(std::move(ev));
+}
+
+// The slot's whole prompt is evaluated: its pooled vector (through the classification head for
+// rank pooling) goes to the sink, and the request ends.
+void Scheduler::Impl::finish_embedding(Slot& slot) {
+  Sequence& seq = *slot.seq;
+  try {
+    std::vector<float> pooled = seq.pooler->finish();
+    if (seq.req.pooling == PoolingType::kRank) pooled = eval.classify(std::move(pooled));
+    seq.req.sink->on_embedding(std::move(pooled));
+  } catch (const std::exception& e) {
+    finish(slot, FinishReason::kError, e.what());
+    return;
+  }
+  if (eval.encoder()) slot.cached.clear();  // nothing is cached
+  finish(slot, FinishReason::kStop);
 }
 
 // Samples the slot's next token from its logits row and emits its text.
@@ -481,6 +538,12 @@ SubmitStatus Scheduler::Impl::admission(int64_t n_requests) const {
 }
 
 Scheduler::Scheduler(const Model& model, const Tokenizer& tokenizer, SchedulerOptions options) {
+  if (arch_traits(model.hparams().arch).encoder) {
+    auto owned = std::make_unique<EncoderEvaluator>(model, options.n_threads);
+    BatchEvaluator& ev = *owned;
+    impl_ = std::make_unique<Impl>(std::move(owned), ev, tokenizer, options);
+    return;
+  }
   auto owned = std::make_unique<ModelEvaluator>(model, options.n_slots * options.n_ctx, options.n_slots,
                                                 options.kv_type, options.prefill_chunk + options.n_slots,
                                                 options.n_threads);
@@ -502,7 +565,9 @@ SubmitStatus Scheduler::submit(GenerationRequest request) {
 SubmitStatus Scheduler::submit_all(std::vector<GenerationRequest> requests) {
   for (const GenerationRequest& r : requests) {
     if (r.prompt.empty()) return SubmitStatus::kEmptyPrompt;
-    if (static_cast<int64_t>(r.prompt.size()) >= impl_->opt.n_ctx) return SubmitStatus::kPromptTooLong;
+    // (a generation needs a position for its first token; an embedding may fill the context)
+    const int64_t room = impl_->opt.n_ctx - (r.pooling == PoolingType::kNone ? 1 : 0);
+    if (static_cast<int64_t>(r.prompt.size()) > room) return SubmitStatus::kPromptTooLong;
   }
   {
     MutexLock lock(impl_->mu);

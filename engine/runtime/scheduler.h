@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/model/kv_cache.h"
+#include "engine/model/model.h"
 #include "engine/runtime/evaluator.h"
 #include "engine/runtime/sampler.h"
 
@@ -53,6 +54,9 @@ class TokenSink {
   virtual void on_token(TokenEvent&& event) = 0;
   virtual void on_finish(FinishReason reason, const Usage& usage, const std::string& error) = 0;
   virtual bool cancelled() const = 0;
+  // Embedding requests (GenerationRequest::pooling): the pooled result, once, just before
+  // on_finish(kStop). Sinks of generation requests never get it.
+  virtual void on_embedding(std::vector<float>&& pooled) { (void)pooled; }
 };
 
 struct GenerationRequest {
@@ -74,6 +78,11 @@ struct GenerationRequest {
   // Control tokens whose text goes into the output (sorted ids): tool-call markers such as
   // [TOOL_CALLS] or <|python_tag|>, which the response parser must see. Others render empty.
   std::vector<int32_t> shown_tokens;
+  // Embeddings: with a pooling type, the prompt is only evaluated (no token is generated; the
+  // sampling fields are ignored) and its final hidden states pooled; the sink's on_embedding()
+  // gets the pooled vector, not normalized -- for rank pooling, the classification head's
+  // outputs. A prompt may then fill the whole context.
+  PoolingType pooling = PoolingType::kNone;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   std::shared_ptr<TokenSink> sink;
 };
@@ -111,6 +120,9 @@ struct SchedulerStats {
 // A request's tokens depend only on its prompt, sampling params and seed: never on what else runs.
 // No exception leaves the step loop: a failure while serving one request (its sampler, its sink)
 // ends that request with FinishReason::kError and the others go on.
+// Embedding requests share the slots, the queue and the passes with generation; with an encoder
+// model (bert) they are all there is, each prompt goes into one pass whole, and slots cost no
+// cache (serve them with many).
 // Ownership: borrows the Tokenizer and the Model or evaluator (they must outlive it); with a Model
 // it owns a ModelEvaluator (the KV cache and compute threads). Owns its thread, which the
 // destructor stops after finishing every request with FinishReason::kCancelled.

@@ -43,6 +43,11 @@ std::vector<Case> load_cases(const std::string& relative) {
   return cases;
 }
 
+Pooler pooler_of(const Model& model, const Case& c) {
+  const HParams& hp = model.hparams();
+  return Pooler(hp.pooling, !hp.causal, hp.n_embd, static_cast<int64_t>(c.tokens.size()));
+}
+
 // Pools the hidden states a pass left for `cases` (every flagged token, in batch order).
 template <class Pass>
 std::vector<std::vector<float>> pool_all(const Model& model, const std::vector<Case>& cases, const Pass& pass,
@@ -50,7 +55,7 @@ std::vector<std::vector<float>> pool_all(const Model& model, const std::vector<C
   std::vector<std::vector<float>> out;
   int64_t row = 0;
   for (const Case& c : cases) {
-    Pooler pooler(model, model.hparams().pooling, static_cast<int64_t>(c.tokens.size()));
+    Pooler pooler = pooler_of(model, c);
     for (size_t p = 0; p < c.tokens.size(); ++p) {
       if (pooler.wants(static_cast<int64_t>(p))) pooler.add(static_cast<int64_t>(p), pass.hidden(row++));
     }
@@ -64,7 +69,7 @@ std::vector<std::vector<float>> pool_all(const Model& model, const std::vector<C
 Batch batch_of(const Model& model, const std::vector<Case>& cases) {
   Batch batch;
   for (size_t s = 0; s < cases.size(); ++s) {
-    const Pooler pooler(model, model.hparams().pooling, static_cast<int64_t>(cases[s].tokens.size()));
+    const Pooler pooler = pooler_of(model, cases[s]);
     for (size_t p = 0; p < cases[s].tokens.size(); ++p) {
       batch.add(cases[s].tokens[p], static_cast<SeqId>(s), static_cast<int32_t>(p), false, pooler.wants(static_cast<int64_t>(p)));
     }
