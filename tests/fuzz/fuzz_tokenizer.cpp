@@ -1,5 +1,5 @@
 // libFuzzer target: arbitrary bytes through the tokenizers of a few shared vocabularies (byte-level
-// BPE and SentencePiece), with and without special-token parsing, then random ids (valid and not)
+// BPE, SentencePiece and WordPiece), with and without special-token parsing, then random ids (valid and not)
 // through decode and the streaming decoder. Vocabularies come from $GGUFD_SHARED_DIR (default:
 // the build-time ../shared); missing ones are skipped.
 #include <cstddef>
@@ -21,7 +21,7 @@ std::vector<engine::Tokenizer> load_vocabs() {
   const char* env = std::getenv("GGUFD_SHARED_DIR");
   const std::string dir = env != nullptr ? env : GGUFD_SHARED_DIR;
   std::vector<engine::Tokenizer> out;
-  for (const char* name : {"llama3", "llama-spm", "qwen3", "gemma3", "deepseek-llm"}) {
+  for (const char* name : {"llama3", "llama-spm", "qwen3", "gemma3", "deepseek-llm", "bert-bge"}) {
     try {
       const auto file = gguf::File::open(dir + "/tokenizer/ggml-vocab-" + name + ".gguf");
       out.push_back(engine::Tokenizer::from_gguf(file));
