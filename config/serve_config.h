@@ -18,6 +18,7 @@ struct ModelConfig {
   std::string path;                 // --model; empty: the bundled demo model
   std::string alias;                // --alias; the id in /v1/models (default: file name)
   std::string chat_template_file;   // --chat-template-file: overrides the model's template
+  std::string pooling;              // --pooling: embeddings' pooling; "": the model's pooling_type
 };
 
 struct HttpConfig {

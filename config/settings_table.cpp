@@ -14,6 +14,9 @@ std::vector<Setting> model_settings(ModelConfig& m) {
       {"alias", "--alias", g, "model", "model id in /v1/models and responses (default: file name)", &m.alias},
       {"chat-template-file", "--chat-template-file", g, "model",
        "Jinja chat template file that overrides the model's own", &m.chat_template_file},
+      {"pooling", "--pooling", g, "model",
+       "serve /v1/embeddings (or /v1/rerank: rank) with this pooling (default: the model's pooling_type)",
+       &m.pooling, 0, 0, {"none", "mean", "cls", "last", "rank"}},
   };
 }
 

@@ -14,6 +14,12 @@ class Channel::Sink : public engine::TokenSink {
     item.token = std::move(event);
     channel_->push(std::move(item));
   }
+  void on_embedding(std::vector<float>&& pooled) override {
+    ChannelItem item;
+    item.index = index_;
+    item.embedding = std::move(pooled);
+    channel_->push(std::move(item));
+  }
   void on_finish(engine::FinishReason reason, const engine::Usage& usage,
                  const std::string& error) override {
     channel_->count(index_, usage);

@@ -5,6 +5,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/runtime/scheduler.h"
 #include "engine/runtime/thread_annotations.h"
@@ -18,6 +19,7 @@ struct ChannelItem {
   int index = 0;
   bool finished = false;
   engine::TokenEvent token;           // when !finished
+  std::vector<float> embedding;       // when !finished, for an embedding request: its pooled vector
   engine::FinishReason reason{};      // when finished
   engine::Usage usage;                // when finished
   std::string error;                  // when finished with kError: what failed

@@ -63,8 +63,16 @@ std::shared_ptr<Channel> submit_generations(App& app, RequestContext& ctx,
       requests.push_back(std::move(req));
     }
   }
-  switch (app.scheduler->submit_all(std::move(requests))) {
-    case engine::SubmitStatus::kAccepted: break;
+  throw_if_refused(app.scheduler->submit_all(std::move(requests)));
+  // A stream finds out from its writes when the client has really gone; a client that only
+  // stopped sending may still be reading it.
+  ctx.disconnect->subscribe([channel] { channel->cancel(); }, !params.stream);
+  return channel;
+}
+
+void throw_if_refused(engine::SubmitStatus status) {
+  switch (status) {
+    case engine::SubmitStatus::kAccepted: return;
     case engine::SubmitStatus::kQueueFull: {
       ApiError e(429, "server is busy: the request queue is full; retry later", "rate_limit_error",
                  std::nullopt, "queue_full");
@@ -79,13 +87,9 @@ std::shared_ptr<Channel> submit_generations(App& app, RequestContext& ctx,
     case engine::SubmitStatus::kTooLarge:
     case engine::SubmitStatus::kPromptTooLong:
     case engine::SubmitStatus::kEmptyPrompt:
-      // check_generation() refuses all of these first, with the limit in the message.
+      // the request parsers refuse all of these first, with the limit in the message.
       throw ApiError(500, "the scheduler refused a request that passed validation", "server_error");
   }
-  // A stream finds out from its writes when the client has really gone; a client that only
-  // stopped sending may still be reading it.
-  ctx.disconnect->subscribe([channel] { channel->cancel(); }, !params.stream);
-  return channel;
 }
 
 TokenTimer::TokenTimer(Metrics& metrics, RequestStats& stats)

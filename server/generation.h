@@ -44,6 +44,7 @@ template <class Request, class Formatter>
 Handler generation_handler(App& app, Request (*prepare)(const App&, std::string_view)) {
   return [&app, prepare](HttpRequest& req, RequestContext& ctx) -> net::awaitable<HttpResponse> {
     require_ready(app);
+    require_generation(app);
     auto request = std::make_shared<const Request>(
         co_await app.work->run([&app, &req, prepare] { return prepare(app, req.body); }));
     auto format = std::make_shared<const Formatter>(app, request);
@@ -57,6 +58,10 @@ Handler generation_handler(App& app, Request (*prepare)(const App&, std::string_
 std::shared_ptr<Channel> submit_generations(App& app, RequestContext& ctx,
                                             const std::vector<std::vector<int32_t>>& prompts,
                                             const GenerationParams& params);
+
+// Nothing for kAccepted; else the ApiError the status becomes: 429 queue full (Retry-After), 503
+// draining, 500 for what validation should have refused.
+void throw_if_refused(engine::SubmitStatus status);
 
 // Waits for every choice to finish. The usage lands in the request's stats whatever happens.
 // Throws ApiError when a choice failed (choice_error).

@@ -14,6 +14,7 @@
 #include "engine/kernels/cpu_features.h"
 #include "engine/kernels/dispatch.h"
 #include "engine/kernels/thread_pool.h"
+#include "engine/model/arch.h"
 #include "engine/model/model.h"
 #include "engine/text/chat_template.h"
 #include "engine/text/grammar/grammar_cache.h"
@@ -113,6 +114,30 @@ static void show_load_progress(uint64_t done, uint64_t total) {
   std::fflush(stderr);
 }
 
+// An encoder's slots hold no cache; many let one pass embed many inputs.
+constexpr int kEncoderSlots = 64;
+
+// What the model serves: its pooling type (or --pooling's), and whether it generates. Throws
+// std::runtime_error for a pooling the model cannot do.
+static void set_pooling(const engine::Model& model, const std::string& option, App& app) {
+  const engine::HParams& hp = model.hparams();
+  app.generates = !engine::arch_traits(hp.arch).encoder;
+  app.n_embd = hp.n_embd;
+  app.pooling = hp.pooling;
+  if (!option.empty()) {
+    const std::optional<engine::PoolingType> p = engine::find_pooling(option);
+    if (!p) throw std::runtime_error("--pooling " + option + ": expected mean, cls, last, rank or none");
+    app.pooling = *p;
+  }
+  if (app.pooling == engine::PoolingType::kNone && !app.generates) {
+    app.pooling = engine::PoolingType::kCls;  // an encoder file without pooling_type: BERT's default
+    spdlog::warn("the model has no pooling type: embeddings use cls pooling (--pooling chooses another)");
+  }
+  if (app.pooling == engine::PoolingType::kRank && hp.n_cls_out == 0) {
+    throw std::runtime_error("pooling rank needs a classification head (tensor cls.output.weight), which the model lacks");
+  }
+}
+
 // Loads everything the endpoints need; runs on its own thread so /health can say "loading".
 void Service::Impl::load() {
   std::string failure;
@@ -125,6 +150,8 @@ void Service::Impl::load() {
     chat_template.emplace(engine::ChatTemplate::parse(tmpl, template_options()));
     engine::SchedulerOptions so = options.engine;
     so.n_ctx = std::min<int64_t>(so.n_ctx, model->hparams().n_ctx_train);
+    set_pooling(*model, options.pooling, app);
+    if (!app.generates) so.n_slots = std::max(so.n_slots, kEncoderSlots);  // no cache: slots are free
     scheduler = std::make_unique<engine::Scheduler>(*model, *tokenizer, so);
 
     const std::string& path = options.model_path;
@@ -243,6 +270,7 @@ void Service::start() {
   if (d.options.metrics) add_metrics_routes(d.router, d.app);
   add_tokenize_routes(d.router, d.app, d.options.tokenize_limit);
   add_completions_routes(d.router, d.app);
+  add_embeddings_routes(d.router, d.app);
   add_chat_completions_routes(d.router, d.app);
   d.work = std::make_unique<WorkPool>(std::max(1, d.options.work_threads), std::max(1, d.options.work_queue));
   d.app.work = d.work.get();

@@ -48,4 +48,23 @@ void require_ready(const App& app) {
   }
 }
 
+void require_generation(const App& app) {
+  if (!app.generates) {
+    throw ApiError(400, "model " + app.model_id + " is an embedding model (" + engine::pooling_name(app.pooling) +
+                            " pooling); it cannot generate text: use " +
+                            (app.pooling == engine::PoolingType::kRank ? "/v1/rerank" : "/v1/embeddings"));
+  }
+}
+
+std::vector<std::string> capabilities(const App& app) {
+  std::vector<std::string> c;
+  if (app.generates) c = {"completion", "chat"};
+  if (app.pooling == engine::PoolingType::kRank) {
+    c.push_back("rerank");
+  } else if (app.pooling != engine::PoolingType::kNone) {
+    c.push_back("embeddings");
+  }
+  return c;
+}
+
 }  // namespace server

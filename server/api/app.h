@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/model/model.h"
 #include "engine/runtime/sampler.h"
 #include "server/api/metrics.h"
 #include "server/api/tool_request.h"
@@ -64,6 +65,11 @@ struct App {
   engine::Scheduler* scheduler = nullptr;
   engine::grammar::GrammarCache* grammars = nullptr;  // compiled output constraints (thread-safe)
   ChatFeatures chat_features;         // of chat_template: tool syntax, system role, thinking
+  // What the model serves: generation unless it is an encoder; embeddings (or, with rank, relevance
+  // scores) when it has a pooling type, from the file or --pooling.
+  bool generates = true;
+  engine::PoolingType pooling = engine::PoolingType::kNone;
+  int64_t n_embd = 0;
   std::function<std::tm()> template_clock;  // strftime_now()'s time; empty: now (tests fix it)
   WorkPool* work = nullptr;           // the CPU work of requests runs here, off the IO threads
   ServeSettings settings;
@@ -82,5 +88,11 @@ void require_model(const App& app, const std::string& id);
 
 // Throws a 503 (with Retry-After) while the model is still loading.
 void require_ready(const App& app);
+
+// Throws a 400 when the model cannot generate text (an encoder: embeddings only).
+void require_generation(const App& app);
+
+// What the model serves, for /v1/models and /props: "completion", "chat", "embeddings", "rerank".
+std::vector<std::string> capabilities(const App& app);
 
 }  // namespace server

@@ -74,6 +74,12 @@ void Metrics::count_tokens(int64_t prompt, int64_t generated) {
   generated_tokens_ += static_cast<uint64_t>(std::max<int64_t>(generated, 0));
 }
 
+void Metrics::count_embeddings(int64_t inputs, int64_t tokens) {
+  engine::MutexLock lock(mutex_);
+  embedding_inputs_ += static_cast<uint64_t>(std::max<int64_t>(inputs, 0));
+  embedding_tokens_ += static_cast<uint64_t>(std::max<int64_t>(tokens, 0));
+}
+
 void Metrics::observe_ttft(double seconds) {
   engine::MutexLock lock(mutex_);
   ttft_.observe(seconds);
@@ -101,6 +107,10 @@ std::string Metrics::render(const engine::SchedulerStats& g) const {
   sample(out, "ggufd_prompt_tokens_total", static_cast<double>(prompt_tokens_));
   header(out, "ggufd_generated_tokens_total", "counter", "Tokens generated.");
   sample(out, "ggufd_generated_tokens_total", static_cast<double>(generated_tokens_));
+  header(out, "ggufd_embedding_inputs_total", "counter", "Inputs embedded or scored (/v1/embeddings, /v1/rerank).");
+  sample(out, "ggufd_embedding_inputs_total", static_cast<double>(embedding_inputs_));
+  header(out, "ggufd_embedding_tokens_total", "counter", "Tokens of those inputs.");
+  sample(out, "ggufd_embedding_tokens_total", static_cast<double>(embedding_tokens_));
   header(out, "ggufd_generation_tokens_per_second", "gauge", "Recent generation throughput.");
   sample(out, "ggufd_generation_tokens_per_second", g.generation_tokens_per_second);
   header(out, "ggufd_prompt_tokens_per_second", "gauge", "Recent prompt processing throughput.");

@@ -37,6 +37,8 @@ class Metrics {
 
   void count_request(const std::string& endpoint, int status);
   void count_tokens(int64_t prompt, int64_t generated);
+  // One embedding or rerank request's inputs and their tokens.
+  void count_embeddings(int64_t inputs, int64_t tokens);
   void observe_ttft(double seconds);
   void observe_token_latency(double seconds);
   void observe_request_duration(double seconds);
@@ -50,6 +52,8 @@ class Metrics {
   std::map<std::pair<std::string, int>, uint64_t> requests_ GGUFD_GUARDED_BY(mutex_);  // (endpoint, status) -> count
   uint64_t prompt_tokens_ GGUFD_GUARDED_BY(mutex_) = 0;
   uint64_t generated_tokens_ GGUFD_GUARDED_BY(mutex_) = 0;
+  uint64_t embedding_inputs_ GGUFD_GUARDED_BY(mutex_) = 0;
+  uint64_t embedding_tokens_ GGUFD_GUARDED_BY(mutex_) = 0;
   Histogram ttft_ GGUFD_GUARDED_BY(mutex_);
   Histogram token_latency_ GGUFD_GUARDED_BY(mutex_);
   Histogram request_duration_ GGUFD_GUARDED_BY(mutex_);

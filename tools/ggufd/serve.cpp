@@ -60,6 +60,7 @@ server::ServiceOptions to_options(const config::ServeConfig& c) {
     o.chat_template = read_text_file(c.model.chat_template_file);
     o.chat_template_origin = "file " + c.model.chat_template_file;
   }
+  o.pooling = c.model.pooling;
   o.http.host = c.http.host;
   o.http.port = static_cast<uint16_t>(c.http.port);
   o.http.body_limit = static_cast<size_t>(c.http.body_limit);

@@ -1,0 +1,96 @@
+// POST /v1/embeddings (and /embeddings): OpenAI's embeddings. POST /v1/rerank (and /rerank):
+// Jina/Cohere's reranking. Both run their inputs through the scheduler as embedding requests,
+// beside whatever else it serves.
+#include <algorithm>
+#include <memory>
+
+#include "server/api/embedding_request.h"
+#include "server/api/embedding_response.h"
+#include "server/api/request_json.h"
+#include "server/channel.h"
+#include "server/generation.h"
+#include "server/handlers/handlers.h"
+
+namespace server {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Each input's pooled output, in input order. The inputs go to the scheduler in waves of at most
+// its capacity, each all or none; `tokens` gets their token count (also recorded in the stats
+// and metrics, whatever happens). Throws ApiError: 429 / 503 when refused, what choice_error says.
+net::awaitable<std::vector<std::vector<float>>> embed_all(App& app, RequestContext& ctx,
+                                                          const std::vector<std::vector<int32_t>>& inputs,
+                                                          int64_t& tokens) {
+  std::vector<std::vector<float>> out(inputs.size());
+  const auto wave = static_cast<size_t>(std::max<int64_t>(app.scheduler->capacity(), 1));
+  const auto deadline = Clock::now() + std::chrono::seconds(app.settings.request_timeout_s);
+  std::optional<ApiError> failure;
+  for (size_t begin = 0; begin < inputs.size() && !failure; begin += wave) {
+    const size_t end = std::min(inputs.size(), begin + wave);
+    auto channel = std::make_shared<Channel>(ctx.executor, nullptr, 1);
+    std::vector<engine::GenerationRequest> requests;
+    for (size_t i = begin; i < end; ++i) {
+      engine::GenerationRequest r;
+      r.prompt = inputs[i];
+      r.pooling = app.pooling;
+      r.deadline = deadline;
+      r.sink = channel->sink(static_cast<int>(i - begin));
+      requests.push_back(std::move(r));
+    }
+    throw_if_refused(app.scheduler->submit_all(std::move(requests)));
+    ctx.disconnect->subscribe([channel] { channel->cancel(); });
+    for (size_t open = end - begin; open > 0;) {
+      ChannelItem item = co_await channel->receive();
+      if (!item.finished) {
+        out[begin + static_cast<size_t>(item.index)] = std::move(item.embedding);
+        continue;
+      }
+      --open;
+      tokens += item.usage.prompt_tokens;
+      if (!failure) failure = choice_error(item);
+    }
+  }
+  ctx.stats->prompt_tokens = tokens;
+  app.metrics.count_embeddings(static_cast<int64_t>(inputs.size()), tokens);
+  if (failure) throw *failure;
+  co_return out;
+}
+
+net::awaitable<HttpResponse> embeddings(App& app, HttpRequest& req, RequestContext& ctx) {
+  require_ready(app);
+  auto request = co_await app.work->run([&] { return prepare_embeddings(app, req.body); });
+  int64_t tokens = 0;
+  std::vector<std::vector<float>> vectors = co_await embed_all(app, ctx, request.inputs, tokens);
+  std::string body = co_await app.work->run([&] {
+    for (std::vector<float>& v : vectors) shape_embedding(v, request.dimensions, request.normalize);
+    return dump_json(embeddings_json(app, request, vectors, tokens));
+  });
+  HttpResponse response = HttpResponse::json(200, std::move(body));
+  name_ignored_fields(response, request.ignored_fields);
+  co_return response;
+}
+
+net::awaitable<HttpResponse> rerank(App& app, HttpRequest& req, RequestContext& ctx) {
+  require_ready(app);
+  auto request = co_await app.work->run([&] { return prepare_rerank(app, req.body); });
+  int64_t tokens = 0;
+  const std::vector<std::vector<float>> outputs = co_await embed_all(app, ctx, request.inputs, tokens);
+  std::vector<float> scores;
+  for (const std::vector<float>& o : outputs) scores.push_back(o.empty() ? 0.0f : o[0]);  // the head's first output
+  HttpResponse response = HttpResponse::json(200, dump_json(rerank_json(app, request, scores, tokens)));
+  name_ignored_fields(response, request.ignored_fields);
+  co_return response;
+}
+
+}  // namespace
+
+void add_embeddings_routes(Router& router, App& app) {
+  auto embed = [&app](HttpRequest& req, RequestContext& ctx) { return embeddings(app, req, ctx); };
+  auto rank = [&app](HttpRequest& req, RequestContext& ctx) { return rerank(app, req, ctx); };
+  for (const char* path : {"/v1/embeddings", "/embeddings"}) router.add("POST", path, embed, RouteOptions::json_api());
+  for (const char* path : {"/v1/rerank", "/rerank", "/v1/reranking"}) router.add("POST", path, rank, RouteOptions::json_api());
+}
+
+}  // namespace server
