@@ -40,7 +40,7 @@ std::string names_of_types() {
   return s;
 }
 
-// "tied qk-norm swa-1024/6 moe-128x8/768" for the list.
+// "tied qk-norm swa-1024/6 moe-128x8/768", "encoder pool-rank cls-head-1" for the list.
 std::string notes_of(const engine::synth::Shape& s) {
   std::string n = s.tied ? "tied" : "";
   auto add = [&n](const std::string& w) { n += (n.empty() ? "" : " ") + w; };
@@ -51,6 +51,10 @@ std::string notes_of(const engine::synth::Shape& s) {
   if (s.n_expert > 0) {
     add("moe-" + std::to_string(s.n_expert) + "x" + std::to_string(s.n_expert_used) + "/" + std::to_string(s.n_ff_exp));
   }
+  if (s.is_encoder()) add("encoder");
+  static const char* const kPooling[] = {"none", "mean", "cls", "last", "rank"};
+  if (s.pooling_type > 0 && s.pooling_type < 5) add(std::string("pool-") + kPooling[s.pooling_type]);
+  if (s.n_cls_out > 0) add("cls-head-" + std::to_string(s.n_cls_out));
   return n;
 }
 
@@ -107,7 +111,7 @@ Command add_synth(CLI::App& app) {
   app.add_option("--seed", a->seed, "Seed of the random weights")->capture_default_str();
   app.add_option("--vocab-from", a->vocab_from,
                  "Copy the tokenizer (all tokenizer.* keys) from this GGUF file instead of the "
-                 "built-in byte-level BPE vocabulary")
+                 "built-in vocabulary (byte-level BPE; WordPiece for encoders)")
       ->check(CLI::ExistingFile);
   app.add_option("--layers", a->layers, "Override the shape's layer count")->check(CLI::PositiveNumber);
   app.add_option("--n-vocab", a->n_vocab, "Override the shape's vocabulary size (filler tokens pad it)")

@@ -253,8 +253,12 @@ void write_tensor(Sink& out, const TensorPlan& t, uint64_t seed, int threads) {
         if (t.init == TensorPlan::Init::kOnes) {
           std::fill(x.begin(), x.end(), 1.0f);
         } else {
-          fill_normal(tensor_seed + static_cast<uint64_t>(r0 + r) * 0xD1B54A32D192ED03ull, 0.02f,
-                      x.data(), cols);
+          const float sigma =
+              t.init == TensorPlan::Init::kFanIn ? 1.0f / std::sqrt(static_cast<float>(cols)) : 0.02f;
+          fill_normal(tensor_seed + static_cast<uint64_t>(r0 + r) * 0xD1B54A32D192ED03ull, sigma, x.data(), cols);
+          if (t.init == TensorPlan::Init::kNearOnes) {
+            for (float& v : x) v += 1.0f;
+          }
         }
         quantize::quantize_row(t.type, x.data(), buf.data() + static_cast<size_t>(r) * row_bytes, cols);
       }
@@ -270,7 +274,9 @@ void check_shape(const Shape& s) {
                         s.n_head % s.n_head_kv == 0 && s.n_ff >= 1 && s.head_size() % 2 == 0;
   const bool moe_ok = s.n_expert == 0 || (s.n_expert_used >= 1 && s.n_expert_used <= s.n_expert && s.n_ff_exp >= 1);
   const bool swa_ok = s.n_swa == 0 || (s.n_swa > 0 && s.swa_pattern >= 1);
-  if (!dense_ok || !moe_ok || !swa_ok || s.n_expert < 0) {
+  const bool encoder_ok = !s.is_encoder() || (s.n_ctx >= 1 && s.n_head_kv == s.n_head && s.head_dim == 0 &&
+                                              s.n_expert == 0 && s.n_token_types >= 0 && s.n_cls_out >= 0);
+  if (!dense_ok || !moe_ok || !swa_ok || !encoder_ok || s.n_expert < 0) {
     throw std::runtime_error("synth: inconsistent shape '" + s.name + "'");
   }
 }
@@ -288,11 +294,18 @@ Options demo_options() {
 Result write_model(const Options& o, const std::string& path) {
   Shape shape = o.shape;
   check_shape(shape);
-  Metadata vocab = o.vocab_from.empty() ? builtin_vocabulary(shape.n_vocab) : vocabulary_from(o.vocab_from);
+  Metadata vocab = !o.vocab_from.empty() ? vocabulary_from(o.vocab_from)
+                  : shape.is_encoder()    ? builtin_wordpiece_vocabulary(shape.n_vocab)
+                                          : builtin_vocabulary(shape.n_vocab);
   shape.n_vocab = static_cast<int64_t>(token_count(vocab));
 
+  // The model's own keys win over a copied vocabulary's (bert: tokenizer.ggml.token_type_count).
   Metadata meta = model_metadata(shape, o.type);
-  for (auto& kv : vocab) meta.push_back(std::move(kv));
+  const size_t n_model_keys = meta.size();
+  for (auto& kv : vocab) {
+    const auto first = meta.begin(), last = meta.begin() + static_cast<std::ptrdiff_t>(n_model_keys);
+    if (std::none_of(first, last, [&kv](const auto& m) { return m.first == kv.first; })) meta.push_back(std::move(kv));
+  }
   const std::vector<TensorPlan> plan = plan_tensors(shape, o.type);
   const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 

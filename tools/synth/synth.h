@@ -1,11 +1,14 @@
 // Synthetic models: random-weight GGUF files in real model shapes (llama, qwen2, qwen3, qwen3moe,
-// gemma3), with our own byte-level BPE vocabulary, for benchmarks, tests and the bundled demo (no
-// third-party weights).
+// gemma3, and bert encoders and cross-encoders), with our own byte-level BPE or WordPiece vocabulary,
+// for benchmarks, tests and the bundled demo (no third-party weights).
 //
-// Weights are N(0, 0.02) from a seeded PRNG (norm weights 1.0), identical for a given seed
-// whatever the thread count. Files are GGUF v3 with the metadata llama.cpp requires
-// (general.architecture / file_type / quantization_version = 2, the arch hyperparameters and
-// tokenizer.ggml.*), so llama.cpp loads them too.
+// Weights and biases are N(0, 0.02) from a seeded PRNG (RMS norm weights 1.0), identical for a
+// given seed whatever the thread count. Encoders' layer and head matrices are N(0, 1 / sqrt(fan
+// in)) and their LayerNorm weights 1 + N(0, 0.02): attention is then far from uniform, so outputs
+// (pooled vectors, rerank scores) depend on the whole input and on positions, and tests see
+// masking or position mistakes that N(0, 0.02) weights would hide. Files are GGUF v3 with the
+// metadata llama.cpp requires (general.architecture / file_type / quantization_version = 2, the
+// arch hyperparameters and tokenizer.ggml.*), so llama.cpp loads them too.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +25,7 @@ namespace engine::synth {
 // A model shape: the hyperparameters of one real model (or the tiny demo).
 struct Shape {
   std::string name;        // "llama-1b"
-  std::string arch;        // general.architecture: llama, qwen2, qwen3, qwen3moe or gemma3
+  std::string arch;        // general.architecture: llama, qwen2, qwen3, qwen3moe, gemma3 or bert
   int64_t n_vocab = 0;     // padded to with filler tokens (the built-in vocabulary)
   int64_t n_embd = 0;
   int64_t n_layer = 0;
@@ -32,7 +35,7 @@ struct Shape {
   int64_t n_ff = 0;        // feed_forward_length (a MoE model's dense size: metadata only)
   int64_t n_ctx = 0;       // context_length
   float rope_base = 10000.0f;
-  float rms_eps = 1e-5f;
+  float rms_eps = 1e-5f;   // the norms' epsilon (bert: LayerNorm's, attention.layer_norm_epsilon)
   bool tied = false;       // no output.weight: token_embd doubles as the output matrix
   bool qkv_bias = false;   // qwen2
   bool qk_norm = false;    // qwen3, qwen3moe, gemma3
@@ -49,12 +52,22 @@ struct Shape {
   int64_t swa_pattern = 0;
   float rope_base_swa = 10000.0f;
   float rope_linear_factor = 0.0f;   // rope.scaling.factor of linear scaling; 0: none
+  // Encoders (bert): learned position (n_ctx rows) and token-type embeddings, LayerNorm with biases
+  // after the embeddings and after each sublayer, biases on every matrix, a GELU FFN (up, down),
+  // bidirectional attention, no output matrix.
+  int64_t n_token_types = 0;  // rows of token_types (tokenizer.ggml.token_type_count)
+  uint32_t pooling_type = 0;  // {arch}.pooling_type: 1 mean, 2 cls, 3 last, 4 rank; 0: not written
+  // Classification head of a cross-encoder (pooling rank): cls (n_embd x n_embd) and cls.output
+  // (n_cls_out x n_embd), with biases; llama.cpp scores the [CLS] row x as
+  // cls.output @ tanh(cls @ x + cls.bias) + cls.output.bias. 0: no head.
+  int64_t n_cls_out = 0;
 
   int64_t head_size() const { return head_dim ? head_dim : n_embd / n_head; }
+  bool is_encoder() const { return arch == "bert"; }
 };
 
 // Built-in shapes: demo, llama-1b, tinyllama, qwen2.5-0.5b, qwen3-1.7b, llama-8b, qwen3-30b-a3b,
-// gemma3-4b.
+// gemma3-4b, minilm-l6 (all-MiniLM-L6-v2, mean pooling), bert-rerank (a small cross-encoder).
 const std::vector<Shape>& shapes();
 std::optional<Shape> find_shape(std::string_view name);
 
@@ -70,7 +83,8 @@ std::optional<FileType> find_file_type(std::string_view name);  // case-insensit
 
 // What one tensor of the file will hold.
 struct TensorPlan {
-  enum class Init { kNormal, kOnes };
+  // N(0, 0.02), 1, 1 + N(0, 0.02), N(0, 1 / sqrt(row length)).
+  enum class Init { kNormal, kOnes, kNearOnes, kFanIn };
   std::string name;
   gguf::TensorType type;
   std::vector<uint64_t> ne;  // GGUF order: ne[0] is the row length
@@ -80,14 +94,18 @@ struct TensorPlan {
 };
 
 // The type of each tensor follows llama.cpp's choices (llama_tensor_get_type, simplified):
-// * 1-D tensors (norms, biases) and the MoE router ffn_gate_inp are F32 (convert_hf_to_gguf
-//   writes the router F32 and llama-quantize never quantizes it).
-// * output.weight (or token_embd.weight when tied) is Q6_K for every quantized type except Q8_0
-//   (kept Q8_0) and the float types (kept as they are).
+// * 1-D tensors (norms, biases), the MoE router ffn_gate_inp and bert's position_embd and
+//   token_types are F32 (convert_hf_to_gguf writes them F32 and llama-quantize never quantizes
+//   them).
+// * output.weight (or token_embd.weight when tied or when there is no output matrix: bert) is
+//   Q6_K for every quantized type except Q8_0 (kept Q8_0) and the float types (kept as they are).
 // * Q4_K_M / Q5_K_M: attn_v and ffn_down (ffn_down_exps too) are Q6_K in llama.cpp's "more
 //   bits" layers (the first and last eighth and every third in between), the base type elsewhere.
 // * Expert tensors are GGUF [n_embd, n_ff_exp, n_expert] (gate, up) and [n_ff_exp, n_embd,
 //   n_expert] (down), typed like their dense counterparts by the rules above.
+// * bert: token_embd, token_types, position_embd, token_embd_norm.{weight,bias}; per layer
+//   attn_{q,k,v,output}.{weight,bias}, attn_output_norm.{weight,bias}, ffn_{up,down}.{weight,bias},
+//   layer_output_norm.{weight,bias}; then cls.{weight,bias} and cls.output.{weight,bias} with a head.
 // * Every other matrix has the base type; rows that are not a multiple of the block size fall
 //   back as llama.cpp does (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K/Q3_K/IQ4_XS ->
 //   IQ4_NL; still not a multiple -> F16; F16 not possible either -> F32).
@@ -99,7 +117,10 @@ using Metadata = std::vector<std::pair<std::string, gguf::OwnedValue>>;
 // general.* and the architecture's hyperparameter keys, named and typed as llama.cpp's converter
 // writes them (MoE: expert_count, expert_used_count, expert_feed_forward_length,
 // expert_weights_norm; sliding window: attention.sliding_window(_pattern), rope.freq_base_swa;
-// rope.scaling.type/factor when rope_linear_factor is set). No tokenizer keys.
+// rope.scaling.type/factor when rope_linear_factor is set). bert: no rope keys,
+// attention.layer_norm_epsilon, attention.causal = false, pooling_type,
+// classifier.output_labels ("LABEL_0", ... with a head) and tokenizer.ggml.token_type_count, the
+// one tokenizer key (write_model drops a copied vocabulary's own).
 Metadata model_metadata(const Shape& shape, const FileType& type);
 
 // Our own byte-level BPE vocabulary ("gpt2" model, "default" pre-tokenizer): the 256 byte tokens
@@ -108,6 +129,14 @@ Metadata model_metadata(const Shape& shape, const FileType& type);
 // <|im_end|> (control), then unused "<|synth_N|>" fillers up to `n_vocab` tokens (no padding
 // when n_vocab is smaller than the natural size), and a ChatML chat template.
 Metadata builtin_vocabulary(int64_t n_vocab);
+// Our own WordPiece vocabulary ("bert" model, as llama.cpp's converter stores BERT vocabularies:
+// word-start pieces carry a "\u2581" prefix, continuation pieces are bare): [PAD] = 0,
+// [unused0..98], [UNK] = 100, [CLS] = 101, [SEP] = 102, [MASK] = 103 (control), then every
+// printable ASCII character as a word start and as a continuation, the words of a built-in
+// English text with their 2- and 3-letter prefixes and common English suffixes and letter groups
+// as continuations (lower case), then unused "[unusedN]" fillers up to `n_vocab` tokens.
+// Lower-case ASCII text never tokenizes to [UNK].
+Metadata builtin_wordpiece_vocabulary(int64_t n_vocab);
 // Every tokenizer.* key of an existing GGUF file. Throws gguf::Error / std::runtime_error.
 Metadata vocabulary_from(const std::string& path);
 
@@ -115,7 +144,7 @@ struct Options {
   Shape shape;
   FileType type{"Q8_0", 7, gguf::TensorType::Q8_0};
   uint64_t seed = 1;
-  std::string vocab_from;  // a GGUF file whose tokenizer.* keys to copy; "" = builtin
+  std::string vocab_from;  // a GGUF file whose tokenizer.* keys to copy; "" = builtin (encoders: WordPiece)
   int threads = 0;         // 0: std::thread::hardware_concurrency()
 };
 

@@ -39,6 +39,13 @@ const std::vector<Shape>& shapes() {
        .n_head_kv = 4, .head_dim = 256, .n_ff = 10240, .n_ctx = 131072, .rope_base = 1e6f, .rms_eps = 1e-6f,
        .tied = true, .qk_norm = true, .post_norms = true, .n_swa = 1024, .swa_pattern = 6,
        .rope_base_swa = 10000.0f, .rope_linear_factor = 8.0f},
+      // sentence-transformers/all-MiniLM-L6-v2 as llama.cpp's converter writes it.
+      {.name = "minilm-l6", .arch = "bert", .n_vocab = 30522, .n_embd = 384, .n_layer = 6, .n_head = 12,
+       .n_head_kv = 12, .n_ff = 1536, .n_ctx = 512, .rms_eps = 1e-12f, .n_token_types = 2, .pooling_type = 1},
+      // A small BERT cross-encoder (not a real model's size): [CLS] row -> classification head.
+      {.name = "bert-rerank", .arch = "bert", .n_vocab = 30522, .n_embd = 128, .n_layer = 2, .n_head = 4,
+       .n_head_kv = 4, .n_ff = 512, .n_ctx = 512, .rms_eps = 1e-12f, .n_token_types = 2, .pooling_type = 4,
+       .n_cls_out = 1},
   };
   return table;
 }
@@ -140,7 +147,7 @@ class Planner {
   }
   // W (rows, cols), or n_expert such matrices: GGUF [cols, rows] / [cols, rows, n_expert].
   void mat(int64_t il, const std::string& role, uint64_t rows, uint64_t cols, uint64_t n_expert = 0) {
-    const bool is_output = role == "output" || (role == "token_embd" && s_.tied);
+    const bool is_output = role == "output" || (role == "token_embd" && (s_.tied || s_.is_encoder()));
     const TensorType t = fit_row(matrix_type(ft_, role, is_output, il, s_.n_layer), cols);
     std::vector<uint64_t> ne = {cols, rows};
     if (n_expert > 0) ne.push_back(n_expert);
@@ -149,6 +156,15 @@ class Planner {
   // The MoE router: always F32.
   void router(int64_t il, uint64_t n_expert, uint64_t cols) {
     out_.push_back({name(il, "ffn_gate_inp"), TensorType::F32, {cols, n_expert}, Init::kNormal});
+  }
+  // An encoder's layer or head matrix: typed as mat(), N(0, 1 / sqrt(cols)).
+  void mat_fan_in(int64_t il, const std::string& role, uint64_t rows, uint64_t cols) {
+    mat(il, role, rows, cols);
+    out_.back().init = Init::kFanIn;
+  }
+  // A matrix never quantized (bert's position_embd, token_types): F32 [cols, rows].
+  void mat_f32(const std::string& role, uint64_t rows, uint64_t cols) {
+    out_.push_back({name(-1, role), TensorType::F32, {cols, rows}, Init::kNormal});
   }
   std::vector<TensorPlan> take() { return std::move(out_); }
 
@@ -202,9 +218,44 @@ void plan_ffn(Planner& p, const Shape& s, int64_t il) {
   if (s.post_norms) p.vec(b + "post_ffw_norm.weight", E, Init::kOnes);
 }
 
+// bert: W (rows, cols) and its bias (rows,).
+void mat_bias(Planner& p, int64_t il, const std::string& role, uint64_t rows, uint64_t cols) {
+  p.mat_fan_in(il, role, rows, cols);
+  p.vec((il < 0 ? "" : "blk." + std::to_string(il) + ".") + role + ".bias", rows, Init::kNormal);
+}
+
+// bert: LayerNorm weight (near 1) and bias.
+void layer_norm(Planner& p, const std::string& prefix, uint64_t n) {
+  p.vec(prefix + ".weight", n, Init::kNearOnes);
+  p.vec(prefix + ".bias", n, Init::kNormal);
+}
+
+std::vector<TensorPlan> plan_encoder(const Shape& s, const FileType& ft) {
+  const auto E = static_cast<uint64_t>(s.n_embd), F = static_cast<uint64_t>(s.n_ff);
+  Planner p(s, ft);
+  p.mat(-1, "token_embd", static_cast<uint64_t>(s.n_vocab), E);
+  if (s.n_token_types > 0) p.mat_f32("token_types", static_cast<uint64_t>(s.n_token_types), E);
+  p.mat_f32("position_embd", static_cast<uint64_t>(s.n_ctx), E);
+  layer_norm(p, "token_embd_norm", E);
+  for (int64_t il = 0; il < s.n_layer; ++il) {
+    const std::string b = "blk." + std::to_string(il) + ".";
+    for (const char* role : {"attn_q", "attn_k", "attn_v", "attn_output"}) mat_bias(p, il, role, E, E);
+    layer_norm(p, b + "attn_output_norm", E);
+    mat_bias(p, il, "ffn_up", F, E);
+    mat_bias(p, il, "ffn_down", E, F);
+    layer_norm(p, b + "layer_output_norm", E);
+  }
+  if (s.n_cls_out > 0) {
+    mat_bias(p, -1, "cls", E, E);
+    mat_bias(p, -1, "cls.output", static_cast<uint64_t>(s.n_cls_out), E);
+  }
+  return p.take();
+}
+
 }  // namespace
 
 std::vector<TensorPlan> plan_tensors(const Shape& s, const FileType& ft) {
+  if (s.is_encoder()) return plan_encoder(s, ft);
   const auto E = static_cast<uint64_t>(s.n_embd), V = static_cast<uint64_t>(s.n_vocab);
   Planner p(s, ft);
   p.mat(-1, "token_embd", V, E);
@@ -220,7 +271,40 @@ std::vector<TensorPlan> plan_tensors(const Shape& s, const FileType& ft) {
 // ---------------------------------------------------------------------------------------------
 // Metadata
 
+namespace {
+
+// bert: the keys of llama.cpp's BertModel converter.
+Metadata encoder_metadata(const Shape& s, const FileType& ft) {
+  const std::string p = s.arch + ".";
+  auto u32 = [](int64_t v) { return OwnedValue::u32(static_cast<uint32_t>(v)); };
+  Metadata m = {
+      {"general.architecture", OwnedValue::string(s.arch)},
+      {"general.name", OwnedValue::string("synth-" + s.name)},
+      {"general.file_type", OwnedValue::u32(ft.ftype)},
+      {"general.quantization_version", OwnedValue::u32(2)},
+      {p + "context_length", u32(s.n_ctx)},
+      {p + "embedding_length", u32(s.n_embd)},
+      {p + "block_count", u32(s.n_layer)},
+      {p + "feed_forward_length", u32(s.n_ff)},
+      {p + "attention.head_count", u32(s.n_head)},
+      {p + "attention.head_count_kv", u32(s.n_head_kv)},
+      {p + "attention.layer_norm_epsilon", OwnedValue::f32(s.rms_eps)},
+      {p + "attention.causal", OwnedValue::boolean(false)},
+  };
+  if (s.pooling_type != 0) m.emplace_back(p + "pooling_type", OwnedValue::u32(s.pooling_type));
+  if (s.n_cls_out > 0) {
+    std::vector<std::string> labels;
+    for (int64_t i = 0; i < s.n_cls_out; ++i) labels.push_back("LABEL_" + std::to_string(i));
+    m.emplace_back(p + "classifier.output_labels", OwnedValue::string_array(labels));
+  }
+  if (s.n_token_types > 0) m.emplace_back("tokenizer.ggml.token_type_count", u32(s.n_token_types));
+  return m;
+}
+
+}  // namespace
+
 Metadata model_metadata(const Shape& s, const FileType& ft) {
+  if (s.is_encoder()) return encoder_metadata(s, ft);
   const std::string p = s.arch + ".";
   auto u32 = [](int64_t v) { return OwnedValue::u32(static_cast<uint32_t>(v)); };
   Metadata m = {

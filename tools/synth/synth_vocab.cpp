@@ -1,7 +1,10 @@
-// The built-in vocabulary of synthetic models (synth.h): 256 byte tokens, merges learned by a small
-// deterministic byte-level BPE trainer from our own text, control tokens, a chat template, and
-// filler tokens up to the shape's vocabulary size.
+// The built-in vocabularies of synthetic models (synth.h). BPE: 256 byte tokens, merges learned by a
+// small deterministic byte-level BPE trainer from our own text, control tokens, a chat template, and
+// filler tokens up to the shape's vocabulary size. WordPiece (encoders): BERT's special tokens, the
+// ASCII characters, and word pieces cut from the same text.
+#include <cctype>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -108,7 +111,88 @@ std::vector<std::pair<std::string, std::string>> learn_merges(std::string_view t
   return merges;
 }
 
+// Common English endings and letter groups, kept as WordPiece continuations.
+constexpr std::string_view kSuffixes[] = {
+    "s",    "es",   "ed",  "er",   "ers",  "est",  "ing",  "ings", "ly",   "ion",  "ions", "tion",
+    "tions", "sion", "ness", "ment", "ments", "able", "ible", "al",   "ial",  "ful",  "less", "ous",
+    "ive",  "ity",  "ize", "ise",  "ized", "ism",  "ist",  "ists", "ical", "ally", "ance", "ence",
+    "ant",  "ent",  "ary", "ory",  "ship", "hood", "ward", "wise", "like", "th",   "ry",   "y",
+};
+
+// The lower-case ASCII words of `text`, sorted and unique.
+std::set<std::string> words_of(std::string_view text) {
+  std::set<std::string> words;
+  std::string w;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalpha(u) != 0) {
+      w += static_cast<char>(std::tolower(u));
+    } else if (!w.empty()) {
+      words.insert(std::exchange(w, {}));
+    }
+  }
+  if (!w.empty()) words.insert(w);
+  return words;
+}
+
 }  // namespace
+
+Metadata builtin_wordpiece_vocabulary(int64_t n_vocab) {
+  enum : int32_t { kNormal = 1, kControl = 3, kUnused = 5 };
+  const std::string word_start = "\xe2\x96\x81";  // U+2581, llama.cpp's phantom space
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;
+  std::set<std::string> seen;
+  int unused = 0;
+  auto add = [&](std::string text, int32_t type) {
+    if (!seen.insert(text).second) return;
+    tokens.push_back(std::move(text));
+    types.push_back(type);
+  };
+  auto add_unused = [&] { add("[unused" + std::to_string(unused++) + "]", kUnused); };
+  // BERT's layout: [PAD] 0, [unused0..98], [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103.
+  add("[PAD]", kControl);
+  while (tokens.size() < 100) add_unused();
+  for (const char* special : {"[UNK]", "[CLS]", "[SEP]", "[MASK]"}) add(special, kControl);
+  // Each printable ASCII character (upper case excluded: the text is lower-cased first) as a word
+  // start and as a continuation: every lower-case ASCII word tokenizes.
+  std::vector<std::string> chars;
+  for (int c = 0x21; c < 0x7f; ++c) {
+    if (std::isupper(c) == 0) chars.emplace_back(1, static_cast<char>(c));
+  }
+  for (const std::string& c : chars) add(word_start + c, kNormal);
+  for (const std::string& c : chars) add(c, kNormal);
+  // Words and their first two and three letters as word starts; from the second letter on, their
+  // groups of two to four letters and the common endings as continuations.
+  const std::set<std::string> words = words_of(kTrainingText);
+  std::set<std::string> starts, continuations(std::begin(kSuffixes), std::end(kSuffixes));
+  for (const std::string& w : words) {
+    starts.insert(w);
+    for (size_t n = 2; n <= 3 && n < w.size(); ++n) starts.insert(w.substr(0, n));
+    for (size_t i = 1; i < w.size(); ++i) {
+      for (size_t n = 2; n <= 4 && i + n <= w.size(); ++n) continuations.insert(w.substr(i, n));
+    }
+  }
+  for (const std::string& w : starts) add(word_start + w, kNormal);
+  for (const std::string& c : continuations) add(c, kNormal);
+  const auto natural = static_cast<int64_t>(tokens.size());
+  if (n_vocab != 0 && n_vocab < natural) {
+    throw std::runtime_error("synth: vocabulary size " + std::to_string(n_vocab) +
+                             " is below the built-in WordPiece vocabulary's " + std::to_string(natural));
+  }
+  while (static_cast<int64_t>(tokens.size()) < n_vocab) add_unused();
+  return {
+      {"tokenizer.ggml.model", OwnedValue::string("bert")},
+      {"tokenizer.ggml.pre", OwnedValue::string("default")},
+      {"tokenizer.ggml.tokens", OwnedValue::string_array(tokens)},
+      {"tokenizer.ggml.token_type", OwnedValue::i32_array(types)},
+      {"tokenizer.ggml.unknown_token_id", OwnedValue::u32(100)},
+      {"tokenizer.ggml.seperator_token_id", OwnedValue::u32(102)},
+      {"tokenizer.ggml.padding_token_id", OwnedValue::u32(0)},
+      {"tokenizer.ggml.cls_token_id", OwnedValue::u32(101)},
+      {"tokenizer.ggml.mask_token_id", OwnedValue::u32(103)},
+  };
+}
 
 Metadata builtin_vocabulary(int64_t n_vocab) {
   enum : int32_t { kNormal = 1, kControl = 3, kUnused = 5 };
