@@ -67,4 +67,8 @@ std::vector<std::string> capabilities(const App& app) {
   return c;
 }
 
+nlohmann::json model_kind_json(const App& app) {
+  return {{"capabilities", capabilities(app)}, {"pooling", engine::pooling_name(app.pooling)}, {"n_embd", app.n_embd}};
+}
+
 }  // namespace server

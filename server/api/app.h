@@ -6,7 +6,9 @@
 #include <ctime>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "engine/model/model.h"
 #include "engine/runtime/sampler.h"
@@ -92,7 +94,11 @@ void require_ready(const App& app);
 // Throws a 400 when the model cannot generate text (an encoder: embeddings only).
 void require_generation(const App& app);
 
-// What the model serves, for /v1/models and /props: "completion", "chat", "embeddings", "rerank".
+// What the model serves, for /v1/models, /props and the metadata endpoint: "completion", "chat",
+// "embeddings", "rerank".
 std::vector<std::string> capabilities(const App& app);
+
+// {"capabilities": [...], "pooling": "cls", "n_embd": 384}: what kind of model this is.
+nlohmann::json model_kind_json(const App& app);
 
 }  // namespace server

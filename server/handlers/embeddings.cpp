@@ -17,6 +17,30 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Submits a wave, waiting while the scheduler's queue is full (other requests' inputs ahead):
+// embedding inputs are short work, so a busy queue is back-pressure rather than a 429. Throws
+// ApiError: 503 draining or the client gone, 504 past the deadline.
+net::awaitable<void> submit_when_room(App& app, RequestContext& ctx, const std::vector<engine::GenerationRequest>& requests,
+                                      Clock::time_point deadline) {
+  net::steady_timer timer(ctx.executor);
+  auto pause = std::chrono::milliseconds(2);
+  for (;;) {
+    const engine::SubmitStatus status = app.scheduler->submit_all(requests);  // (a copy: kept if refused)
+    if (status != engine::SubmitStatus::kQueueFull) {
+      throw_if_refused(status);
+      co_return;
+    }
+    if (ctx.disconnect->fired()) throw ApiError(503, "request cancelled (client gone)", "server_error");
+    if (Clock::now() > deadline) {
+      throw ApiError(504, "request deadline exceeded (--request-timeout) waiting for the queue", "timeout_error",
+                     std::nullopt, "timeout");
+    }
+    timer.expires_after(pause);
+    co_await timer.async_wait(net::use_awaitable);
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
+  }
+}
+
 // Each input's pooled output, in input order. The inputs go to the scheduler in waves of at most
 // its capacity, each all or none; `tokens` gets their token count (also recorded in the stats
 // and metrics, whatever happens). Throws ApiError: 429 / 503 when refused, what choice_error says.
@@ -39,7 +63,7 @@ net::awaitable<std::vector<std::vector<float>>> embed_all(App& app, RequestConte
       r.sink = channel->sink(static_cast<int>(i - begin));
       requests.push_back(std::move(r));
     }
-    throw_if_refused(app.scheduler->submit_all(std::move(requests)));
+    co_await submit_when_room(app, ctx, requests, deadline);
     ctx.disconnect->subscribe([channel] { channel->cancel(); });
     for (size_t open = end - begin; open > 0;) {
       ChannelItem item = co_await channel->receive();

@@ -16,6 +16,7 @@ void add_metadata_routes(Router& router, App& app) {
       nlohmann::json j = file_to_json(*app.file, all);
       j["id"] = app.model_id;
       j["object"] = "model.metadata";
+      j.update(model_kind_json(app));
       return dump(j);
     });
     co_return HttpResponse::json(200, std::move(body));

@@ -8,9 +8,13 @@ namespace server {
 
 namespace {
 
+// OpenAI's model object, plus what the model serves (capabilities, pooling, n_embd: see
+// model_kind_json), as Ollama and llama-server add their own.
 nlohmann::json model_object(const App& app) {
-  return {{"id", app.model_id}, {"object", "model"}, {"created", app.model_created},
-          {"owned_by", "ggufd"}};
+  nlohmann::json m = {{"id", app.model_id}, {"object", "model"}, {"created", app.model_created},
+                      {"owned_by", "ggufd"}};
+  m.update(model_kind_json(app));
+  return m;
 }
 
 }  // namespace

@@ -25,7 +25,7 @@ void add_props_routes(Router& router, App& app) {
   router.add("GET", "/props", [&app](HttpRequest&, RequestContext&) -> net::awaitable<HttpResponse> {
     require_ready(app);
     const ServeSettings& s = app.settings;
-    const nlohmann::json body = {
+    nlohmann::json body = {
         {"model", app.model_id},
         {"model_path", app.model_path},
         {"n_ctx", s.n_ctx},
@@ -41,6 +41,7 @@ void add_props_routes(Router& router, App& app) {
         {"cpu_features", s.cpu_features},
         {"kernels", s.kernels},
     };
+    body.update(model_kind_json(app));
     co_return HttpResponse::json(200, dump(body));
   });
 }
