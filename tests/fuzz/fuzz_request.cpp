@@ -36,6 +36,7 @@
 #include "server/api/app.h"
 #include "server/api/chat_request.h"
 #include "server/api/completion_request.h"
+#include "server/api/embedding_request.h"
 #include "server/api/request_fields.h"
 #include "server/api/tokenize_request.h"
 #include "tools/synth/synth.h"
@@ -73,6 +74,7 @@ struct Model {
     a.settings.default_max_tokens = 16;
     a.settings.max_json_depth = 64;
     a.chat_features = server::detect_chat_features(a);
+    a.n_embd = 64;
     a.ready = true;
   }
   Model(const Model&) = delete;  // the App points into it
@@ -109,6 +111,10 @@ std::vector<std::unique_ptr<Model>> load_models() {
                                           read_text(dir + "/templates/meta-llama-Llama-3.1-8B-Instruct.jinja")));
     out.push_back(std::make_unique<Model>(tokenizer_of(dir + "/models/stories260K.gguf"),
                                           read_text(dir + "/templates/mistralai-Mistral-Nemo-Instruct-2407.jinja")));
+    // WordPiece: the embeddings and rerank paths of an encoder
+    out.push_back(std::make_unique<Model>(tokenizer_of(dir + "/tokenizer/ggml-vocab-bert-bge.gguf"),
+                                          std::string(engine::kChatMLTemplate)));
+    out.back()->app->generates = false;
     out[0]->use_grammar_cache();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fuzz_request: shared models unavailable (%s); using the built-in vocabulary\n", e.what());
@@ -140,6 +146,29 @@ void check_ignored_fields(const std::vector<std::string>& ignored, bool strict) 
   }
 }
 
+// Every input non-empty, within the context and the vocabulary.
+void check_inputs(const std::vector<std::vector<int32_t>>& inputs, const server::App& app) {
+  if (inputs.empty() || inputs.size() > server::kMaxEmbeddingInputs) bug("input count", std::to_string(inputs.size()));
+  for (const auto& ids : inputs) {
+    if (ids.empty() || static_cast<int64_t>(ids.size()) > app.settings.n_ctx) bug("input length", std::to_string(ids.size()));
+    for (int32_t id : ids) {
+      if (id < 0 || id >= app.tokenizer->n_vocab()) bug("token id outside the vocabulary", std::to_string(id));
+    }
+  }
+}
+
+void check_embeddings(const server::EmbeddingRequest& r, const server::App& app, bool strict) {
+  check_ignored_fields(r.ignored_fields, strict);
+  check_inputs(r.inputs, app);
+  if (r.dimensions && (*r.dimensions < 1 || *r.dimensions > app.n_embd)) bug("dimensions", std::to_string(*r.dimensions));
+}
+
+void check_rerank(const server::RerankRequest& r, const server::App& app, bool strict) {
+  check_ignored_fields(r.ignored_fields, strict);
+  check_inputs(r.inputs, app);
+  if (r.inputs.size() != r.documents.size() || r.top_n == 0) bug("rerank shape", std::to_string(r.top_n));
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -149,10 +178,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool strict = (data[0] & 0x80) != 0;
   model.app->settings.strict_api = strict;
   const std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
+  // bit 0x10 turns the completion and chat cases into embeddings and rerank
+  const bool embeddings = (data[0] & 0x10) != 0;
+  model.app->pooling = !embeddings ? engine::PoolingType::kNone
+                       : (data[0] & 3) == 1 ? engine::PoolingType::kRank : engine::PoolingType::kMean;
   try {
-    switch (data[0] & 3) {
+    switch ((data[0] & 3) | (embeddings && (data[0] & 3) < 2 ? 4 : 0)) {
       case 0: check_ignored_fields(server::prepare_completion(*model.app, body).ignored_fields, strict); break;
       case 1: check_ignored_fields(server::prepare_chat(*model.app, body).ignored_fields, strict); break;
+      case 4: check_embeddings(server::prepare_embeddings(*model.app, body), *model.app, strict); break;
+      case 5: check_rerank(server::prepare_rerank(*model.app, body), *model.app, strict); break;
       case 2: (void)server::tokenize_response(*model.app, body); break;
       case 3: (void)server::detokenize_response(*model.app, body); break;
     }
