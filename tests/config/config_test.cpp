@@ -198,6 +198,8 @@ TEST_F(ConfigTest, ReasoningEffortIsOneOfOpenAIsLevels) {
   EXPECT_EQ(parse({}).sampling.reasoning_effort, "") << "unset: the chat template's default";
   EXPECT_EQ(parse({"--reasoning-effort", "high"}).sampling.reasoning_effort, "high");
   EXPECT_NE(error({"--reasoning-effort", "extreme"}).find("--reasoning-effort"), std::string::npos);
+  EXPECT_EQ(parse({"--pooling", "rank"}).model.pooling, "rank");
+  EXPECT_NE(error({"--pooling", "max"}).find("--pooling"), std::string::npos);
 }
 
 TEST_F(ConfigTest, LastFlagWinsForScalars) {
@@ -210,7 +212,7 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
   const std::string m = file("m.gguf", "GGUF");
   const std::string t = file("t.jinja", "{{ x }}");
   const std::string k = file("keys", "k3\n");
-  const ServeConfig cfg = parse({"-m", m, "--alias", "a", "--chat-template-file", t, "--host", "0.0.0.0",
+  const ServeConfig cfg = parse({"-m", m, "--alias", "a", "--chat-template-file", t, "--pooling", "mean", "--host", "0.0.0.0",
                                  "--port", "1", "--api-key", "k1", "--api-key-file", k, "--cors-origin", "*",
                                  "--body-limit", "2048", "--header-limit", "4K", "--tokenize-limit", "3K",
                                  "--max-json-depth", "16", "--header-timeout", "4", "--read-timeout", "5",
@@ -239,6 +241,7 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
   EXPECT_EQ(cfg.http.shutdown_grace, 9);
   EXPECT_TRUE(cfg.http.strict_api);
   EXPECT_EQ(cfg.sampling.reasoning_effort, "none");
+  EXPECT_EQ(cfg.model.pooling, "mean");
   EXPECT_EQ(cfg.engine.threads, 2);
   EXPECT_EQ(cfg.engine.ctx_size, 128);
   EXPECT_EQ(cfg.engine.parallel, 3);
