@@ -173,7 +173,7 @@ void Service::Impl::load() {
     s.n_threads = engine::thread_count(so.n_threads);
     s.prefill_chunk = so.prefill_chunk;
     s.max_queue = so.max_queue;
-    s.kv_type = so.kv_type == engine::KvType::kF16 ? "f16" : "f32";
+    s.kv_type = engine::kv_type_name(so.kv_type);
     s.default_max_tokens = options.default_max_tokens;
     s.default_sampling = options.sampling_defaults;
     s.request_timeout_s = options.request_timeout_s;

@@ -23,6 +23,23 @@ void check_cells(int64_t n, int64_t min, const char* what) {
 
 }  // namespace
 
+const std::vector<std::string>& kv_type_names() {
+  static const std::vector<std::string> names = {"f16", "f32"};
+  return names;
+}
+
+const std::string& kv_type_name(KvType type) { return kv_type_names()[static_cast<size_t>(type)]; }
+
+KvType kv_type_from_name(const std::string& name) {
+  const std::vector<std::string>& names = kv_type_names();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return static_cast<KvType>(i);
+  }
+  std::string known;
+  for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("KV cache type '" + name + "' is not one of " + known);
+}
+
 KvCache::KvCache(const HParams& hp, int64_t n_cells, KvType type, int64_t n_window_cells)
     : type_(type),
       n_swa_(hp.n_swa),

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -13,6 +14,12 @@ namespace engine {
 using SeqId = int32_t;
 
 enum class KvType { kF16, kF32 };
+
+// The element types as settings spell them ("f16", "f32"), in enum order.
+const std::vector<std::string>& kv_type_names();
+const std::string& kv_type_name(KvType type);
+// The type spelled `name`; std::invalid_argument naming the accepted ones otherwise.
+KvType kv_type_from_name(const std::string& name);
 
 // Fixed-capacity storage for the K and V rows of every layer, cell by cell, shared by many
 // independent sequences.

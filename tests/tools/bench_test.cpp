@@ -38,6 +38,25 @@ TEST(BenchCommand, JsonReportHasBothTestsAndTheRoofline) {
   EXPECT_GT(j["peak_rss_bytes"].get<uint64_t>(), 0u);
 }
 
+// --depth: both tests run on top of D cached tokens; the report names the depth like llama-bench.
+TEST(BenchCommand, DepthFillsTheContextFirst) {
+  const std::string model = shared_path("models/stories260K.gguf");
+  GGUFD_REQUIRE_SHARED("models/stories260K.gguf");
+  const auto r = run_ggufd("bench -m " + model + " -p 8 -n 4 -d 40 -r 2 -t 1 --json --no-roofline --kv-type f32");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["n_depth"], 40);
+  EXPECT_EQ(j["kv_type"], "f32");
+  ASSERT_EQ(j["tests"].size(), 2u);
+  EXPECT_EQ(j["tests"][0]["test"], "pp8 @ d40");
+  EXPECT_EQ(j["tests"][1]["test"], "tg4 @ d40");
+  for (const json& t : j["tests"]) {
+    EXPECT_EQ(t["n_depth"], 40);
+    EXPECT_EQ(t["tok_s"].size(), 2u);
+  }
+  EXPECT_GT(j["kv_cache_bytes"].get<uint64_t>(), 0u);
+}
+
 TEST(BenchCommand, BadArgumentsAreRefused) {
   const auto missing = run_ggufd("bench -m /nonexistent.gguf");
   EXPECT_NE(missing.status, 0);
@@ -45,6 +64,12 @@ TEST(BenchCommand, BadArgumentsAreRefused) {
   const auto reps = run_ggufd("bench -m /dev/null -r 0");
   EXPECT_NE(reps.status, 0);
   EXPECT_NE(reps.err.find("--repetitions"), std::string::npos) << reps.err;
+  const auto depth = run_ggufd("bench -m /dev/null -d -1");
+  EXPECT_NE(depth.status, 0);
+  EXPECT_NE(depth.err.find("--depth"), std::string::npos) << depth.err;
+  const auto kv = run_ggufd("bench -m /dev/null --kv-type q4");
+  EXPECT_NE(kv.status, 0);
+  EXPECT_NE(kv.err.find("--kv-type"), std::string::npos) << kv.err;
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
-// `ggufd bench -m FILE [-p 512] [-n 128] [-r 5] [-t T] [--json]`: prompt processing (ppP: P
-// tokens in one batch from an empty cache) and generation (tgN: N single-token steps from an
-// empty cache) in tokens/s, measured like `llama-bench -p P -n N -t T` so the two compare one to
-// one. Each test runs once untimed, then `reps` times; the median and spread are reported.
+// `ggufd bench -m FILE [-p 512] [-n 128] [-d 0] [-r 5] [-t T] [--kv-type f16] [--json]`: prompt
+// processing (ppP: P tokens in one batch) and generation (tgN: N single-token steps) in tokens/s,
+// each on top of a context already holding D tokens (0: an empty cache), measured like
+// `llama-bench -p P -n N -d D -t T` so the two compare one to one. The D context tokens are
+// evaluated once (untimed, in batches of 512) and every run truncates the cache back to them, as
+// llama-bench restores its saved state. Each test runs once untimed, then `reps` times; the
+// median and spread are reported.
 // A roofline line relates tg to the machine: measured read bandwidth / weight bytes per token.
 #include <sys/resource.h>
 
@@ -35,8 +38,10 @@ struct BenchOptions {
   std::string model;
   int n_prompt = 512;
   int n_gen = 128;
+  int depth = 0;  // context tokens already in the cache when a test starts
   int reps = 5;
   int threads = 0;
+  std::string kv_type = "f16";
   bool json = false;
   bool roofline = true;
   bool repack = true;    // weights in the kernels' packed layout (engine/model/repack.h)
@@ -65,34 +70,36 @@ Stats summarize(std::vector<double> v) {
 // Runs prompt processing and generation on one model with one cache and one pool.
 class Runner {
  public:
-  Runner(const engine::Model& model, int n_ctx, int threads)
+  // n_ctx: cells of the cache (depth + the longest test); depth: see BenchOptions.
+  Runner(const engine::Model& model, int n_ctx, int depth, engine::KvType kv_type, int threads)
       : model_(model),
         pool_(engine::thread_count(threads)),
-        cache_(model.hparams(), n_ctx, engine::KvType::kF16,
-               engine::KvCache::window_cells(model.hparams(), n_ctx, 1, 512)),
-        fwd_(model, 512),
+        cache_(model.hparams(), n_ctx, kv_type, engine::KvCache::window_cells(model.hparams(), n_ctx, 1, kBatch)),
+        fwd_(model, kBatch),
+        depth_(depth),
         rng_(42) {}
 
   engine::ThreadPool& pool() { return pool_; }
+  const engine::KvCache& cache() const { return cache_; }
 
-  // n tokens in one batch from an empty cache (logits for the last): tokens/s.
+  // n tokens in one batch on top of the depth tokens (logits for the last): tokens/s.
   double prompt(int n) {
-    cache_.clear();
+    reset_to_depth();
     engine::Batch batch;
-    for (int i = 0; i < n; ++i) batch.add(random_token(), 0, i, i + 1 == n);
+    for (int i = 0; i < n; ++i) batch.add(random_token(), 0, depth_ + i, i + 1 == n);
     const auto t0 = Clock::now();
     fwd_.eval(batch, cache_, pool_);
     return n / seconds_since(t0);
   }
 
-  // n single-token steps from an empty cache: tokens/s.
+  // n single-token steps on top of the depth tokens: tokens/s.
   double generate(int n) {
-    cache_.clear();
+    reset_to_depth();
     engine::Batch batch;
     const auto t0 = Clock::now();
     for (int i = 0; i < n; ++i) {
       batch.clear();
-      batch.add(random_token(), 0, i, true);
+      batch.add(random_token(), 0, depth_ + i, true);
       fwd_.eval(batch, cache_, pool_);
     }
     return n / seconds_since(t0);
@@ -102,14 +109,31 @@ class Runner {
   static double seconds_since(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
   }
+  // The cache holds exactly positions [0, depth) of sequence 0: the previous test's tokens are
+  // truncated away; the depth tokens are evaluated when missing (the first time, or after a
+  // sliding-window ring could not keep them: KvCache::truncate drops the sequence then).
+  void reset_to_depth() {
+    if (depth_ == 0 || cache_.truncate(0, depth_) < depth_) {
+      cache_.clear();
+      engine::Batch batch;
+      for (int begin = 0; begin < depth_; begin += kBatch) {
+        batch.clear();
+        const int end = std::min(depth_, begin + kBatch);
+        for (int i = begin; i < end; ++i) batch.add(random_token(), 0, i, i + 1 == end);
+        fwd_.eval(batch, cache_, pool_);
+      }
+    }
+  }
   int32_t random_token() {
     return static_cast<int32_t>(rng_() % static_cast<uint64_t>(model_.hparams().n_vocab));
   }
 
+  static constexpr int kBatch = 512;  // tokens per forward chunk (llama-bench's default ubatch)
   const engine::Model& model_;
   engine::ThreadPool pool_;
   engine::KvCache cache_;
   engine::Forward fwd_;
+  int depth_;
   std::mt19937_64 rng_;
 };
 
@@ -132,8 +156,8 @@ uint64_t weight_bytes_per_token(const gguf::File& file, const engine::HParams& h
   return bytes;
 }
 
-json stats_json(const std::string& name, int n_prompt, int n_gen, const Stats& s) {
-  return {{"test", name}, {"n_prompt", n_prompt}, {"n_gen", n_gen}, {"tok_s", s.tok_s},
+json stats_json(const std::string& name, int n_prompt, int n_gen, int depth, const Stats& s) {
+  return {{"test", name}, {"n_prompt", n_prompt}, {"n_gen", n_gen}, {"n_depth", depth}, {"tok_s", s.tok_s},
           {"median_tok_s", s.median}, {"mean_tok_s", s.mean}, {"stddev_tok_s", s.stddev},
           {"min_tok_s", s.min}, {"max_tok_s", s.max}};
 }
@@ -143,7 +167,10 @@ int run_bench(const BenchOptions& o) {
   const gguf::File& file = model.file();
   uint64_t params = 0;
   for (const auto& t : file.tensors()) params += t.n_elements;
-  Runner runner(model, std::max(o.n_prompt, o.n_gen) + 1, o.threads);
+  const engine::KvType kv_type = engine::kv_type_from_name(o.kv_type);
+  Runner runner(model, o.depth + std::max(o.n_prompt, o.n_gen) + 1, o.depth, kv_type, o.threads);
+  // Test names as llama-bench prints them: "pp512 @ d4096".
+  const std::string at_depth = o.depth > 0 ? " @ d" + std::to_string(o.depth) : "";
 
   json tests = json::array();
   std::vector<std::pair<std::string, Stats>> rows;
@@ -152,18 +179,18 @@ int run_bench(const BenchOptions& o) {
     std::vector<double> v;
     for (int r = 0; r < o.reps; ++r) v.push_back(once());
     const Stats s = summarize(std::move(v));
-    tests.push_back(stats_json(name, n_prompt, n_gen, s));
+    tests.push_back(stats_json(name, n_prompt, n_gen, o.depth, s));
     rows.emplace_back(name, s);
   };
   if (o.n_prompt > 0) {
-    measure("pp" + std::to_string(o.n_prompt), o.n_prompt, 0, [&] { return runner.prompt(o.n_prompt); });
+    measure("pp" + std::to_string(o.n_prompt) + at_depth, o.n_prompt, 0, [&] { return runner.prompt(o.n_prompt); });
   }
   // With the roofline: one pass over the model's weights right after each tg run, a bound
   // measured at the same moment as the run it bounds (the first entry is the warm-up's).
   const std::vector<std::span<const uint8_t>> ranges = model.matmul_ranges();
   std::vector<double> paired_gbs;
   if (o.n_gen > 0) {
-    measure("tg" + std::to_string(o.n_gen), 0, o.n_gen, [&] {
+    measure("tg" + std::to_string(o.n_gen) + at_depth, 0, o.n_gen, [&] {
       const double tok_s = runner.generate(o.n_gen);
       if (o.roofline) paired_gbs.push_back(engine::read_ranges_gbs(runner.pool(), ranges));
       return tok_s;
@@ -172,6 +199,7 @@ int run_bench(const BenchOptions& o) {
 
   json out = {{"model", o.model}, {"file_bytes", file.file_size()}, {"params", params},
               {"threads", runner.pool().size()}, {"kernels", engine::kernels::dispatch().name},
+              {"n_depth", o.depth}, {"kv_type", o.kv_type}, {"kv_cache_bytes", runner.cache().bytes()},
               {"cpu_features", engine::cpu_features().to_string()}, {"tests", tests}};
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -197,12 +225,13 @@ int run_bench(const BenchOptions& o) {
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
-  std::printf("model %s: %.1f MiB, %.3f B params, %d threads, kernels %s\n", o.model.c_str(),
+  std::printf("model %s: %.1f MiB, %.3f B params, %d threads, kernels %s, KV cache %s %.1f MiB\n", o.model.c_str(),
               static_cast<double>(file.file_size()) / (1 << 20), static_cast<double>(params) / 1e9,
-              runner.pool().size(), engine::kernels::dispatch().name);
-  std::printf("| test   | median t/s | mean ± sd        | min .. max        |\n");
+              runner.pool().size(), engine::kernels::dispatch().name, o.kv_type.c_str(),
+              static_cast<double>(runner.cache().bytes()) / (1 << 20));
+  std::printf("| test           | median t/s | mean ± sd        | min .. max        |\n");
   for (const auto& [name, s] : rows) {
-    std::printf("| %-6s | %10.2f | %7.2f ± %-6.2f | %7.2f .. %-7.2f |\n", name.c_str(), s.median, s.mean,
+    std::printf("| %-14s | %10.2f | %7.2f ± %-6.2f | %7.2f .. %-7.2f |\n", name.c_str(), s.median, s.mean,
                 s.stddev, s.min, s.max);
   }
   if (out.contains("roofline")) {
@@ -233,8 +262,13 @@ Command add_bench(CLI::App& app) {
       ->check(CLI::Range(0, 4096));
   app.add_option("-n,--n-gen", o->n_gen, "generated tokens per tg test; 0 = skip (default 128)")
       ->check(CLI::Range(0, 4096));
+  app.add_option("-d,--depth", o->depth,
+                 "context tokens in the cache before each test, like llama-bench -d (default 0)")
+      ->check(CLI::Range(0, 262144));
   app.add_option("-r,--repetitions", o->reps, "timed repetitions (default 5)")->check(CLI::Range(1, 1000));
   app.add_option("-t,--threads", o->threads, "compute threads (default: physical cores)")->check(CLI::Range(0, 1024));
+  app.add_option("--kv-type", o->kv_type, "KV cache element type (default f16)")
+      ->check(CLI::IsMember(engine::kv_type_names()));
   app.add_flag("--json", o->json, "print one JSON object instead of the table");
   app.add_flag("!--no-roofline", o->roofline, "skip the memory-bandwidth probe");
   app.add_flag("!--no-repack", o->repack, "keep the weights in the file layout (to measure what repacking gives)");

@@ -81,7 +81,7 @@ server::ServiceOptions to_options(const config::ServeConfig& c) {
   o.engine.n_slots = c.engine.parallel;
   o.engine.max_queue = c.engine.queue_limit;
   o.engine.prefill_chunk = c.engine.prefill_chunk;
-  o.engine.kv_type = c.engine.kv_type == "f32" ? engine::KvType::kF32 : engine::KvType::kF16;
+  o.engine.kv_type = engine::kv_type_from_name(c.engine.kv_type);
   o.sampling_defaults.temperature = static_cast<float>(c.sampling.temperature);
   o.sampling_defaults.top_p = static_cast<float>(c.sampling.top_p);
   o.sampling_defaults.top_k = c.sampling.top_k;
