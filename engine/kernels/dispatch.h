@@ -6,6 +6,7 @@
 
 #include "engine/kernels/attn_ops.h"
 #include "engine/kernels/blocks.h"
+#include "engine/kernels/flash_attn.h"
 #include "gguf/types.h"
 
 namespace engine::kernels {
@@ -44,6 +45,7 @@ struct Dispatch {
   QuantizeQ8AFn quantize_q8a;
   QuantizeQ8KFn quantize_q8k;
   const AttnOps* attn;  // attention inner-loop vector ops
+  FlashFn flash;        // tiled attention (flash_attn.h)
 
   // The tile over the file layout for `type`: this instruction set's, else the reference tile;
   // nullptr for types the kernels do not support.

@@ -1,0 +1,7 @@
+// AVX-512 VNNI tiled attention: flash_tiles.inc with the Q8_0 byte dots on vpdpbusd (ymm, EVEX).
+// Called only when cpu_features() reports AVX-512 F/BW/VL/VNNI (dispatch.cpp).
+#include "engine/kernels/avx2_common.h"
+
+#define GGUFD_FLASH_NS avx512vnni
+#define GGUFD_FLASH_VNNI 1
+#include "engine/kernels/flash_tiles.inc"
