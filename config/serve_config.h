@@ -46,7 +46,7 @@ struct EngineConfig {
   int parallel = 4;                 // slots
   int queue_limit = 64;             // waiting requests beyond the slots
   int prefill_chunk = 512;          // prompt tokens per step
-  std::string kv_type = "f16";      // f16 | f32
+  std::string kv_type = "f16";      // f16 | f32 | q8_0 (engine::kv_type_names)
 };
 
 struct SamplingDefaults {

@@ -67,7 +67,7 @@ std::vector<Setting> engine_settings(EngineConfig& e) {
        &e.queue_limit, 0, 65536},
       {"prefill-chunk", "--prefill-chunk", g, "engine", "prompt tokens evaluated per step", &e.prefill_chunk, 1,
        65536},
-      {"kv-type", "--kv-type", g, "engine", "KV cache element type", &e.kv_type, 0, 0, {"f16", "f32"}},
+      {"kv-type", "--kv-type", g, "engine", "KV cache element type", &e.kv_type, 0, 0, {"f16", "f32", "q8_0"}},
   };
 }
 

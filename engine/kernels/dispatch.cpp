@@ -36,13 +36,13 @@ TileFn Dispatch::packed_tile_for(gguf::TensorType type) const {
 }
 
 const Dispatch& scalar_dispatch() {
-  static const Dispatch table{"scalar", Isa::kScalar, ref::quantize_q8a, ref::quantize_q8k, &ref::attn_ops(),
+  static const Dispatch table{"scalar", Isa::kScalar, ref::quantize_q8a, ref::quantize_q8k,
                               ref::flash_block};
   return table;
 }
 
 const Dispatch* avx2_dispatch() {
-  static const Dispatch table{"avx2", Isa::kAvx2, avx2::quantize_q8a, avx2::quantize_q8k, &avx2::attn_ops(),
+  static const Dispatch table{"avx2", Isa::kAvx2, avx2::quantize_q8a, avx2::quantize_q8k,
                               avx2::flash_block};
   const CpuFeatures& f = cpu_features();
   return (f.avx2 && f.fma && f.f16c) ? &table : nullptr;
@@ -50,14 +50,14 @@ const Dispatch* avx2_dispatch() {
 
 const Dispatch* avx512_dispatch() {
   static const Dispatch table{"avx512vnni", Isa::kAvx512Vnni, avx2::quantize_q8a, avx2::quantize_q8k,
-                               &avx2::attn_ops(), avx512vnni::flash_block};
+                               avx512vnni::flash_block};
   const CpuFeatures& f = cpu_features();
   return avx2_dispatch() && f.avx512f && f.avx512bw && f.avx512vl && f.avx512_vnni ? &table : nullptr;
 }
 
 const Dispatch* avxvnni_dispatch() {
   static const Dispatch table{"avxvnni", Isa::kAvxVnni, avx2::quantize_q8a, avx2::quantize_q8k,
-                               &avx2::attn_ops(), avxvnni::flash_block};
+                               avxvnni::flash_block};
   return avx2_dispatch() && cpu_features().avx_vnni ? &table : nullptr;
 }
 

@@ -4,7 +4,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "engine/kernels/attn_ops.h"
 #include "engine/kernels/blocks.h"
 #include "engine/kernels/flash_attn.h"
 #include "gguf/types.h"
@@ -44,8 +43,7 @@ struct Dispatch {
   Isa isa;
   QuantizeQ8AFn quantize_q8a;
   QuantizeQ8KFn quantize_q8k;
-  const AttnOps* attn;  // attention inner-loop vector ops
-  FlashFn flash;        // tiled attention (flash_attn.h)
+  FlashFn flash;  // tiled attention (flash_attn.h)
 
   // The tile over the file layout for `type`: this instruction set's, else the reference tile;
   // nullptr for types the kernels do not support.

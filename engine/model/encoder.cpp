@@ -8,8 +8,7 @@
 #include "engine/model/encoder.h"
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
+#include <atomic>
 #include <stdexcept>
 #include <string>
 
@@ -25,15 +24,15 @@ size_t sz(int64_t n) { return static_cast<size_t>(n); }
 
 }  // namespace
 
-Encoder::Encoder(const Model& model)
-    : model_(model), hp_(model.hparams()), attn_ops_(kernels::dispatch().attn) {
+Encoder::Encoder(const Model& model) : model_(model), hp_(model.hparams()) {
   if (model.pos_embd.data == nullptr) throw std::invalid_argument("Encoder: the model is not an encoder");
+  flash_params_.d_k = hp_.head_dim_k;
+  flash_params_.d_v = hp_.head_dim_v;
+  flash_params_.scale = hp_.kq_scale;
 }
 
 void Encoder::resize(int64_t n, int n_threads) {
-  int64_t longest = 0;
-  for (size_t t = 0; t < seq_begin_.size(); ++t) longest = std::max(longest, seq_end_[t] - seq_begin_[t]);
-  scores_.resize(sz(n_threads * longest));
+  while (static_cast<int>(workers_.size()) < n_threads) workers_.emplace_back(flash_params_);
   if (n <= capacity_) return;
   capacity_ = n;
   const int64_t E = hp_.n_embd;
@@ -84,6 +83,7 @@ void Encoder::eval(const Batch& batch, ThreadPool& pool) {
   check(batch);
   const int64_t n = batch.size(), E = hp_.n_embd;
   resize(n, pool.size());
+  plan_tiles(n);
   embed(batch);
   for (const LayerWeights& l : model_.layers) {
     attention_block(l, n, pool);
@@ -124,13 +124,29 @@ void Encoder::attention_block(const LayerWeights& l, int64_t n, ThreadPool& pool
     add(v_.data() + t * hp_.v_dim(), l.bv.data(), hp_.v_dim());
   }
   // att[t, h] = softmax(q[t, h] . k[s, h] / sqrt(head_dim) over s in t's sequence) @ v[s, h]
-  const int64_t n_items = n * hp_.n_head;
-  const size_t per_thread = scores_.size() / sz(pool.size());
-  pool.run([&](int ith, int nth) {
-    float* scores = scores_.data() + sz(ith) * per_thread;
-    for (int64_t i = ith; i < n_items; i += nth) {
-      const int64_t t = i / hp_.n_head;
-      attend(t, i % hp_.n_head, seq_begin_[sz(t)], seq_end_[sz(t)], scores);
+  //   (n, n_head * head_dim_v), tile by tile: each K/V row is read once per tile
+  const int64_t G = hp_.n_head / hp_.n_head_kv;
+  const kernels::FlashFn flash = kernels::dispatch().flash;
+  std::atomic<size_t> next{0};
+  pool.run([&](int ith, int) {
+    FlashWorker& w = workers_[sz(ith)];
+    for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < tiles_.size();) {
+      const Tile& tile = tiles_[i];
+      const int rows = static_cast<int>(tile.row1 - tile.row0);
+      for (int64_t r = tile.row0; r < tile.row1; ++r) {
+        const int64_t t = tile.begin + r / G, h = tile.kv_head * G + r % G;
+        w.q_rows[sz(r - tile.row0)] = q_.data() + t * hp_.q_dim() + h * hp_.head_dim_k;
+        w.out_rows[sz(r - tile.row0)] = att_.data() + (t * hp_.n_head + h) * hp_.head_dim_v;
+      }
+      // the sequence's K/V rows of this head: (end - begin, head_dim) f32 with the row stride of k_ / v_
+      const auto* k = reinterpret_cast<const uint8_t*>(k_.data() + tile.begin * hp_.k_dim() + tile.kv_head * hp_.head_dim_k);
+      const auto* v = reinterpret_cast<const uint8_t*>(v_.data() + tile.begin * hp_.v_dim() + tile.kv_head * hp_.head_dim_v);
+      const kernels::FlashKv kv{k, v, sz(hp_.k_dim()) * sizeof(float), sz(hp_.v_dim()) * sizeof(float), nullptr,
+                                nullptr, tile.end - tile.begin, kernels::KvElem::kF32};
+      kernels::FlashState st = w.state();
+      kernels::flash_init(st, rows, hp_.head_dim_v);
+      flash(flash_params_, w.query(rows), kv, 0, kv.n, st, w.scratch);
+      kernels::flash_finish(st, rows, hp_.head_dim_v, nullptr, w.out_rows.data());
     }
   });
   // y = att @ Wo^T + bo                                            att (n, E) -> y (n, E)
@@ -142,26 +158,15 @@ void Encoder::attention_block(const LayerWeights& l, int64_t n, ThreadPool& pool
   add_norm(y_.data(), l.attn_out_norm, l.attn_out_norm_b, n);
 }
 
-void Encoder::attend(int64_t t, int64_t h, int64_t begin, int64_t end, float* scores) {
-  const kernels::AttnOps& ops = *attn_ops_;
-  const int64_t hd_k = hp_.head_dim_k, hd_v = hp_.head_dim_v;
-  const int64_t kv_head = h / (hp_.n_head / hp_.n_head_kv);
-  const float* q = q_.data() + t * hp_.q_dim() + h * hd_k;  // (head_dim_k,)
-  float max = -std::numeric_limits<float>::infinity();
-  for (int64_t s = begin; s < end; ++s) {
-    const float* k = k_.data() + s * hp_.k_dim() + kv_head * hd_k;
-    scores[s - begin] = hp_.kq_scale * ops.dot_f32(q, k, hd_k);
-    max = std::max(max, scores[s - begin]);
-  }
-  float sum = 0.0f;
-  for (int64_t s = 0; s < end - begin; ++s) {
-    scores[s] = std::exp(scores[s] - max);
-    sum += scores[s];
-  }
-  float* out = att_.data() + (t * hp_.n_head + h) * hd_v;  // (head_dim_v,)
-  std::fill(out, out + hd_v, 0.0f);
-  for (int64_t s = begin; s < end; ++s) {
-    ops.mad_f32(out, scores[s - begin] / sum, v_.data() + s * hp_.v_dim() + kv_head * hd_v, hd_v);
+void Encoder::plan_tiles(int64_t n) {
+  const int64_t G = hp_.n_head / hp_.n_head_kv;
+  const int64_t tile = G <= kernels::kFlashRows ? kernels::kFlashRows / G * G : kernels::kFlashRows;
+  tiles_.clear();
+  for (int64_t begin = 0; begin < n; begin = seq_end_[sz(begin)]) {
+    const int64_t end = seq_end_[sz(begin)], rows = (end - begin) * G;
+    for (int64_t kvh = 0; kvh < hp_.n_head_kv; ++kvh) {
+      for (int64_t row0 = 0; row0 < rows; row0 += tile) tiles_.push_back({begin, end, kvh, row0, std::min(rows, row0 + tile)});
+    }
   }
 }
 

@@ -4,8 +4,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/kernels/attn_ops.h"
+#include "engine/kernels/flash_attn.h"
 #include "engine/kernels/thread_pool.h"
+#include "engine/model/attention.h"
 #include "engine/model/batch.h"
 #include "engine/model/model.h"
 
@@ -37,8 +38,9 @@ class Encoder {
   void check(const Batch& batch);
   void embed(const Batch& batch);
   void attention_block(const LayerWeights& l, int64_t n, ThreadPool& pool);
-  // One head of token t over its sequence's tokens [begin, end); scores: (end - begin,) scratch.
-  void attend(int64_t t, int64_t h, int64_t begin, int64_t end, float* scores);
+  // The attention tiles of the batch: every sequence's rows (its tokens x the GQA heads of one
+  // K/V head, token-major) cut into tiles of at most kFlashRows.
+  void plan_tiles(int64_t n);
   void ffn_block(const LayerWeights& l, int64_t n, ThreadPool& pool);
   // x (n, E) = layernorm(x + y) * w + b, per row
   void add_norm(const float* y, const std::vector<float>& w, const std::vector<float>& b, int64_t n);
@@ -46,7 +48,7 @@ class Encoder {
 
   const Model& model_;
   const HParams& hp_;
-  const kernels::AttnOps* attn_ops_;
+  kernels::FlashParams flash_params_{};  // f32 accumulation, no mask: a sequence sees all of itself
   int64_t n_hidden_ = 0;
   int64_t capacity_ = 0;  // tokens the scratch below is sized for
 
@@ -60,7 +62,14 @@ class Encoder {
   std::vector<float> v_;       // (n, n_embd)
   std::vector<float> att_;     // (n, n_embd) attention output per head
   std::vector<float> hb_;      // (n, n_ff) FFN hidden
-  std::vector<float> scores_;  // (threads, longest sequence) one head's scores per thread
+  // One tile: rows [row0, row1) of the sequence [begin, end) against K/V head kv_head.
+  struct Tile {
+    int64_t begin, end;
+    int64_t kv_head;
+    int64_t row0, row1;
+  };
+  std::vector<Tile> tiles_;
+  std::vector<FlashWorker> workers_;  // one per thread
   std::vector<float> hidden_;  // (n_hidden, n_embd) results of the last eval()
 };
 

@@ -9,11 +9,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <stdexcept>
 #include <string>
 
-#include "engine/kernels/dispatch.h"
+#include "engine/kernels/flash_attn.h"
 #include "engine/kernels/matmul.h"
 #include "engine/model/ops.h"
 
@@ -22,15 +21,6 @@ namespace engine {
 namespace {
 
 size_t sz(int64_t n) { return static_cast<size_t>(n); }
-
-// src (n,) f32 -> one cache row in the cache's element type.
-void store_row(void* row, KvType type, const float* src, int64_t n) {
-  if (type == KvType::kF32) {
-    std::copy(src, src + n, static_cast<float*>(row));
-  } else {
-    to_fp16(static_cast<uint16_t*>(row), src, n);
-  }
-}
 
 }  // namespace
 
@@ -50,7 +40,7 @@ Forward::Forward(const Model& model, int64_t max_batch, int64_t n_ctx_seq)
     : model_(model),
       hp_(model.hparams()),
       max_batch_(max_batch),
-      attn_ops_(kernels::dispatch().attn),
+      attention_(hp_),
       has_swa_(std::find(hp_.swa_layer.begin(), hp_.swa_layer.end(), 1) != hp_.swa_layer.end()) {
   if (max_batch <= 0) throw std::invalid_argument("max_batch must be positive");
   const float* factors = model.rope_factors(n_ctx_seq > 0 ? n_ctx_seq : hp_.n_ctx_train);
@@ -114,7 +104,6 @@ void Forward::eval(const Batch& batch, KvCache& cache, ThreadPool& pool) {
   logits_.resize(sz(n_outputs_ * hp_.n_vocab));
   hidden_.resize(sz(n_hidden_ * hp_.n_embd));
   hidden_end_ = 0;
-  att_scratch_.resize(sz(pool.size() * hp_.head_dim_k));
   float* out = logits_.data();
   for (int64_t begin = 0; begin < n; begin += max_batch_) {
     const int64_t end = std::min(n, begin + max_batch_);
@@ -143,8 +132,9 @@ void Forward::eval_chunk(const Batch& batch, int64_t begin, int64_t end, KvCache
     rope_angles(rope_.data() + t * hp_.n_rot, pos[t], rope_params_);
     if (has_swa_) rope_angles(rope_swa_.data() + t * hp_.n_rot, pos[t], rope_params_swa_);
   }
+  attention_.prepare(n, seq, pos, cache);  // the chunk's sequences and their cached keys
   for (int64_t il = 0; il < hp_.n_layer; ++il) {
-    attention_block(il, n, seq, pos, cache, pool);
+    attention_block(il, n, pos, cache, pool);
     ffn_block(il, n, pool);
   }
 }
@@ -161,7 +151,7 @@ void Forward::slide_windows(const Batch& batch, int64_t begin, int64_t end, KvCa
   }
 }
 
-void Forward::attention_block(int64_t il, int64_t n, const SeqId* seq, const int32_t* pos,
+void Forward::attention_block(int64_t il, int64_t n, const int32_t* pos,
                               KvCache& cache, ThreadPool& pool) {
   const LayerWeights& l = model_.layers[sz(il)];
   const int64_t E = hp_.n_embd;
@@ -180,16 +170,8 @@ void Forward::attention_block(int64_t il, int64_t n, const SeqId* seq, const int
     for (int64_t t = ith; t < n; t += nth) prepare_qkv(il, t, pos[t], cache);
   });
 
-  // att[t, h] = softmax(kq_scale * q[t, h] . K[seq_t, window of pos_t]) @ V[...]
-  const int64_t n_items = n * hp_.n_head;
-  const int64_t scratch_per_thread = hp_.head_dim_k;
-  pool.run([&](int ith, int nth) {
-    float* scratch = att_scratch_.data() + ith * scratch_per_thread;
-    for (int64_t i = ith; i < n_items; i += nth) {
-      attend(il, i / hp_.n_head, i % hp_.n_head, seq[i / hp_.n_head], pos[i / hp_.n_head], cache,
-             scratch);
-    }
-  });
+  // att[t, h] = softmax(kq_scale * q[t, h] . K[seq_t, window of pos_t]) @ V[...]   (n, n_head * head_dim_v)
+  attention_.run(il, l.attn_sinks, q_.data(), cache, att_.data(), pool);
 
   // xb2 = att @ Wo^T (+ bo)                      att (n, n_head * head_dim_v) -> xb2 (n, E)
   matmul(l.wo, att_.data(), n, xb2_.data(), pool);
@@ -237,83 +219,8 @@ void Forward::prepare_qkv(int64_t il, int64_t t, int32_t pos, KvCache& cache) {
   }
   // cache K[il, cell] = k (k_dim,), V[il, cell] = v (v_dim,), in the layer's pool
   const int32_t cell = (cache.pool(il) == KvCache::Pool::kWindow ? window_cells_ : cells_)[sz(t)];
-  store_row(cache.k_row(il, cell), cache.type(), k, hp_.k_dim());
-  store_row(cache.v_row(il, cell), cache.type(), v, hp_.v_dim());
-}
-
-// One head of one token, streaming over its sequence's cached positions <= pos (and > pos - n_swa
-// on a sliding layer) with an online softmax: no score matrix, one pass over K and V, each row
-// read in the cache's own type. Scores are kq_scale * q.k, soft-capped when the model says so.
-// With an F16 cache this is llama.cpp's CPU flash attention, rounding for rounding: q is rounded
-// to f16 (the dot is f16 x f16) and the V accumulator is kept in f16. The reference logits
-// (../shared/golden) are produced that way and the small random models amplify any difference;
-// an F32 cache keeps everything in f32.
-void Forward::attend(int64_t il, int64_t t, int64_t h, SeqId seq, int32_t pos,
-                     const KvCache& cache, float* q_scratch) {
-  const kernels::AttnOps& ops = *attn_ops_;
-  const LayerWeights& l = model_.layers[sz(il)];
-  const int64_t hd_k = hp_.head_dim_k, hd_v = hp_.head_dim_v;
-  const int64_t kv_head = h / (hp_.n_head / hp_.n_head_kv);  // GQA: heads share a K/V head
-  const float cap = hp_.attn_softcap;
-  const float kq_scale = cap != 0.0f ? hp_.kq_scale / cap : hp_.kq_scale;
-  const bool f16 = cache.type() == KvType::kF16;
-  const size_t k_off = sz(kv_head * hd_k) * cache.elem_bytes();  // this head in a K row
-  const size_t v_off = sz(kv_head * hd_v) * cache.elem_bytes();  // this head in a V row
-  float* out = att_.data() + (t * hp_.n_head + h) * hd_v;  // (head_dim_v,) accumulator
-
-  // q (head_dim_k,) this head's query, in the cache's precision
-  float* q = q_scratch;
-  const float* q_src = q_.data() + t * hp_.q_dim() + h * hd_k;
-  std::copy(q_src, q_src + hd_k, q);
-  if (f16) ops.round_f16(q, hd_k);
-  std::fill(out, out + hd_v, 0.0f);
-  float max = -std::numeric_limits<float>::infinity();
-  float sum = 0.0f;
-  const std::vector<KvCache::Entry>& entries = cache.entries(seq, cache.pool(il));
-  auto first = entries.begin();  // sliding layer: the first position inside the window
-  if (hp_.swa_layer[sz(il)]) {
-    first = std::partition_point(entries.begin(), entries.end(),
-                                 [&](const KvCache::Entry& e) { return pos - e.pos >= hp_.n_swa; });
-  }
-  for (auto it = first; it != entries.end(); ++it) {
-    const KvCache::Entry& s = *it;
-    if (s.pos > pos) break;  // causal: entries are ordered by position
-    const void* k_row = static_cast<const uint8_t*>(cache.k_row(il, s.cell)) + k_off;
-    const void* v_row = static_cast<const uint8_t*>(cache.v_row(il, s.cell)) + v_off;
-    float score = kq_scale * (f16 ? ops.dot_f16(q, static_cast<const uint16_t*>(k_row), hd_k)
-                                  : ops.dot_f32(q, static_cast<const float*>(k_row), hd_k));
-    if (cap != 0.0f) score = cap * std::tanh(score);
-    float w = 1.0f;
-    if (score > max) {  // rescale what was accumulated under the old maximum
-      const float c = std::exp(max - score);
-      if (f16) {
-        ops.scale_f16(out, c, hd_v);
-      } else {
-        scale(out, c, hd_v);
-      }
-      sum *= c;
-      max = score;
-    } else {
-      w = std::exp(score - max);
-    }
-    if (f16) {  // out += w * v
-      ops.mad_f16(out, w, static_cast<const uint16_t*>(v_row), hd_v);
-    } else {
-      ops.mad_f32(out, w, static_cast<const float*>(v_row), hd_v);
-    }
-    sum += w;
-  }
-  if (!l.attn_sinks.empty()) {  // gpt-oss: the sink joins the softmax with no value row
-    const float sink = l.attn_sinks[sz(h)];
-    if (sink > max) {
-      const float c = std::exp(max - sink);
-      scale(out, c, hd_v);
-      sum = sum * c + 1.0f;
-    } else {
-      sum += std::exp(sink - max);
-    }
-  }
-  scale(out, 1.0f / sum, hd_v);
+  kernels::kv_store(cache.elem(), k, cache.k_row(il, cell), hp_.k_dim());
+  kernels::kv_store(cache.elem(), v, cache.v_row(il, cell), hp_.v_dim());
 }
 
 void Forward::ffn_block(int64_t il, int64_t n, ThreadPool& pool) {

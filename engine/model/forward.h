@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/kernels/attn_ops.h"
 #include "engine/kernels/thread_pool.h"
+#include "engine/model/attention.h"
 #include "engine/model/batch.h"
 #include "engine/model/kv_cache.h"
 #include "engine/model/model.h"
@@ -52,14 +52,11 @@ class Forward {
  private:
   // One chunk of at most max_batch tokens, [begin, end) of the batch.
   void eval_chunk(const Batch& batch, int64_t begin, int64_t end, KvCache& cache, ThreadPool& pool);
-  void attention_block(int64_t il, int64_t n, const SeqId* seq, const int32_t* pos,
+  void attention_block(int64_t il, int64_t n, const int32_t* pos,
                        KvCache& cache, ThreadPool& pool);
   void prepare_qkv(int64_t il, int64_t t, int32_t pos, KvCache& cache);
   // After a chunk: each of its sequences' window cells that no later token attends to are freed.
   void slide_windows(const Batch& batch, int64_t begin, int64_t end, KvCache& cache);
-  // q_scratch: (head_dim_k,) this thread's query row
-  void attend(int64_t il, int64_t t, int64_t h, SeqId seq, int32_t pos, const KvCache& cache,
-              float* q_scratch);
   void ffn_block(int64_t il, int64_t n, ThreadPool& pool);
   // xb (n, E) -> xb2 (n, E) through the dense FFN / the token's top-k experts.
   void dense_ffn(const LayerWeights& l, int64_t n, ThreadPool& pool);
@@ -78,7 +75,7 @@ class Forward {
   const Model& model_;
   const HParams& hp_;
   int64_t max_batch_;
-  const kernels::AttnOps* attn_ops_;  // the dispatch table's attention vector ops
+  Attention attention_;               // the chunk's attention over the cache (tiled)
   RopeParams rope_params_;            // how positions become angles: global layers
   RopeParams rope_params_swa_;        // sliding layers (their own base)
   bool has_swa_;                      // some layer slides (its RoPE may differ: rope_swa_)
@@ -102,7 +99,6 @@ class Forward {
   std::vector<int32_t> cells_;  // (B,) the cache cell of each token (full pool)
   std::vector<int32_t> window_cells_;  // (B,) its cell in the window pool, when the cache has one
   std::vector<SeqId> slid_;     // the sequences slide_windows() has seen in this chunk
-  std::vector<float> att_scratch_;  // (threads, head_dim_k) per-thread query rows
   std::vector<float> xout_;     // (B, n_embd) final-normed rows that want logits
   // Mixture of experts (empty for a dense model).
   std::vector<float> router_;   // (B, n_expert) router logits, then probabilities

@@ -10,6 +10,23 @@ namespace {
 
 size_t sz(int64_t n) { return static_cast<size_t>(n); }
 
+kernels::KvElem elem_of(KvType type) {
+  switch (type) {
+    case KvType::kF16: return kernels::KvElem::kF16;
+    case KvType::kF32: return kernels::KvElem::kF32;
+    case KvType::kQ8_0: return kernels::KvElem::kQ8_0;
+  }
+  throw std::invalid_argument("unknown KV cache type");
+}
+
+// Q8_0 rows are whole 32-element blocks per head (a head's slice must start on a block).
+void check_head_sizes(KvType type, const HParams& hp) {
+  if (type != KvType::kQ8_0 || (hp.head_dim_k % 32 == 0 && hp.head_dim_v % 32 == 0)) return;
+  throw std::invalid_argument("KV cache type q8_0 needs head sizes that are multiples of 32 (Q8_0 blocks); this model's are " +
+                              std::to_string(hp.head_dim_k) + " (K) and " + std::to_string(hp.head_dim_v) +
+                              " (V): use f16 or f32");
+}
+
 bool has_window_layers(const HParams& hp) {
   return hp.n_swa > 0 && std::find(hp.swa_layer.begin(), hp.swa_layer.end(), 1) != hp.swa_layer.end();
 }
@@ -24,7 +41,7 @@ void check_cells(int64_t n, int64_t min, const char* what) {
 }  // namespace
 
 const std::vector<std::string>& kv_type_names() {
-  static const std::vector<std::string> names = {"f16", "f32"};
+  static const std::vector<std::string> names = {"f16", "f32", "q8_0"};
   return names;
 }
 
@@ -42,10 +59,15 @@ KvType kv_type_from_name(const std::string& name) {
 
 KvCache::KvCache(const HParams& hp, int64_t n_cells, KvType type, int64_t n_window_cells)
     : type_(type),
+      elem_(elem_of(type)),
       n_swa_(hp.n_swa),
       k_dim_(hp.k_dim()),
       v_dim_(hp.v_dim()),
-      elem_bytes_(type == KvType::kF16 ? 2 : 4) {
+      head_dim_k_(hp.head_dim_k),
+      head_dim_v_(hp.head_dim_v),
+      k_row_bytes_(kernels::kv_bytes(elem_, k_dim_)),
+      v_row_bytes_(kernels::kv_bytes(elem_, v_dim_)) {
+  check_head_sizes(type, hp);
   check_cells(n_cells, 1, "KV cache size");
   check_cells(n_window_cells, 0, "KV cache window size");
   full_.n_cells = n_cells;
@@ -60,9 +82,9 @@ KvCache::KvCache(const HParams& hp, int64_t n_cells, KvType type, int64_t n_wind
     layer_cell0_[il] = rows;
     rows += window ? window_.n_cells : full_.n_cells;
   }
-  bytes_ = sz(rows * (k_dim_ + v_dim_)) * elem_bytes_;
-  k_ = std::make_unique_for_overwrite<uint8_t[]>(sz(rows * k_dim_) * elem_bytes_);
-  v_ = std::make_unique_for_overwrite<uint8_t[]>(sz(rows * v_dim_) * elem_bytes_);
+  bytes_ = sz(rows) * (k_row_bytes_ + v_row_bytes_);
+  k_ = std::make_unique_for_overwrite<uint8_t[]>(sz(rows) * k_row_bytes_);
+  v_ = std::make_unique_for_overwrite<uint8_t[]>(sz(rows) * v_row_bytes_);
   clear();
 }
 
@@ -73,7 +95,7 @@ int64_t KvCache::window_cells(const HParams& hp, int64_t n_cells, int64_t n_seq,
 }
 
 size_t KvCache::bytes_without_window() const {
-  return sz(static_cast<int64_t>(layer_pool_.size()) * full_.n_cells * (k_dim_ + v_dim_)) * elem_bytes_;
+  return sz(static_cast<int64_t>(layer_pool_.size()) * full_.n_cells) * (k_row_bytes_ + v_row_bytes_);
 }
 
 int32_t KvCache::CellPool::cell_for(SeqId seq, int32_t pos, const char* name) {

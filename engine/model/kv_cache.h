@@ -7,15 +7,18 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/kernels/flash_attn.h"
 #include "engine/model/model.h"
 
 namespace engine {
 
 using SeqId = int32_t;
 
-enum class KvType { kF16, kF32 };
+// kQ8_0: ggml's Q8_0 blocks (an f16 scale and 32 int8 per 32 elements, 34 bytes): a little more
+// than half the memory of f16; needs head sizes that are multiples of 32.
+enum class KvType { kF16, kF32, kQ8_0 };
 
-// The element types as settings spell them ("f16", "f32"), in enum order.
+// The element types as settings spell them ("f16", "f32", "q8_0"), in enum order.
 const std::vector<std::string>& kv_type_names();
 const std::string& kv_type_name(KvType type);
 // The type spelled `name`; std::invalid_argument naming the accepted ones otherwise.
@@ -53,7 +56,8 @@ class KvCache {
   // prefix (chat templates re-render the end of the previous turn).
   static constexpr int32_t kWindowSlack = 64;
 
-  // n_window_cells 0: no window pool.
+  // n_window_cells 0: no window pool. Throws std::invalid_argument for a bad size, or kQ8_0 with
+  // a head size that is not a multiple of 32.
   KvCache(const HParams& hp, int64_t n_cells, KvType type = KvType::kF16, int64_t n_window_cells = 0);
 
   // The window pool for n_seq sequences evaluated at most max_batch tokens at a time: each keeps
@@ -62,7 +66,12 @@ class KvCache {
   static int64_t window_cells(const HParams& hp, int64_t n_cells, int64_t n_seq, int64_t max_batch);
 
   KvType type() const { return type_; }
-  size_t elem_bytes() const { return elem_bytes_; }  // 2 (f16) or 4 (f32)
+  kernels::KvElem elem() const { return elem_; }  // how the kernels read the rows
+  // Bytes of a whole K / V row of a cell, and where K/V head h starts in it.
+  size_t k_row_bytes() const { return k_row_bytes_; }
+  size_t v_row_bytes() const { return v_row_bytes_; }
+  size_t k_head_offset(int64_t h) const { return kernels::kv_bytes(elem_, h * head_dim_k_); }
+  size_t v_head_offset(int64_t h) const { return kernels::kv_bytes(elem_, h * head_dim_v_); }
   int64_t n_cells() const { return full_.n_cells; }
   int64_t n_window_cells() const { return window_.n_cells; }
   int64_t n_free() const { return static_cast<int64_t>(full_.free.size()); }
@@ -94,15 +103,15 @@ class KvCache {
   void free_sequence(SeqId seq);
   void clear();
 
-  // Raw rows: K (k_dim) and V (v_dim) of one cell (of the layer's pool) in one layer, f16 or f32
-  // per type().
-  void* k_row(int64_t layer, int32_t cell) { return k_.get() + row_offset(layer, cell, k_dim_); }
-  void* v_row(int64_t layer, int32_t cell) { return v_.get() + row_offset(layer, cell, v_dim_); }
+  // Raw rows: K (k_dim) and V (v_dim) of one cell (of the layer's pool) in one layer, in type()'s
+  // layout (kernels::kv_store / kv_load); a layer's cells are k_row_bytes() / v_row_bytes() apart.
+  void* k_row(int64_t layer, int32_t cell) { return k_.get() + row_offset(layer, cell, k_row_bytes_); }
+  void* v_row(int64_t layer, int32_t cell) { return v_.get() + row_offset(layer, cell, v_row_bytes_); }
   const void* k_row(int64_t layer, int32_t cell) const {
-    return k_.get() + row_offset(layer, cell, k_dim_);
+    return k_.get() + row_offset(layer, cell, k_row_bytes_);
   }
   const void* v_row(int64_t layer, int32_t cell) const {
-    return v_.get() + row_offset(layer, cell, v_dim_);
+    return v_.get() + row_offset(layer, cell, v_row_bytes_);
   }
 
  private:
@@ -118,20 +127,21 @@ class KvCache {
     void clear();
   };
 
-  size_t row_offset(int64_t layer, int32_t cell, int64_t dim) const {
-    return static_cast<size_t>((layer_cell0_[static_cast<size_t>(layer)] + cell) * dim) * elem_bytes_;
+  size_t row_offset(int64_t layer, int32_t cell, size_t row_bytes) const {
+    return static_cast<size_t>(layer_cell0_[static_cast<size_t>(layer)] + cell) * row_bytes;
   }
   const CellPool& pool_ref(Pool p) const { return p == Pool::kWindow ? window_ : full_; }
 
   KvType type_;
-  int64_t n_swa_, k_dim_, v_dim_;
-  size_t elem_bytes_;
+  kernels::KvElem elem_;
+  int64_t n_swa_, k_dim_, v_dim_, head_dim_k_, head_dim_v_;
+  size_t k_row_bytes_, v_row_bytes_;
   CellPool full_, window_;
   std::vector<Pool> layer_pool_;       // (n_layer,)
   std::vector<int64_t> layer_cell0_;   // (n_layer,) the layer's first row in k_ / v_
   size_t bytes_ = 0;
-  std::unique_ptr<uint8_t[]> k_;  // per layer (cells of its pool, n_head_kv * head_dim_k), f16 or f32
-  std::unique_ptr<uint8_t[]> v_;  // per layer (cells of its pool, n_head_kv * head_dim_v), f16 or f32
+  std::unique_ptr<uint8_t[]> k_;  // per layer (cells of its pool, n_head_kv * head_dim_k), in type()
+  std::unique_ptr<uint8_t[]> v_;  // per layer (cells of its pool, n_head_kv * head_dim_v), in type()
   std::vector<Entry> no_entries_;  // what entries() returns for an unknown sequence
 };
 

@@ -408,7 +408,7 @@ TEST(TomlLite, StringsEscapesAndNumbers) {
 
 TEST_F(ConfigTest, RangeAndChoiceMessages) {
   EXPECT_EQ(error({"--ctx-size", "0"}), "--ctx-size: 0 is not allowed: expected 16..1048576");
-  EXPECT_EQ(error({"--kv-type", "q4"}), "--kv-type: 'q4' is not one of f16, f32");
+  EXPECT_EQ(error({"--kv-type", "q4"}), "--kv-type: 'q4' is not one of f16, f32, q8_0");
   EXPECT_EQ(error({"--port", "70000"}), "--port: 70000 is out of range 0..65535");
   EXPECT_EQ(error({"--port", "-1"}), "--port: -1 is out of range 0..65535");
   EXPECT_EQ(error({"--temperature", "2.5"}), "--temperature: 2.5 is out of range 0..2");

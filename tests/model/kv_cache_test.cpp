@@ -3,6 +3,8 @@
 
 #include <set>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "engine/model/kv_cache.h"
 
@@ -23,7 +25,8 @@ HParams tiny() {
 TEST(KvCache, SequencesGetDistinctCellsInPositionOrder) {
   KvCache c(tiny(), 8);
   EXPECT_EQ(c.type(), KvType::kF16);
-  EXPECT_EQ(c.elem_bytes(), 2u);
+  EXPECT_EQ(c.k_row_bytes(), 2u * 4);
+  EXPECT_EQ(c.k_head_offset(1), 2u * 4);
   std::set<int32_t> cells;
   for (int32_t p = 0; p < 3; ++p) cells.insert(c.cell_for(0, p));
   for (int32_t p = 0; p < 2; ++p) cells.insert(c.cell_for(5, p));
@@ -146,6 +149,43 @@ TEST(KvCache, SlidingFreesWhatNoLaterTokenSees) {
 }
 
 TEST(KvCache, RejectsEmptyCapacity) { EXPECT_THROW(KvCache(tiny(), 0), std::invalid_argument); }
+
+// Q8_0 rows: per head, whole blocks of 32 (34 bytes: an f16 scale and 32 int8); 2 heads of 64.
+TEST(KvCache, Q8_0RowsAreBlocksPerHead) {
+  HParams hp = tiny();
+  hp.n_head_kv = 2;
+  hp.head_dim_k = hp.head_dim_v = 64;
+  KvCache c(hp, 10, KvType::kQ8_0);
+  EXPECT_EQ(c.elem(), kernels::KvElem::kQ8_0);
+  EXPECT_EQ(c.k_row_bytes(), 2u * 2 * 34);
+  EXPECT_EQ(c.v_head_offset(1), 2u * 34);
+  EXPECT_EQ(c.bytes(), 2u * 10 * (2 * 2 * 34 + 2 * 2 * 34));  // layers x cells x (K + V rows)
+  EXPECT_EQ(static_cast<const char*>(c.k_row(1, 0)) - static_cast<const char*>(c.k_row(0, 9)), 2 * 2 * 34);
+  const KvCache f16(hp, 10, KvType::kF16);
+  EXPECT_LT(c.bytes() * 100, f16.bytes() * 54) << "q8_0 is about half of f16 (34 / 64 bytes)";
+}
+
+TEST(KvCache, Q8_0RefusesHeadsThatAreNotWholeBlocks) {
+  try {
+    KvCache c(tiny(), 10, KvType::kQ8_0);  // head size 4
+    FAIL() << "a q8_0 cache of 4-element heads was built";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("q8_0 needs head sizes that are multiples of 32"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("4 (K) and 4 (V)"), std::string::npos) << e.what();
+  }
+}
+
+TEST(KvCache, TypeNames) {
+  EXPECT_EQ(kv_type_names(), (std::vector<std::string>{"f16", "f32", "q8_0"}));
+  EXPECT_EQ(kv_type_from_name("q8_0"), KvType::kQ8_0);
+  EXPECT_EQ(kv_type_name(KvType::kF32), "f32");
+  try {
+    kv_type_from_name("q4_0");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "KV cache type 'q4_0' is not one of f16, f32, q8_0");
+  }
+}
 
 }  // namespace
 }  // namespace engine

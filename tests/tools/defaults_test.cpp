@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "config/serve_config.h"
+#include "config/settings.h"
+#include "engine/model/kv_cache.h"
 #include "engine/runtime/sampler.h"
 #include "server/service.h"
 
@@ -32,7 +34,7 @@ TEST(Defaults, ConfigDefaultsAreTheLibrariesDefaults) {
   EXPECT_EQ(c.engine.parallel, s.engine.n_slots);
   EXPECT_EQ(c.engine.queue_limit, s.engine.max_queue);
   EXPECT_EQ(c.engine.prefill_chunk, s.engine.prefill_chunk);
-  EXPECT_EQ(c.engine.kv_type == "f16", s.engine.kv_type == engine::KvType::kF16);
+  EXPECT_EQ(engine::kv_type_from_name(c.engine.kv_type), s.engine.kv_type);
 
   EXPECT_FLOAT_EQ(static_cast<float>(c.sampling.temperature), s.sampling_defaults.temperature);
   EXPECT_FLOAT_EQ(static_cast<float>(c.sampling.top_p), s.sampling_defaults.top_p);
@@ -41,6 +43,18 @@ TEST(Defaults, ConfigDefaultsAreTheLibrariesDefaults) {
   EXPECT_FLOAT_EQ(static_cast<float>(c.sampling.repeat_penalty), s.sampling_defaults.repeat_penalty);
   EXPECT_EQ(c.sampling.max_tokens, s.default_max_tokens);
   EXPECT_EQ(c.log.metrics, s.metrics);
+}
+
+// --kv-type accepts exactly the cache types the engine has.
+TEST(Defaults, KvTypeChoicesAreTheEngines) {
+  config::ServeConfig c;
+  for (const config::Setting& s : config::settings_of(c)) {
+    if (s.name == "kv-type") {
+      EXPECT_EQ(s.choices, engine::kv_type_names());
+      return;
+    }
+  }
+  FAIL() << "no kv-type setting";
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// `ggufd logits -m FILE --tokens ID,ID,... [--top K] [-t THREADS]`: evaluates the tokens as one
-// sequence and prints JSON: for every position, the top-K (id, logit) pairs, best first.
+// `ggufd logits -m FILE --tokens ID,ID,... [--top K] [-t THREADS] [--kv-type f16]`: evaluates the
+// tokens as one sequence and prints JSON: for every position, the top-K (id, logit) pairs, best first.
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -22,6 +22,7 @@ struct LogitsOptions {
   std::string tokens;
   int top = 20;
   int threads = 0;
+  std::string kv_type = "f16";
 };
 
 std::vector<int32_t> parse_token_list(const std::string& s) {
@@ -49,7 +50,7 @@ int run_logits(const LogitsOptions& o) {
   const int64_t n_vocab = model.hparams().n_vocab;
   const auto n = static_cast<int64_t>(tokens.size());
   engine::ThreadPool pool(engine::thread_count(o.threads));
-  engine::KvCache cache(model.hparams(), n);
+  engine::KvCache cache(model.hparams(), n, engine::kv_type_from_name(o.kv_type));
   engine::Forward fwd(model, std::min<int64_t>(n, 512));
   engine::Batch batch;
   for (int64_t i = 0; i < n; ++i) batch.add(tokens[static_cast<size_t>(i)], 0, static_cast<int32_t>(i), true);
@@ -81,6 +82,8 @@ Command add_logits(CLI::App& app) {
   app.add_option("--tokens", o->tokens, "comma-separated token ids, evaluated as one sequence")->required();
   app.add_option("--top", o->top, "pairs shown per position (default 20)");
   app.add_option("-t,--threads", o->threads, "compute threads (default: physical cores)");
+  app.add_option("--kv-type", o->kv_type, "KV cache element type (default f16)")
+      ->check(CLI::IsMember(engine::kv_type_names()));
   return [o] { return run_logits(*o); };
 }
 
