@@ -43,8 +43,12 @@ inline constexpr int kFlashRows = 64;  // at most this many query rows per tile
 // The tile's query rows: rows[r] (d_k,) f32 at position pos[r].
 struct FlashQuery {
   const float* const* rows;  // (n,)
-  const int32_t* pos;        // (n,); unused when the keys have no positions
+  const int32_t* pos;        // (n,); unused when the keys have no positions and no alibi
   int n;                     // 1..kFlashRows
+  // (n,) or null: ALiBi slopes (jina-bert-v2): row r's score of a key at position k_pos (its
+  // index when the keys have no positions) is lowered by alibi[r] * |pos[r] - k_pos|, after the
+  // soft-cap.
+  const float* alibi = nullptr;
 };
 
 // The cached keys/values of one K/V head, in position order: key j's K row (d_k elements) is at

@@ -2,6 +2,7 @@
 // are tested against. Block by block: each row's scores against the block's keys, then the f32
 // block-wise softmax update or the f16 key-by-key one.
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 #include "engine/kernels/flash_attn.h"
@@ -55,6 +56,10 @@ void scores(const FlashParams& p, const FlashQuery& q, const FlashKv& kv, int64_
       }
       float x = p.scale * dot;
       if (p.softcap != 0.0f) x = p.softcap * std::tanh(x);
+      if (q.alibi != nullptr) {
+        const int64_t k_pos = kv.pos != nullptr ? kv.pos[j] : j;
+        x -= q.alibi[r] * static_cast<float>(std::abs(static_cast<int64_t>(q.pos[r]) - k_pos));
+      }
       out = x;
     }
   }

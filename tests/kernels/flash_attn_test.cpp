@@ -1,7 +1,7 @@
 // The tiled attention (engine/kernels/flash_attn.h): the scalar reference against a plain
 // softmax attention computed in double, and every SIMD copy against the reference, over cache
 // types, head sizes, tile heights, masks (causal, sliding window, none), position gaps, soft-cap,
-// sinks and split key runs.
+// sinks, ALiBi and split key runs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -37,6 +37,7 @@ struct Case {
   bool sinks = false;
   bool gaps = false;       // positions 0, 3, 4, 7, ... instead of 0, 1, 2, ...
   bool no_mask = false;    // keys without positions: every row sees every key (the encoder)
+  bool alibi = false;      // ALiBi slopes per row (jina-bert-v2's encoder)
 };
 
 std::string name(const Case& c) {
@@ -44,7 +45,7 @@ std::string name(const Case& c) {
   return std::string(e) + (c.f16_accum ? " f16-accum" : "") + " d=" + std::to_string(c.d) + " rows=" +
          std::to_string(c.rows) + " keys=" + std::to_string(c.keys) + " window=" + std::to_string(c.window) +
          " softcap=" + std::to_string(c.softcap) + (c.sinks ? " sinks" : "") + (c.gaps ? " gaps" : "") +
-         (c.no_mask ? " no-mask" : "");
+         (c.no_mask ? " no-mask" : "") + (c.alibi ? " alibi" : "");
 }
 
 // A random tile and cache for a case; K/V rows stored in the cache's type, with cells shuffled
@@ -57,6 +58,7 @@ struct Fixture {
   std::vector<uint8_t> k, v;                  // (keys cells, row bytes)
   std::vector<int32_t> cells, pos;            // (keys,)
   std::vector<float> sinks;                   // (rows,)
+  std::vector<float> slopes;                  // (rows,) ALiBi
   size_t row_bytes = 0;
   FlashParams p{};
 
@@ -89,6 +91,7 @@ struct Fixture {
       kv_store(c.elem, row.data(), v.data() + static_cast<size_t>(cell) * row_bytes, c.d);
     }
     for (int r = 0; r < c.rows; ++r) sinks.push_back(val(rng));
+    for (int r = 0; r < c.rows; ++r) slopes.push_back(std::pow(0.5f, static_cast<float>(r % 8 + 1)));
     p.d_k = p.d_v = c.d;
     p.softcap = c.softcap;
     p.scale = 1.0f / std::sqrt(static_cast<float>(c.d)) / (c.softcap != 0.0f ? c.softcap : 1.0f);
@@ -96,7 +99,7 @@ struct Fixture {
     p.f16_accum = c.f16_accum;
   }
 
-  FlashQuery query() const { return {q_rows.data(), q_pos.data(), c.rows}; }
+  FlashQuery query() const { return {q_rows.data(), q_pos.data(), c.rows, c.alibi ? slopes.data() : nullptr}; }
   FlashKv kv() const {
     return {k.data(), v.data(), row_bytes, row_bytes, cells.data(), c.no_mask ? nullptr : pos.data(), c.keys, c.elem};
   }
@@ -137,6 +140,7 @@ struct Fixture {
         for (int64_t i = 0; i < c.d; ++i) dot += static_cast<double>(q[static_cast<size_t>(r * c.d + i)]) * kr[static_cast<size_t>(i)];
         double x = p.scale * dot;
         if (c.softcap != 0.0f) x = c.softcap * std::tanh(x);
+        if (c.alibi) x -= slopes[static_cast<size_t>(r)] * std::abs(static_cast<double>(qp) - (c.no_mask ? j : kp));
         s.push_back(x);
         seen.push_back(j);
       }
@@ -198,7 +202,11 @@ std::vector<Case> cases() {
       out.push_back(w);
       w.gaps = false, w.window = 0, w.no_mask = true, w.keys = 45;
       out.push_back(w);
-      w.no_mask = false, w.rows = 4, w.keys = 1000;
+      w.alibi = true;  // the encoder's ALiBi: every key seen, distances by key index
+      out.push_back(w);
+      w.no_mask = false, w.gaps = true, w.softcap = 30.0f;  // ALiBi by positions, masked, soft-capped
+      out.push_back(w);
+      w.alibi = false, w.gaps = false, w.softcap = 0.0f, w.rows = 4, w.keys = 1000;
       out.push_back(w);
     }
   }
