@@ -122,6 +122,7 @@ struct Sequence {
 struct Slot {
   int index = 0;
   std::vector<int32_t> cached;  // tokens whose K/V the evaluator holds, in position order
+  size_t published = 0;         // complete blocks of `cached` handed to the evaluator to share
   uint64_t last_used = 0;       // for least-recently-used slot choice
   std::optional<Sequence> seq;  // the request being served; empty: idle
 
@@ -151,6 +152,7 @@ struct Scheduler::Impl {
       : owned(std::move(owned_)), eval(ev), tokenizer(t), opt(o), slots(static_cast<size_t>(o.n_slots)) {
     for (size_t i = 0; i < slots.size(); ++i) slots[i].index = static_cast<int>(i);
     cache_use = eval.cache_use();
+    prefix_block = eval.prefix_block();
     thread = std::thread([this] { loop(); });
   }
 
@@ -174,6 +176,7 @@ struct Scheduler::Impl {
   void score_prompt_token(Slot& slot, int64_t pos, const float* logits);
   void emit_token(Slot& slot, const float* logits);
   void finish_embedding(Slot& slot);
+  void publish(Slot& slot);
   // How many prompt tokens of slot s go into this batch, given the budget left.
   int64_t prefill_count(const Slot& s, int64_t budget, bool batch_empty) const;
   void finish(Slot& slot, FinishReason reason, const std::string& error = {}, bool flush = true);
@@ -193,6 +196,7 @@ struct Scheduler::Impl {
   Batch batch;
   std::vector<Slot> slots;
   uint64_t tick = 0;
+  int32_t prefix_block = 0;  // tokens per block the evaluator shares; 0: none
 
   // Shared with submitters and stats readers.
   mutable Mutex mu;
@@ -312,10 +316,21 @@ void Scheduler::Impl::start(Slot& slot, GenerationRequest&& req) {
   // what the first generated token is sampled from. Scoring the prompt needs every position's
   // logits, so nothing is kept then.
   // The evaluator may keep less than asked (a sliding-window ring keeps only the last positions).
+  // Shared blocks replace what the slot kept when they cover more of the prompt.
   const bool fresh = req.prompt_logprobs || req.pooling != PoolingType::kNone;  // every position's output needed
   const size_t want = fresh ? 0 : std::min(common_prefix(slot.cached, req.prompt), req.prompt.size() - 1);
-  const auto keep = static_cast<size_t>(eval.truncate(slot.id(), static_cast<int32_t>(want)));
-  slot.cached.resize(keep);
+  auto keep = static_cast<size_t>(eval.truncate(slot.id(), static_cast<int32_t>(want)));
+  if (!fresh) {
+    try {
+      const int32_t shared = eval.share_prefix(slot.id(), req.prompt, static_cast<int32_t>(keep),
+                                               static_cast<int32_t>(req.prompt.size() - 1));
+      if (shared > 0) keep = static_cast<size_t>(shared);
+    } catch (const std::exception&) {  // (a bug in the cache's bookkeeping) compute it all instead
+      keep = static_cast<size_t>(eval.truncate(slot.id(), 0));
+    }
+  }
+  slot.cached.assign(req.prompt.begin(), req.prompt.begin() + static_cast<std::ptrdiff_t>(keep));
+  slot.published = 0;
   const std::shared_ptr<TokenSink> sink = req.sink;  // the request moves into the sequence
   Usage usage;
   usage.prompt_tokens = static_cast<int64_t>(req.prompt.size());
@@ -400,6 +415,11 @@ void Scheduler::Impl::step() {
     fail_all(e.what());
     return;
   }
+  if (prefix_block > 0) {  // before anything may end a slot: every slot of the batch is running
+    for (Slot& s : slots) {
+      if (s.active()) publish(s);
+    }
+  }
   for (size_t i = 0; i < hidden.size(); ++i) hidden[i].slot->seq->pooler->add(hidden[i].prompt_pos, eval.hidden(static_cast<int64_t>(i)));
   int64_t n_prompt = 0;
   for (auto& [slot, n] : prefill) {
@@ -423,6 +443,15 @@ void Scheduler::Impl::step() {
   MutexLock lock(mu);
   throughput.add(Clock::now(), static_cast<int64_t>(outputs.size()), n_prompt);
   cache_use = use;
+}
+
+// The slot's K/V of `cached` are all computed: a block of them completed since the last time is
+// shared (with the blocks before it, which the evaluator checks again).
+void Scheduler::Impl::publish(Slot& slot) {
+  const size_t blocks = slot.cached.size() / static_cast<size_t>(prefix_block);
+  if (blocks <= slot.published) return;
+  eval.publish_prefix(slot.id(), slot.cached);
+  slot.published = blocks;
 }
 
 void Scheduler::Impl::emit_output(const Output& out, const float* logits) {
@@ -544,9 +573,9 @@ Scheduler::Scheduler(const Model& model, const Tokenizer& tokenizer, SchedulerOp
     impl_ = std::make_unique<Impl>(std::move(owned), ev, tokenizer, options);
     return;
   }
-  auto owned = std::make_unique<ModelEvaluator>(model, options.n_slots * options.n_ctx, options.n_slots,
-                                                options.kv_type, options.prefill_chunk + options.n_slots,
-                                                options.n_threads);
+  auto owned = std::make_unique<ModelEvaluator>(model, options.n_ctx, options.n_slots, options.kv_type,
+                                                options.prefill_chunk + options.n_slots, options.n_threads,
+                                                options.prefix_cache_bytes);
   BatchEvaluator& ev = *owned;
   impl_ = std::make_unique<Impl>(std::move(owned), ev, tokenizer, options);
 }
@@ -610,6 +639,7 @@ SchedulerStats Scheduler::stats() const {
   s.kv_bytes = impl_->cache_use.bytes;
   s.kv_window_cells = impl_->cache_use.window_cells;
   s.kv_bytes_without_window = impl_->cache_use.bytes_without_window;
+  s.prefix_cache = impl_->cache_use.prefix;
   std::tie(s.generation_tokens_per_second, s.prompt_tokens_per_second) = impl_->throughput.rates(Clock::now());
   return s;
 }
