@@ -33,6 +33,7 @@ TEST(Defaults, ConfigDefaultsAreTheLibrariesDefaults) {
   EXPECT_EQ(c.engine.queue_limit, s.engine.max_queue);
   EXPECT_EQ(c.engine.prefill_chunk, s.engine.prefill_chunk);
   EXPECT_EQ(c.engine.kv_type == "f16", s.engine.kv_type == engine::KvType::kF16);
+  EXPECT_EQ(int64_t{c.engine.cache_ram} << 20, s.engine.prefix_cache_bytes);
 
   EXPECT_FLOAT_EQ(static_cast<float>(c.sampling.temperature), s.sampling_defaults.temperature);
   EXPECT_FLOAT_EQ(static_cast<float>(c.sampling.top_p), s.sampling_defaults.top_p);
