@@ -2,7 +2,6 @@
 #include "engine/runtime/scheduler.h"
 
 #include <algorithm>
-#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <optional>
@@ -12,10 +11,9 @@
 #include "engine/model/arch.h"
 #include "engine/model/batch.h"
 #include "engine/model/pooling.h"
-#include "engine/runtime/stop_strings.h"
+#include "engine/runtime/sequence.h"
 #include "engine/runtime/thread_annotations.h"
 #include "engine/runtime/throughput.h"
-#include "engine/text/grammar/token_masks.h"
 #include "engine/text/tokenizer/tokenizer.h"
 
 namespace engine {
@@ -34,88 +32,6 @@ const char* finish_reason_name(FinishReason r) {
 }
 
 namespace {
-
-// A request being served: its sampler (primed with the prompt's tail for the penalties), the
-// decoder and stop matcher its text goes through, and its usage. The constructor throws
-// std::invalid_argument for parameters the sampler refuses.
-struct Sequence {
-  Sequence(GenerationRequest&& r, const Tokenizer& tok, size_t cached)
-      : req(std::move(r)),
-        sampler(req.sampling, tok.n_vocab()),
-        decoder(tok, StreamDecoder::Options{false, false, req.shown_tokens}),
-        stop(req.stop) {
-    const size_t window = req.sampling.penalty_last_n < 0
-                              ? req.prompt.size()
-                              : std::min<size_t>(req.sampling.penalty_last_n, req.prompt.size());
-    for (size_t i = req.prompt.size() - window; i < req.prompt.size(); ++i) sampler.accept(req.prompt[i]);
-    usage.prompt_tokens = static_cast<int64_t>(req.prompt.size());
-    usage.cached_tokens = static_cast<int64_t>(cached);
-    if (req.grammar) {
-      if (req.grammar_triggers.empty()) constraint.emplace(req.grammar);
-      masked.resize(static_cast<size_t>(tok.n_vocab()));
-    }
-  }
-
-  bool embedding() const { return req.pooling != PoolingType::kNone; }
-
-  // A lazy grammar watches the output (token `id`'s bytes, as the grammar vocabulary has them)
-  // for its triggers; at the first, it starts from there.
-  void watch_triggers(int32_t id, const Tokenizer& tok) {
-    if (!req.grammar || constraint || req.grammar_triggers.empty() || lazy_done) return;
-    const bool shown = std::binary_search(req.shown_tokens.begin(), req.shown_tokens.end(), id);
-    lazy_text.append(tok.piece(id, shown));
-    size_t best = std::string::npos, longest = 0;
-    for (const std::string& t : req.grammar_triggers) {
-      best = std::min(best, lazy_text.find(t));
-      longest = std::max(longest, t.size());
-    }
-    if (best == std::string::npos) {
-      if (lazy_text.size() >= longest) lazy_text.erase(0, lazy_text.size() - (longest - 1));
-      return;
-    }
-    lazy_done = true;
-    constraint.emplace(req.grammar);
-    if (!constraint->accept_text(std::string_view(lazy_text).substr(best))) constraint.reset();
-    lazy_text.clear();
-  }
-
-  // The logits to sample from: `logits` itself, or with a grammar a copy in which every token it
-  // does not allow is -inf. Throws std::runtime_error when the grammar allows nothing at all.
-  const float* constrain(const float* logits) {
-    if (!constraint) return logits;
-    const grammar::TokenBits& allowed = constraint->allowed();
-    bool any = false;
-    for (size_t w = 0; w < allowed.size(); ++w) {
-      const uint64_t bits = allowed[w];
-      any |= bits != 0;
-      const size_t begin = w * 64, end = std::min(masked.size(), begin + 64);
-      if (bits == ~uint64_t{0} && end == begin + 64) {  // all 64 allowed (inside a string: most words)
-        std::copy(logits + begin, logits + end, masked.begin() + static_cast<std::ptrdiff_t>(begin));
-        continue;
-      }
-      std::fill(masked.begin() + static_cast<std::ptrdiff_t>(begin), masked.begin() + static_cast<std::ptrdiff_t>(end), -INFINITY);
-      for (uint64_t x = bits; x != 0; x &= x - 1) {
-        const size_t i = begin + static_cast<size_t>(__builtin_ctzll(x));
-        if (i < end) masked[i] = logits[i];
-      }
-    }
-    if (!any) throw std::runtime_error("the grammar allows no token here (the model's vocabulary cannot continue it)");
-    return masked.data();
-  }
-
-  GenerationRequest req;
-  Sampler sampler;
-  StreamDecoder decoder;
-  StopMatcher stop;
-  std::optional<grammar::TokenConstraint> constraint;
-  std::vector<float> masked;  // (n_vocab,) the constrained logits row
-  std::string lazy_text;      // the output's tail, searched for a lazy grammar's triggers
-  bool lazy_done = false;     // a trigger was found (whether or not the grammar took it)
-  Usage usage;
-  std::optional<Pooler> pooler;  // embedding requests: their hidden states so far
-  bool generating = false;  // the whole prompt is cached: next_token goes in at the next step
-  int32_t next_token = -1;
-};
 
 // One of the n_slots sequences the evaluator caches. An idle slot keeps its cached tokens so
 // that the next request with the same prefix can skip them.
