@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,8 @@ struct Case {
   int64_t n_ctx;
   int64_t max_batch;
 };
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.file; }
 
 class SharedBlocks : public ::testing::TestWithParam<Case> {};
 

@@ -137,9 +137,14 @@ std::string continuation(int32_t last, int n) {
 
 class SchedulerPrefixTest : public testing::Test {
  protected:
-  void start(BatchEvaluator& ev, int64_t n_ctx = 256) {
+  // Two slots of n_ctx over `ev`, which the fixture keeps until the scheduler is gone.
+  template <class Evaluator>
+  Evaluator& start(std::unique_ptr<Evaluator> ev, int64_t n_ctx = 256) {
+    Evaluator& e = *ev;
+    evaluator_ = std::move(ev);
     scheduler_ = std::make_unique<Scheduler>(
-        ev, tokenizer_, SchedulerOptions{.n_slots = 2, .n_ctx = n_ctx, .max_queue = 4, .prefill_chunk = 64, .n_threads = 1});
+        e, tokenizer_, SchedulerOptions{.n_slots = 2, .n_ctx = n_ctx, .max_queue = 4, .prefill_chunk = 64, .n_threads = 1});
+    return e;
   }
   void TearDown() override { scheduler_.reset(); }
 
@@ -158,12 +163,12 @@ class SchedulerPrefixTest : public testing::Test {
   }
 
   Tokenizer tokenizer_ = letters_tokenizer();
+  std::unique_ptr<BatchEvaluator> evaluator_;  // outlives scheduler_
   std::unique_ptr<Scheduler> scheduler_;
 };
 
 TEST_F(SchedulerPrefixTest, AnotherSlotStartsAfterTheBlocksOneSlotComputed) {
-  SharingFakeEvaluator fake(2 * 1024 + 4 * B);
-  start(fake, 1024);
+  SharingFakeEvaluator& fake = start(std::make_unique<SharingFakeEvaluator>(2 * 1024 + 4 * B), 1024);
   const std::vector<int32_t> a = letters(80, 0);
   std::vector<int32_t> b(a.begin(), a.begin() + 70);
   b.push_back(3);
@@ -182,8 +187,7 @@ TEST_F(SchedulerPrefixTest, AnotherSlotStartsAfterTheBlocksOneSlotComputed) {
 
 // The default seam shares nothing: each slot has only its own prefix.
 TEST_F(SchedulerPrefixTest, WithoutSharingTheOtherSlotComputesEverything) {
-  FakeEvaluator fake;
-  start(fake, 1024);
+  start(std::make_unique<FakeEvaluator>(), 1024);
   const std::vector<int32_t> a = letters(80, 0);
   std::vector<int32_t> b(a.begin(), a.begin() + 70);
   b.push_back(3);
@@ -196,8 +200,7 @@ TEST_F(SchedulerPrefixTest, WithoutSharingTheOtherSlotComputesEverything) {
 // Turn 1 runs on a slot that then serves something else; turn 2 (turn 1's prompt and reply, and
 // more) finds both in the shared blocks.
 TEST_F(SchedulerPrefixTest, AConversationsNextTurnStartsAfterThePreviousReply) {
-  SharingFakeEvaluator fake(2 * 256);
-  start(fake);
+  SharingFakeEvaluator& fake = start(std::make_unique<SharingFakeEvaluator>(2 * 256));
   const std::vector<int32_t> turn1 = letters(40, 5);
   auto first = std::make_shared<RecordingSink>();
   ASSERT_EQ(scheduler_->submit(request(first, 30, turn1)), SubmitStatus::kAccepted);
@@ -224,8 +227,7 @@ TEST_F(SchedulerPrefixTest, AConversationsNextTurnStartsAfterThePreviousReply) {
 
 // Scoring a prompt needs every position's logits: nothing is taken from the cache.
 TEST_F(SchedulerPrefixTest, PromptScoringComputesEverything) {
-  SharingFakeEvaluator fake(2 * 256);
-  start(fake);
+  start(std::make_unique<SharingFakeEvaluator>(2 * 256));
   const std::vector<int32_t> p = letters(70, 2);
   auto first = std::make_shared<RecordingSink>();
   ASSERT_EQ(scheduler_->submit(request(first, 1, p)), SubmitStatus::kAccepted);
@@ -242,8 +244,7 @@ TEST_F(SchedulerPrefixTest, PromptScoringComputesEverything) {
 // No cells beyond the slots' own: cached blocks live in what the slots leave free, and are evicted
 // (least recently used first) whenever a slot needs the room. Every request still runs.
 TEST_F(SchedulerPrefixTest, ACacheWithoutSpareCellsEvictsInsteadOfFailing) {
-  SharingFakeEvaluator fake(2 * 128);
-  start(fake, 128);
+  start(std::make_unique<SharingFakeEvaluator>(2 * 128), 128);
   for (int round = 0; round < 6; ++round) {
     std::vector<std::shared_ptr<RecordingSink>> sinks;
     std::vector<GenerationRequest> both;
