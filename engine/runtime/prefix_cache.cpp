@@ -125,7 +125,8 @@ bool PrefixCache::evictable(const Block& b) const {
 void PrefixCache::drop(Block& b) {
   for (int32_t c : b.cells) cache_.release(c);
   if (b.parent != nullptr) --b.parent->children;
-  blocks_.erase(b.key);
+  const uint64_t key = b.key;  // not a reference into the node being erased
+  blocks_.erase(key);
 }
 
 bool PrefixCache::make_room(int64_t n_cells) {
