@@ -41,6 +41,7 @@ enum class Isa : uint8_t { kScalar, kAvx2, kAvxVnni, kAvx512Vnni };
 struct Dispatch {
   const char* name;  // "avx512vnni", "avxvnni", "avx2" or "scalar"
   Isa isa;
+  int pack_rows;     // rows per packed group of this table's packed tiles (packing.h); 0: none
   QuantizeQ8AFn quantize_q8a;
   QuantizeQ8KFn quantize_q8k;
   const AttnOps* attn;  // attention inner-loop vector ops
@@ -48,9 +49,9 @@ struct Dispatch {
   // The tile over the file layout for `type`: this instruction set's, else the reference tile;
   // nullptr for types the kernels do not support.
   TileFn tile_for(gguf::TensorType type) const;
-  // The tile over packed 8-row groups (kernels/packing.h) for `type`: TileArgs.w is the first
-  // group, w_stride the bytes of a group, rows a multiple of 8. nullptr when this table has none
-  // for `type`, and then weights of that type stay in the file layout.
+  // The tile over packed groups of pack_rows rows (kernels/packing.h) for `type`: TileArgs.w is
+  // the first group, w_stride the bytes of a group, rows a multiple of pack_rows. nullptr when
+  // this table has none for `type`, and then weights of that type stay in the file layout.
   TileFn packed_tile_for(gguf::TensorType type) const;
 };
 

@@ -32,11 +32,16 @@ constexpr PackedField kQ6_KFields[] = {{at(offsetof(BlockQ6_K, d)), 2, 1},
                                        {at(offsetof(BlockQ6_K, scales)), 4, runs(sizeof(BlockQ6_K::scales), 4)},
                                        {at(offsetof(BlockQ6_K, ql)), 4, runs(sizeof(BlockQ6_K::ql), 4)},
                                        {at(offsetof(BlockQ6_K, qh)), 4, runs(sizeof(BlockQ6_K::qh), 4)}};
+constexpr PackedField kIQ4_XSFields[] = {{at(offsetof(BlockIQ4_XS, d)), 2, 1},
+                                         {at(offsetof(BlockIQ4_XS, scales_h)), 2, 1},
+                                         {at(offsetof(BlockIQ4_XS, scales_l)), 4, 1},
+                                         {at(offsetof(BlockIQ4_XS, qs)), 4, runs(sizeof(BlockIQ4_XS::qs), 4)}};
 static_assert(offsetof(BlockIQ4_NL, d) == offsetof(BlockQ4_0, d) && offsetof(BlockIQ4_NL, qs) == offsetof(BlockQ4_0, qs));
 constexpr PackedLayout kQ4_0Packed{kQ4_0Fields};  // also IQ4_NL: the same fields
 constexpr PackedLayout kQ8_0Packed{kQ8_0Fields};
 constexpr PackedLayout kQ4_KPacked{kQ4_KFields};
 constexpr PackedLayout kQ6_KPacked{kQ6_KFields};
+constexpr PackedLayout kIQ4_XSPacked{kIQ4_XSFields};
 
 using A = ActFormat;
 // clang-format off
@@ -61,7 +66,8 @@ constexpr KernelTraits kTable[] = {
   {TensorType::Q5_K,   A::kQ8K,          ref::dequant_q5_k,   ref::vec_dot_q5_k,   avx2::tile_q5_k},
   {TensorType::Q6_K,   A::kQ8K,          ref::dequant_q6_k,   ref::vec_dot_q6_k,   avx2::tile_q6_k,    &kQ6_KPacked,
    {avx2::packed_q6_k, avxvnni::packed_q6_k, avx512vnni::packed_q6_k}},
-  {TensorType::IQ4_XS, A::kQ8K,          ref::dequant_iq4_xs, ref::vec_dot_iq4_xs, avx2::tile_iq4_xs},
+  {TensorType::IQ4_XS, A::kQ8K,          ref::dequant_iq4_xs, ref::vec_dot_iq4_xs, avx2::tile_iq4_xs, &kIQ4_XSPacked,
+   {nullptr, nullptr, avx512vnni::packed_iq4_xs}},
   // The activation formats follow ggml's vec_dot_type (ggml-cpu.c): q8_0 for MXFP4, q8_K for the rest.
   {TensorType::MXFP4,   A::kQ8A,         ref::dequant_mxfp4,   ref::vec_dot_mxfp4,   avx2::tile_mxfp4},
   {TensorType::IQ2_XXS, A::kQ8K,         ref::dequant_iq2_xxs, ref::vec_dot_iq2_xxs, avx2::tile_iq2_xxs},
