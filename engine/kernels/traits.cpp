@@ -47,9 +47,12 @@ using A = ActFormat;
 // clang-format off
 constexpr KernelTraits kTable[] = {
   // type              act               reference kernels                       AVX2 tile           packed layout + tiles
-  {TensorType::F32,    A::kF32,          ref::dequant_f32,    ref::vec_dot_f32,    avx2::tile_f32},
-  {TensorType::F16,    A::kF16Rounded,   ref::dequant_f16,    ref::vec_dot_f16,    avx2::tile_f16},
-  {TensorType::BF16,   A::kBF16Rounded,  ref::dequant_bf16,   ref::vec_dot_bf16,   avx2::tile_bf16},
+  {TensorType::F32,    A::kF32,          ref::dequant_f32,    ref::vec_dot_f32,    avx2::tile_f32,     nullptr, {},
+   avx512vnni::tile_f32},
+  {TensorType::F16,    A::kF16Rounded,   ref::dequant_f16,    ref::vec_dot_f16,    avx2::tile_f16,     nullptr, {},
+   avx512vnni::tile_f16},
+  {TensorType::BF16,   A::kBF16Rounded,  ref::dequant_bf16,   ref::vec_dot_bf16,   avx2::tile_bf16,    nullptr, {},
+   avx512vnni::tile_bf16},
   {TensorType::Q4_0,   A::kQ8A,          ref::dequant_q4_0,   ref::vec_dot_q4_0,   avx2::tile_q4_0,    &kQ4_0Packed,
    {avx2::packed_q4_0, avxvnni::packed_q4_0, avx512vnni::packed_q4_0}},
   {TensorType::Q4_1,   A::kQ8A,          ref::dequant_q4_1,   ref::vec_dot_q4_1,   avx2::tile_q4_1},
@@ -113,12 +116,8 @@ void quantize_act_ref(ActFormat fmt, const float* x, void* dst, int64_t cols) {
     case ActFormat::kF32:
       std::memcpy(dst, x, static_cast<size_t>(cols) * sizeof(float));
       return;
-    case ActFormat::kF16Rounded:
-      for (int64_t i = 0; i < cols; ++i) f[i] = round_fp16(x[i]);
-      return;
-    case ActFormat::kBF16Rounded:
-      for (int64_t i = 0; i < cols; ++i) f[i] = bf16_to_fp32(fp32_to_bf16(x[i]));
-      return;
+    case ActFormat::kF16Rounded: ref::round_f16(x, f, cols); return;
+    case ActFormat::kBF16Rounded: ref::round_bf16(x, f, cols); return;
     case ActFormat::kQ8A: ref::quantize_q8a(x, static_cast<ActQ8A*>(dst), cols); return;
     case ActFormat::kQ8K: ref::quantize_q8k(x, static_cast<ActQ8K*>(dst), cols); return;
   }
