@@ -70,7 +70,7 @@ constexpr KernelTraits kTable[] = {
   {TensorType::Q6_K,   A::kQ8K,          ref::dequant_q6_k,   ref::vec_dot_q6_k,   avx2::tile_q6_k,    &kQ6_KPacked,
    {avx2::packed_q6_k, avxvnni::packed_q6_k, avx512vnni::packed_q6_k}},
   {TensorType::IQ4_XS, A::kQ8K,          ref::dequant_iq4_xs, ref::vec_dot_iq4_xs, avx2::tile_iq4_xs, &kIQ4_XSPacked,
-   {nullptr, nullptr, avx512vnni::packed_iq4_xs}},
+   {avx2::packed_iq4_xs, avxvnni::packed_iq4_xs, avx512vnni::packed_iq4_xs}},
   // The activation formats follow ggml's vec_dot_type (ggml-cpu.c): q8_0 for MXFP4, q8_K for the rest.
   {TensorType::MXFP4,   A::kQ8A,         ref::dequant_mxfp4,   ref::vec_dot_mxfp4,   avx2::tile_mxfp4},
   {TensorType::IQ2_XXS, A::kQ8K,         ref::dequant_iq2_xxs, ref::vec_dot_iq2_xxs, avx2::tile_iq2_xxs},
