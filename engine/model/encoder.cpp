@@ -115,9 +115,9 @@ void Encoder::embed(const Batch& batch) {
 void Encoder::attention_block(const LayerWeights& l, int64_t n, ThreadPool& pool) {
   const int64_t E = hp_.n_embd;
   // q = x @ Wq^T + bq, k = x @ Wk^T + bk, v = x @ Wv^T + bv       x (n, E) -> (n, q_dim) ...
-  matmul(l.wq, x_.data(), n, q_.data(), pool);
-  matmul(l.wk, x_.data(), n, k_.data(), pool);
-  matmul(l.wv, x_.data(), n, v_.data(), pool);
+  const MatmulJob qkv[] = {{&l.wq, x_.data(), n, q_.data()}, {&l.wk, x_.data(), n, k_.data()},
+                           {&l.wv, x_.data(), n, v_.data()}};
+  matmul_group(qkv, pool);  // x converted once; the threads share the three products' row chunks
   for (int64_t t = 0; t < n; ++t) {
     add(q_.data() + t * hp_.q_dim(), l.bq.data(), hp_.q_dim());
     add(k_.data() + t * hp_.k_dim(), l.bk.data(), hp_.k_dim());
