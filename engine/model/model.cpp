@@ -226,11 +226,21 @@ void load_encoder_inputs(const Loader& ld, const gguf::File& f, const HParams& h
   m.tok_norm_b = ld.vector("token_embd_norm.bias", hp.n_embd, true);
 }
 
-// The classification head (cls, cls.output), when the file has one; sets hp.n_cls_out.
+// The classification head (cls, cls.output) of an architecture that has one (ArchTraits::rank),
+// when the file has it; sets hp.n_cls_out. Architectures without one ignore these tensors, as
+// llama.cpp does, and refuse pooling rank.
 void load_classifier(const Loader& ld, const gguf::File& f, HParams& hp, Model& m) {
+  const RankHead rank = arch_traits(hp.arch).rank;
+  if (rank == RankHead::kNone) {
+    if (hp.pooling == PoolingType::kRank) {
+      fail(f, "pooling type rank is not supported for architecture " + hp.arch_name +
+                  " (rerankers: bert cross-encoders, qwen3 as Qwen3-Reranker)");
+    }
+    return;
+  }
   const gguf::TensorInfo* out = f.find_tensor("cls.output.weight");
   if (out == nullptr) {
-    if (hp.pooling == PoolingType::kRank && !arch_traits(hp.arch).encoder) {
+    if (hp.pooling == PoolingType::kRank && rank == RankHead::kLastSoftmax) {
       fail(f, "pooling type rank needs a classification head: tensor 'cls.output.weight' is missing");
     }
     return;
@@ -240,7 +250,12 @@ void load_classifier(const Loader& ld, const gguf::File& f, HParams& hp, Model& 
                 std::to_string(hp.n_embd) + ", n_classes] with 1 to 1024 classes");
   }
   hp.n_cls_out = static_cast<int64_t>(out->ne[1]);
-  if (ld.has("cls.weight")) {
+  const std::string labels_key = hp.arch_name + ".classifier.output_labels";
+  if (const gguf::Value* labels = f.find_array(labels_key); labels && labels->size() != static_cast<uint64_t>(hp.n_cls_out)) {
+    fail(f, labels_key + " names " + std::to_string(labels->size()) + " classes, but tensor 'cls.output.weight' has " +
+                std::to_string(hp.n_cls_out) + " rows");
+  }
+  if (rank == RankHead::kFirst && ld.has("cls.weight")) {  // (qwen3 has no hidden layer: llama.cpp loads none)
     m.cls = ld.matrix("cls.weight", hp.n_embd, hp.n_embd);
     m.cls_b = ld.vector("cls.bias", hp.n_embd, false);
   }

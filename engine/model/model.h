@@ -40,8 +40,8 @@ enum class PoolingType {
   kMean = 1,  // the mean of every token's hidden state
   kCls = 2,   // the first token's ([CLS])
   kLast = 3,  // the last token's (decoder embedders: Qwen3-Embedding)
-  kRank = 4,  // the first token's (encoders) / the last's (decoders) through the classification
-              // head: a relevance score (rerankers)
+  kRank = 4,  // the first token's (bert) / the last's (qwen3) through the classification head: a
+              // relevance score (rerankers; ArchTraits::rank says which architectures have one)
 };
 const char* pooling_name(PoolingType p);  // "none", "mean", "cls", "last", "rank"
 // The pooling type named `name` ("mean", ...), or nullopt.
@@ -216,7 +216,7 @@ class Model {
   std::vector<float> type_embd0;            // (n_embd,) token type 0 (every token is "sentence A")
   std::vector<float> tok_norm, tok_norm_b;  // (n_embd,)
   // Classification head of rank pooling, optional: score = cls_out @ tanh(cls @ x + cls_b) + cls_out_b
-  // (without cls: cls_out @ x + cls_out_b).
+  // (without cls: cls_out @ x + cls_out_b; qwen3: softmax(cls_out @ x)).
   Matrix cls;                               // (n_embd, n_embd), optional
   std::vector<float> cls_b;                 // (n_embd,)
   Matrix cls_out;                           // (n_cls_out, n_embd)

@@ -28,11 +28,13 @@ int64_t pooled_size(const HParams& hp, PoolingType type) {
   return type == PoolingType::kRank && hp.n_cls_out > 0 ? hp.n_cls_out : hp.n_embd;
 }
 
-Pooler::Pooler(PoolingType type, bool encoder, int64_t n_embd, int64_t n_tokens)
+bool rank_pools_last(const HParams& hp) { return arch_traits(hp.arch).rank == RankHead::kLastSoftmax; }
+
+Pooler::Pooler(PoolingType type, bool rank_last, int64_t n_embd, int64_t n_tokens)
     : n_tokens_(n_tokens), sum_(static_cast<size_t>(n_embd), 0.0) {
   if (type == PoolingType::kNone) throw std::invalid_argument("Pooler: no pooling type");
   if (n_tokens <= 0) throw std::invalid_argument("Pooler: an empty sequence has no embedding");
-  const bool first = type == PoolingType::kCls || (type == PoolingType::kRank && encoder);
+  const bool first = type == PoolingType::kCls || (type == PoolingType::kRank && !rank_last);
   want_pos_ = type == PoolingType::kMean ? -1 : first ? 0 : n_tokens - 1;
 }
 
@@ -63,7 +65,7 @@ std::vector<float> classify(const Model& model, std::vector<float> x) {
   // score = cls_out @ h + cls_out_b                            (E,) -> (n_cls_out,)
   std::vector<float> out(static_cast<size_t>(hp.n_cls_out));
   apply(model.cls_out, model.cls_out_b, x.data(), out.data());
-  if (!arch_traits(hp.arch).encoder) softmax(out.data(), hp.n_cls_out);  // a decoder's yes/no head
+  if (rank_pools_last(hp)) softmax(out.data(), hp.n_cls_out);  // qwen3's yes/no head
   return out;
 }
 

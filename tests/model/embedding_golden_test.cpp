@@ -45,7 +45,7 @@ std::vector<Case> load_cases(const std::string& relative) {
 
 Pooler pooler_of(const Model& model, const Case& c) {
   const HParams& hp = model.hparams();
-  return Pooler(hp.pooling, !hp.causal, hp.n_embd, static_cast<int64_t>(c.tokens.size()));
+  return Pooler(hp.pooling, rank_pools_last(hp), hp.n_embd, static_cast<int64_t>(c.tokens.size()));
 }
 
 // Pools the hidden states a pass left for `cases` (every flagged token, in batch order).
