@@ -10,6 +10,12 @@
 
 namespace engine {
 
+// How an encoder's tokens know their positions.
+enum class EncoderPositions {
+  kTable,  // a learned table position_embd added to the input embeddings (bert)
+  kRope,   // RoPE on Q and K in every layer, in the table's rope style (nomic-bert)
+};
+
 // What rank pooling (rerankers, /v1/rerank) reads, as llama.cpp's build_pooling does.
 enum class RankHead {
   kNone,         // rank pooling is not supported: the file's cls.output is not loaded
@@ -31,6 +37,7 @@ struct ArchTraits {
   bool shexp;       // a shared expert beside the routed ones required, sigmoid-gated (qwen2moe)
   std::string_view ffn_norm;  // the pre-FFN norm's tensor (gpt-oss names it post_attention_norm)
   bool encoder = false;       // BERT-style encoder (engine/model/encoder.h), not the decoder forward pass
+  EncoderPositions positions = EncoderPositions::kTable;  // encoders only
   RankHead rank = RankHead::kNone;
 };
 
@@ -39,7 +46,7 @@ inline constexpr ArchTraits kArchTraits[] = {
     {Arch::kLlama,     "llama",    RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false, false, false, "ffn_norm"},
     {Arch::kQwen2,     "qwen2",    RopeStyle::kNeox,   FfnAct::kSilu,     true,  false, false, false, false, false, "ffn_norm"},
     {Arch::kQwen3,     "qwen3",    RopeStyle::kNeox,   FfnAct::kSilu,     false, true,  false, false, false, false, "ffn_norm",
-     false, RankHead::kLastSoftmax},
+     false, EncoderPositions::kTable, RankHead::kLastSoftmax},
     {Arch::kQwen3Moe,  "qwen3moe", RopeStyle::kNeox,   FfnAct::kSilu,     false, true,  false, true,  false, false, "ffn_norm"},
     {Arch::kQwen2Moe,  "qwen2moe", RopeStyle::kNeox,   FfnAct::kSilu,     false, false, false, true,  false, true,  "ffn_norm"},
     {Arch::kGemma2,    "gemma2",   RopeStyle::kNeox,   FfnAct::kGeluTanh, false, false, true,  false, false, false, "ffn_norm"},
@@ -49,9 +56,12 @@ inline constexpr ArchTraits kArchTraits[] = {
     {Arch::kSmolLM3,   "smollm3",  RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false, false, false, "ffn_norm"},
     {Arch::kMistral3,  "mistral3", RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false, false, false, "ffn_norm"},
     {Arch::kGptOss,    "gpt-oss",  RopeStyle::kNeox,   FfnAct::kSwigluOai, true,  false, false, true,  true,  false, "post_attention_norm"},
-    // encoders                                                                                          ffn norm  encoder
+    // encoders: qkv_bias means required attn_{q,k,v}.bias; the FFN is gated when the file has ffn_gate
+    //                                                                                         ffn norm  encoder
     {Arch::kBert,      "bert",     RopeStyle::kNormal, FfnAct::kGeluTanh, true,  false, false, false, false, false, "",       true,
-     RankHead::kFirst},
+     EncoderPositions::kTable, RankHead::kFirst},
+    {Arch::kNomicBert, "nomic-bert", RopeStyle::kNeox, FfnAct::kSilu,     false, false, false, false, false, false, "",       true,
+     EncoderPositions::kRope, RankHead::kNone},
 };
 
 // The row of `arch` (every Arch has one).

@@ -1,9 +1,10 @@
 // The forward pass of a BERT-style encoder over a batch of whole sequences, read top to bottom:
-//   x = token_embd[token] + token_types[0] + position_embd[pos] -> LayerNorm
+//   x = token_embd[token] + token_types[0] (+ position_embd[pos]: bert) -> LayerNorm
 //   per layer:
-//     [Q/K/V + biases, bidirectional attention within the sequence, output projection + bias,
-//      x = LayerNorm(x + attention)]
-//     [up + bias, GELU, down + bias, x = LayerNorm(x + FFN)]
+//     [Q/K/V (+ biases), RoPE on Q and K (nomic-bert), bidirectional attention within the
+//      sequence, output projection (+ bias), x = LayerNorm(x + attention)]
+//     [bert: up + bias, GELU, down + bias; nomic-bert: silu(gate) * up, down;
+//      x = LayerNorm(x + FFN)]
 //   -> x is each token's hidden state (no final norm; pooling happens outside).
 #include "engine/model/encoder.h"
 
@@ -14,6 +15,7 @@
 #include <string>
 
 #include "engine/kernels/dispatch.h"
+#include "engine/model/arch.h"
 #include "engine/kernels/matmul.h"
 #include "engine/model/ops.h"
 
@@ -26,8 +28,19 @@ size_t sz(int64_t n) { return static_cast<size_t>(n); }
 }  // namespace
 
 Encoder::Encoder(const Model& model)
-    : model_(model), hp_(model.hparams()), attn_ops_(kernels::dispatch().attn) {
-  if (model.pos_embd.data == nullptr) throw std::invalid_argument("Encoder: the model is not an encoder");
+    : model_(model),
+      hp_(model.hparams()),
+      attn_ops_(kernels::dispatch().attn),
+      rope_(arch_traits(hp_.arch).positions == EncoderPositions::kRope) {
+  if (!arch_traits(hp_.arch).encoder) throw std::invalid_argument("Encoder: the model is not an encoder");
+  rope_params_.n_rot = hp_.n_rot;
+  rope_params_.freq_base = hp_.rope_freq_base;
+  rope_params_.freq_scale = hp_.rope_freq_scale;
+  rope_params_.mscale = hp_.rope_attn_factor;
+  rope_params_.ext_factor = hp_.yarn_ext_factor;
+  if (rope_params_.ext_factor != 0.0f) {
+    yarn_corr_dims(rope_params_, hp_.n_ctx_orig, hp_.yarn_beta_fast, hp_.yarn_beta_slow);
+  }
 }
 
 void Encoder::resize(int64_t n, int n_threads) {
@@ -44,6 +57,8 @@ void Encoder::resize(int64_t n, int n_threads) {
   v_.resize(sz(n * hp_.v_dim()));
   att_.resize(sz(n * hp_.n_head * hp_.head_dim_v));
   hb_.resize(sz(n * hp_.n_ff));
+  if (model_.layers.front().ffn_gate.data != nullptr) hb2_.resize(sz(n * hp_.n_ff));
+  if (rope_) angles_.resize(sz(n * hp_.n_rot));
 }
 
 // Every sequence contiguous, from position 0 up by one; ids inside the vocabulary.
@@ -85,6 +100,10 @@ void Encoder::eval(const Batch& batch, ThreadPool& pool) {
   const int64_t n = batch.size(), E = hp_.n_embd;
   resize(n, pool.size());
   embed(batch);
+  if (rope_) {
+    // angles[t] = RoPE's (cos, sin) at t's position                (n, n_rot/2, 2)
+    for (int64_t t = 0; t < n; ++t) rope_angles(angles_.data() + t * hp_.n_rot, batch.pos[sz(t)], rope_params_);
+  }
   for (const LayerWeights& l : model_.layers) {
     attention_block(l, n, pool);
     ffn_block(l, n, pool);
@@ -101,11 +120,13 @@ void Encoder::embed(const Batch& batch) {
   const int64_t E = hp_.n_embd;
   std::vector<float>& pos_row = y_;  // (E,) scratch: y_ is free until the first block
   for (int64_t t = 0; t < batch.size(); ++t) {
-    // x[t] = token_embd[token] + token_types[0] + position_embd[pos]     (E,)
+    // x[t] = token_embd[token] + token_types[0] (+ position_embd[pos])     (E,)
     float* x = x_.data() + t * E;
     dequantize_row(model_.tok_embd, batch.tokens[sz(t)], x);
-    dequantize_row(model_.pos_embd, batch.pos[sz(t)], pos_row.data());
-    add(x, pos_row.data(), E);
+    if (model_.pos_embd.data != nullptr) {
+      dequantize_row(model_.pos_embd, batch.pos[sz(t)], pos_row.data());
+      add(x, pos_row.data(), E);
+    }
     if (!model_.type_embd0.empty()) add(x, model_.type_embd0.data(), E);
     // x[t] = layernorm(x[t]) * tok_norm + tok_norm_b
     layernorm(x, x, model_.tok_norm.data(), model_.tok_norm_b.data(), E, hp_.norm_eps);
@@ -114,15 +135,16 @@ void Encoder::embed(const Batch& batch) {
 
 void Encoder::attention_block(const LayerWeights& l, int64_t n, ThreadPool& pool) {
   const int64_t E = hp_.n_embd;
-  // q = x @ Wq^T + bq, k = x @ Wk^T + bk, v = x @ Wv^T + bv       x (n, E) -> (n, q_dim) ...
+  // q = x @ Wq^T (+ bq), k = x @ Wk^T (+ bk), v = x @ Wv^T (+ bv)   x (n, E) -> (n, q_dim) ...
   matmul(l.wq, x_.data(), n, q_.data(), pool);
   matmul(l.wk, x_.data(), n, k_.data(), pool);
   matmul(l.wv, x_.data(), n, v_.data(), pool);
   for (int64_t t = 0; t < n; ++t) {
-    add(q_.data() + t * hp_.q_dim(), l.bq.data(), hp_.q_dim());
-    add(k_.data() + t * hp_.k_dim(), l.bk.data(), hp_.k_dim());
-    add(v_.data() + t * hp_.v_dim(), l.bv.data(), hp_.v_dim());
+    if (!l.bq.empty()) add(q_.data() + t * hp_.q_dim(), l.bq.data(), hp_.q_dim());
+    if (!l.bk.empty()) add(k_.data() + t * hp_.k_dim(), l.bk.data(), hp_.k_dim());
+    if (!l.bv.empty()) add(v_.data() + t * hp_.v_dim(), l.bv.data(), hp_.v_dim());
   }
+  if (rope_) rotate(n);
   // att[t, h] = softmax(q[t, h] . k[s, h] / sqrt(head_dim) over s in t's sequence) @ v[s, h]
   const int64_t n_items = n * hp_.n_head;
   const size_t per_thread = scores_.size() / sz(pool.size());
@@ -140,6 +162,15 @@ void Encoder::attention_block(const LayerWeights& l, int64_t n, ThreadPool& pool
   }
   // x = layernorm(x + y) * attn_out_norm + attn_out_norm_b
   add_norm(y_.data(), l.attn_out_norm, l.attn_out_norm_b, n);
+}
+
+void Encoder::rotate(int64_t n) {
+  // q[t, h] = rope(q[t, h], angles[t]), k[t, h] likewise        (n, n_head, head_dim_k) ...
+  for (int64_t t = 0; t < n; ++t) {
+    const float* cs = angles_.data() + t * hp_.n_rot;
+    for (int64_t h = 0; h < hp_.n_head; ++h) rope(q_.data() + t * hp_.q_dim() + h * hp_.head_dim_k, cs, hp_.n_rot, hp_.rope_style);
+    for (int64_t h = 0; h < hp_.n_head_kv; ++h) rope(k_.data() + t * hp_.k_dim() + h * hp_.head_dim_k, cs, hp_.n_rot, hp_.rope_style);
+  }
 }
 
 void Encoder::attend(int64_t t, int64_t h, int64_t begin, int64_t end, float* scores) {
@@ -167,13 +198,20 @@ void Encoder::attend(int64_t t, int64_t h, int64_t begin, int64_t end, float* sc
 
 void Encoder::ffn_block(const LayerWeights& l, int64_t n, ThreadPool& pool) {
   const int64_t E = hp_.n_embd, F = hp_.n_ff;
-  // hb = gelu(x @ Wup^T + b_up)                                    x (n, E) -> hb (n, F)
+  // hb = x @ Wup^T (+ b_up)                                        x (n, E) -> hb (n, F)
   matmul(l.ffn_up, x_.data(), n, hb_.data(), pool);
-  for (int64_t t = 0; t < n; ++t) {
-    if (!l.ffn_up_b.empty()) add(hb_.data() + t * F, l.ffn_up_b.data(), F);
+  if (!l.ffn_up_b.empty()) {
+    for (int64_t t = 0; t < n; ++t) add(hb_.data() + t * F, l.ffn_up_b.data(), F);
   }
-  gelu(hb_.data(), n * F);
-  // y = hb @ Wdown^T + b_down                                      hb (n, F) -> y (n, E)
+  if (l.ffn_gate.data != nullptr) {
+    // hb = silu(x @ Wgate^T) * hb  (SwiGLU: nomic-bert)            x (n, E) -> hb2 (n, F) -> hb
+    matmul(l.ffn_gate, x_.data(), n, hb2_.data(), pool);
+    silu_mul(hb2_.data(), hb_.data(), n * F);
+    hb_.swap(hb2_);
+  } else {
+    gelu(hb_.data(), n * F);  // hb = gelu(hb)  (bert)
+  }
+  // y = hb @ Wdown^T (+ b_down)                                    hb (n, F) -> y (n, E)
   matmul(l.ffn_down, hb_.data(), n, y_.data(), pool);
   if (!l.ffn_down_b.empty()) {
     for (int64_t t = 0; t < n; ++t) add(y_.data() + t * E, l.ffn_down_b.data(), E);

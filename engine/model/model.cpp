@@ -128,28 +128,44 @@ class Loader {
   const gguf::File& file_;
 };
 
-// Layer il's weights, each tensor's presence, shape and type checked against hp and the
-// architecture table.
+// Layer weights are read by the functions below, each tensor's presence, shape and type checked
+// against hp and the architecture table.
+
+// Q, K, V of the layer with prefix b ("blk.N."): a fused attn_qkv (rows Q, then K, then V: phi3,
+// nomic-bert) with its optional fused bias, or attn_{q,k,v} with biases (required when
+// `biases`, else optional).
+void load_qkv(const Loader& ld, const HParams& hp, const std::string& b, bool biases, LayerWeights& l) {
+  const int64_t E = hp.n_embd, nq = hp.q_dim(), nk = hp.k_dim(), nv = hp.v_dim();
+  if (ld.has(b + "attn_qkv.weight")) {
+    const Matrix qkv = ld.matrix(b + "attn_qkv.weight", nq + nk + nv, E);
+    l.wq = Loader::row_slice(qkv, 0, nq);
+    l.wk = Loader::row_slice(qkv, nq, nk);
+    l.wv = Loader::row_slice(qkv, nq + nk, nv);
+    const std::vector<float> bias = ld.vector(b + "attn_qkv.bias", nq + nk + nv, false);
+    if (!bias.empty()) {
+      l.bq.assign(bias.begin(), bias.begin() + nq);
+      l.bk.assign(bias.begin() + nq, bias.begin() + nq + nk);
+      l.bv.assign(bias.begin() + nq + nk, bias.end());
+    }
+    return;
+  }
+  l.wq = ld.matrix(b + "attn_q.weight", nq, E);
+  l.wk = ld.matrix(b + "attn_k.weight", nk, E);
+  l.wv = ld.matrix(b + "attn_v.weight", nv, E);
+  l.bq = ld.vector(b + "attn_q.bias", nq, biases);
+  l.bk = ld.vector(b + "attn_k.bias", nk, biases);
+  l.bv = ld.vector(b + "attn_v.bias", nv, biases);
+}
+
+// Layer il of a decoder.
 LayerWeights load_layer(const Loader& ld, const HParams& hp, int64_t il) {
   const ArchTraits& arch = arch_traits(hp.arch);
   const std::string b = "blk." + std::to_string(il) + ".";
   const int64_t E = hp.n_embd;
   LayerWeights l;
   l.attn_norm = ld.vector(b + "attn_norm.weight", E, true);
-  if (ld.has(b + "attn_qkv.weight")) {  // fused Q, K, V rows (phi3)
-    const Matrix qkv = ld.matrix(b + "attn_qkv.weight", hp.q_dim() + hp.k_dim() + hp.v_dim(), E);
-    l.wq = Loader::row_slice(qkv, 0, hp.q_dim());
-    l.wk = Loader::row_slice(qkv, hp.q_dim(), hp.k_dim());
-    l.wv = Loader::row_slice(qkv, hp.q_dim() + hp.k_dim(), hp.v_dim());
-  } else {
-    l.wq = ld.matrix(b + "attn_q.weight", hp.q_dim(), E);
-    l.wk = ld.matrix(b + "attn_k.weight", hp.k_dim(), E);
-    l.wv = ld.matrix(b + "attn_v.weight", hp.v_dim(), E);
-  }
+  load_qkv(ld, hp, b, arch.qkv_bias, l);
   l.wo = ld.matrix(b + "attn_output.weight", E, hp.n_head * hp.head_dim_v);
-  l.bq = ld.vector(b + "attn_q.bias", hp.q_dim(), arch.qkv_bias);
-  l.bk = ld.vector(b + "attn_k.bias", hp.k_dim(), arch.qkv_bias);
-  l.bv = ld.vector(b + "attn_v.bias", hp.v_dim(), arch.qkv_bias);
   const bool moe_biases = arch.moe && arch.qkv_bias;  // gpt-oss: biases everywhere
   l.bo = ld.vector(b + "attn_output.bias", E, moe_biases);
   l.q_norm = ld.vector(b + "attn_q_norm.weight", hp.head_dim_k, arch.qk_norm);
@@ -185,34 +201,35 @@ LayerWeights load_layer(const Loader& ld, const HParams& hp, int64_t il) {
   return l;
 }
 
-// Layer il of an encoder (bert): Q/K/V/output with biases, LayerNorms after the residual adds,
-// a gate-less FFN with biases.
+// Layer il of an encoder: Q/K/V (bert: with biases; nomic-bert: fused, without), output
+// projection, LayerNorms after the residual adds, an FFN with optional biases -- gate-less (bert:
+// GELU) unless the file has ffn_gate (required for SwiGLU: nomic-bert).
 LayerWeights load_encoder_layer(const Loader& ld, const HParams& hp, int64_t il) {
+  const ArchTraits& arch = arch_traits(hp.arch);
   const std::string b = "blk." + std::to_string(il) + ".";
-  const int64_t E = hp.n_embd;
+  const int64_t E = hp.n_embd, F = hp.n_ff;
   LayerWeights l;
-  l.wq = ld.matrix(b + "attn_q.weight", hp.q_dim(), E);
-  l.wk = ld.matrix(b + "attn_k.weight", hp.k_dim(), E);
-  l.wv = ld.matrix(b + "attn_v.weight", hp.v_dim(), E);
+  load_qkv(ld, hp, b, arch.qkv_bias, l);
   l.wo = ld.matrix(b + "attn_output.weight", E, hp.n_head * hp.head_dim_v);
-  l.bq = ld.vector(b + "attn_q.bias", hp.q_dim(), true);
-  l.bk = ld.vector(b + "attn_k.bias", hp.k_dim(), true);
-  l.bv = ld.vector(b + "attn_v.bias", hp.v_dim(), true);
   l.bo = ld.vector(b + "attn_output.bias", E, false);
   l.attn_out_norm = ld.vector(b + "attn_output_norm.weight", E, true);
   l.attn_out_norm_b = ld.vector(b + "attn_output_norm.bias", E, true);
-  l.ffn_up = ld.matrix(b + "ffn_up.weight", hp.n_ff, E);
-  l.ffn_up_b = ld.vector(b + "ffn_up.bias", hp.n_ff, false);
-  l.ffn_down = ld.matrix(b + "ffn_down.weight", E, hp.n_ff);
+  l.ffn_up = ld.matrix(b + "ffn_up.weight", F, E);
+  l.ffn_up_b = ld.vector(b + "ffn_up.bias", F, false);
+  if (arch.act == FfnAct::kSilu || ld.has(b + "ffn_gate.weight")) l.ffn_gate = ld.matrix(b + "ffn_gate.weight", F, E);
+  l.ffn_down = ld.matrix(b + "ffn_down.weight", E, F);
   l.ffn_down_b = ld.vector(b + "ffn_down.bias", E, false);
   l.layer_out_norm = ld.vector(b + "layer_output_norm.weight", E, true);
   l.layer_out_norm_b = ld.vector(b + "layer_output_norm.bias", E, true);
   return l;
 }
 
-// The input side of an encoder: position and token-type embeddings, the embedding LayerNorm.
+// The input side of an encoder: the position table (bert), token-type embeddings, the embedding
+// LayerNorm.
 void load_encoder_inputs(const Loader& ld, const gguf::File& f, const HParams& hp, Model& m) {
-  m.pos_embd = ld.matrix("position_embd.weight", hp.n_ctx_train, hp.n_embd);
+  if (arch_traits(hp.arch).positions == EncoderPositions::kTable) {
+    m.pos_embd = ld.matrix("position_embd.weight", hp.n_ctx_train, hp.n_embd);
+  }
   if (const gguf::TensorInfo* t = f.find_tensor("token_types.weight")) {
     if (t->n_dims != 2 || static_cast<int64_t>(t->ne[0]) != hp.n_embd || t->ne[1] == 0) {
       fail(f, "tensor 'token_types.weight' has shape " + shape_string(*t) + ", expected [" +

@@ -32,6 +32,7 @@ enum class Arch {
   kMistral3,  // llama with YaRN and a position-dependent attention temperature (Ministral 3)
   kGptOss,    // MoE with biases everywhere, attention sinks, alternate 128-token windows, clamped SwiGLU
   kBert,      // encoder: absolute positions, LayerNorm after each residual, GELU FFN, bidirectional
+  kNomicBert, // bert's block with fused QKV, NeoX RoPE in place of the position table, SwiGLU FFN, no biases
 };
 
 // How a sequence's final hidden states become one vector (pooling_type; llama.cpp's numbering).
@@ -157,8 +158,8 @@ struct LayerWeights {
   std::vector<float> ffn_gate_inp_shexp;   // (n_embd,)
   Matrix gate_shexp, up_shexp;             // (n_ff_shexp, n_embd)
   Matrix down_shexp;                       // (n_embd, n_ff_shexp)
-  // Encoders (bert): FFN biases (gate-less FFN: ffn_up, GELU, ffn_down) and the LayerNorms after
-  // each residual add, weight and bias.
+  // Encoders: FFN biases (bert's gate-less FFN: ffn_up, GELU, ffn_down; nomic-bert's SwiGLU uses
+  // ffn_gate, without biases) and the LayerNorms after each residual add, weight and bias.
   std::vector<float> ffn_up_b, ffn_down_b;                  // (n_ff,) (n_embd,)
   std::vector<float> attn_out_norm, attn_out_norm_b;        // (n_embd,) after attention + residual
   std::vector<float> layer_out_norm, layer_out_norm_b;      // (n_embd,) after FFN + residual
@@ -211,8 +212,8 @@ class Model {
   // the model has none.
   const float* rope_factors(int64_t n_ctx_seq) const;
 
-  // Encoders (bert): input embeddings are token + position + token type 0, then a LayerNorm.
-  Matrix pos_embd;                          // (n_ctx_train, n_embd)
+  // Encoders: input embeddings are token + position (bert's table) + token type 0, then a LayerNorm.
+  Matrix pos_embd;                          // (n_ctx_train, n_embd); none with RoPE (nomic-bert)
   std::vector<float> type_embd0;            // (n_embd,) token type 0 (every token is "sentence A")
   std::vector<float> tok_norm, tok_norm_b;  // (n_embd,)
   // Classification head of rank pooling, optional: score = cls_out @ tanh(cls @ x + cls_b) + cls_out_b

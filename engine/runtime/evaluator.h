@@ -117,7 +117,7 @@ class ModelEvaluator final : public BatchEvaluator {
   Forward forward_;
 };
 
-// An encoder Model (bert) on its own compute threads: whole sequences per batch, no cache, hidden
+// An encoder Model (bert, nomic-bert) on its own compute threads: whole sequences per batch, no cache, hidden
 // states only (logits() is never valid: an encoder has no output head).
 // Ownership: borrows the Model (which must outlive it); owns the scratch and threads.
 class EncoderEvaluator final : public BatchEvaluator {

@@ -1,12 +1,16 @@
-// The rank-pooling rules per architecture, on tiny models written in memory: what loads, what is
-// refused and how the refusal names the problem.
+// nomic-bert loading (fused QKV, SwiGLU, no position table) and the rank-pooling rules per
+// architecture, on tiny models written in memory: what loads, what is refused and how the refusal
+// names the problem.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "engine/kernels/thread_pool.h"
+#include "engine/model/encoder.h"
 #include "engine/model/model.h"
 #include "engine/model/pooling.h"
 #include "gguf/writer.h"
@@ -14,11 +18,12 @@
 namespace engine {
 namespace {
 
-// Embedding 8, 2 heads, ffn 16, vocab 10, one layer: a decoder (qwen3, llama) with a 2-row
-// cls.output. `skip` leaves a tensor out, `reshape` gives one another shape, `edit`
+// Embedding 8, 2 heads, ffn 16, vocab 10, one layer. nomic-bert: token_types, embedding norm,
+// attn_qkv, attn_output, the two LayerNorms, ffn_{up,gate,down}. qwen3 / llama: a decoder with
+// a 2-row cls.output. `skip` leaves a tensor out, `reshape` gives one another shape, `edit`
 // changes the metadata.
 struct Tiny {
-  std::string arch = "qwen3";
+  std::string arch = "nomic-bert";
   std::string skip;
   std::pair<std::string, std::vector<uint64_t>> reshape;
   std::function<void(gguf::Writer&)> edit;
@@ -26,6 +31,7 @@ struct Tiny {
 
   gguf::File build() {
     gguf::Writer w(3);
+    const bool encoder = arch == "nomic-bert";
     const std::string p = arch + ".";
     w.set("general.architecture", gguf::OwnedValue::string(arch));
     w.set(p + "context_length", gguf::OwnedValue::u32(64));
@@ -33,8 +39,15 @@ struct Tiny {
     w.set(p + "block_count", gguf::OwnedValue::u32(1));
     w.set(p + "feed_forward_length", gguf::OwnedValue::u32(16));
     w.set(p + "attention.head_count", gguf::OwnedValue::u32(2));
-    w.set(p + "attention.layer_norm_rms_epsilon", gguf::OwnedValue::f32(1e-6f));
-    w.set(p + "pooling_type", gguf::OwnedValue::u32(4));
+    if (encoder) {
+      w.set(p + "attention.layer_norm_epsilon", gguf::OwnedValue::f32(1e-12f));
+      w.set(p + "attention.causal", gguf::OwnedValue::boolean(false));
+      w.set(p + "rope.freq_base", gguf::OwnedValue::f32(1000.0f));
+      w.set(p + "pooling_type", gguf::OwnedValue::u32(1));
+    } else {
+      w.set(p + "attention.layer_norm_rms_epsilon", gguf::OwnedValue::f32(1e-6f));
+      w.set(p + "pooling_type", gguf::OwnedValue::u32(4));
+    }
     if (edit) edit(w);
     uint32_t seed = 1;
     auto add = [&](const std::string& name, std::vector<uint64_t> ne) {
@@ -49,21 +62,36 @@ struct Tiny {
       w.add_tensor(name, gguf::TensorType::F32, ne, std::move(raw));
     };
     add("token_embd.weight", {8, 10});
-    add("output_norm.weight", {8});
-    add("blk.0.attn_norm.weight", {8});
-    add("blk.0.attn_q.weight", {8, 8});
-    add("blk.0.attn_k.weight", {8, 8});
-    add("blk.0.attn_v.weight", {8, 8});
-    add("blk.0.attn_output.weight", {8, 8});
-    if (arch == "qwen3") {
-      add("blk.0.attn_q_norm.weight", {4});
-      add("blk.0.attn_k_norm.weight", {4});
+    if (encoder) {
+      add("token_types.weight", {8, 2});
+      add("token_embd_norm.weight", {8});
+      add("token_embd_norm.bias", {8});
+      add("blk.0.attn_qkv.weight", {8, 24});
+      add("blk.0.attn_output.weight", {8, 8});
+      add("blk.0.attn_output_norm.weight", {8});
+      add("blk.0.attn_output_norm.bias", {8});
+      add("blk.0.ffn_up.weight", {8, 16});
+      add("blk.0.ffn_gate.weight", {8, 16});
+      add("blk.0.ffn_down.weight", {16, 8});
+      add("blk.0.layer_output_norm.weight", {8});
+      add("blk.0.layer_output_norm.bias", {8});
+    } else {
+      add("output_norm.weight", {8});
+      add("blk.0.attn_norm.weight", {8});
+      add("blk.0.attn_q.weight", {8, 8});
+      add("blk.0.attn_k.weight", {8, 8});
+      add("blk.0.attn_v.weight", {8, 8});
+      add("blk.0.attn_output.weight", {8, 8});
+      if (arch == "qwen3") {
+        add("blk.0.attn_q_norm.weight", {4});
+        add("blk.0.attn_k_norm.weight", {4});
+      }
+      add("blk.0.ffn_norm.weight", {8});
+      add("blk.0.ffn_gate.weight", {8, 16});
+      add("blk.0.ffn_up.weight", {8, 16});
+      add("blk.0.ffn_down.weight", {16, 8});
+      add("cls.output.weight", {8, 2});
     }
-    add("blk.0.ffn_norm.weight", {8});
-    add("blk.0.ffn_gate.weight", {8, 16});
-    add("blk.0.ffn_up.weight", {8, 16});
-    add("blk.0.ffn_down.weight", {16, 8});
-    add("cls.output.weight", {8, 2});
     bytes = w.to_bytes();
     return gguf::File::parse(bytes, "tiny.gguf");
   }
@@ -80,6 +108,84 @@ std::string load_error(Tiny& m) {
 
 #define EXPECT_CONTAINS(haystack, needle) \
   EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+TEST(NomicBert, Loads) {
+  Tiny t;
+  const Model m = Model::from_file(t.build(), /*repack=*/false);
+  const HParams& hp = m.hparams();
+  EXPECT_EQ(hp.arch, Arch::kNomicBert);
+  EXPECT_FALSE(hp.causal);
+  EXPECT_EQ(hp.rope_style, RopeStyle::kNeox);
+  EXPECT_EQ(hp.n_rot, 4);
+  EXPECT_FLOAT_EQ(hp.rope_freq_base, 1000.0f);
+  EXPECT_EQ(hp.pooling, PoolingType::kMean);
+  EXPECT_EQ(m.pos_embd.data, nullptr);
+  EXPECT_EQ(m.type_embd0.size(), 8u);
+  const LayerWeights& l = m.layers[0];
+  // Q, K, V: consecutive 8-row ranges of attn_qkv; no biases; a gated FFN
+  EXPECT_EQ(static_cast<const uint8_t*>(l.wk.data), static_cast<const uint8_t*>(l.wq.data) + 8 * l.wq.row_bytes);
+  EXPECT_EQ(static_cast<const uint8_t*>(l.wv.data), static_cast<const uint8_t*>(l.wk.data) + 8 * l.wk.row_bytes);
+  EXPECT_TRUE(l.bq.empty() && l.bk.empty() && l.bv.empty() && l.bo.empty());
+  EXPECT_NE(l.ffn_gate.data, nullptr);
+  EXPECT_FALSE(rank_pools_last(hp));
+  bool rope = false;
+  for (const HParamField& f : describe_hparams(hp)) rope |= f.name == "rope" && f.value == "neox, base 1000";
+  EXPECT_TRUE(rope);
+}
+
+// Positions come from RoPE: in 1 2 1 2 the two 1s see the 2s at other distances, so their states
+// differ (without positions they would be equal); a sequence's states do not depend on the batch
+// it shares.
+TEST(NomicBert, EncodesWithRope) {
+  Tiny t;
+  const Model m = Model::from_file(t.build());
+  Encoder enc(m);
+  ThreadPool pool(2);
+  auto states = [&](const std::vector<int32_t>& ids, const std::vector<int32_t>& other) {
+    Batch b;
+    for (size_t i = 0; i < ids.size(); ++i) b.add(ids[i], 0, static_cast<int32_t>(i), false, true);
+    for (size_t i = 0; i < other.size(); ++i) b.add(other[i], 1, static_cast<int32_t>(i), false, true);
+    enc.eval(b, pool);
+    std::vector<std::vector<float>> out;
+    for (size_t i = 0; i < ids.size(); ++i) out.emplace_back(enc.hidden(static_cast<int64_t>(i)), enc.hidden(static_cast<int64_t>(i)) + 8);
+    return out;
+  };
+  const auto alone = states({1, 2, 1, 2}, {});
+  const auto shared = states({1, 2, 1, 2}, {5, 6, 7});
+  double diff = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    for (size_t e = 0; e < 8; ++e) EXPECT_NEAR(alone[i][e], shared[i][e], 1e-5f);
+  }
+  for (size_t e = 0; e < 8; ++e) diff += std::abs(alone[0][e] - alone[2][e]);
+  EXPECT_GT(diff, 1e-2);
+}
+
+TEST(NomicBert, RefusesMalformedFiles) {
+  Tiny gate;
+  gate.skip = "blk.0.ffn_gate.weight";
+  EXPECT_CONTAINS(load_error(gate), "tensor 'blk.0.ffn_gate.weight' is missing (architecture nomic-bert)");
+  Tiny qkv;
+  qkv.reshape = {"blk.0.attn_qkv.weight", {8, 16}};
+  EXPECT_CONTAINS(load_error(qkv), "tensor 'blk.0.attn_qkv.weight' has shape [8, 16], expected [8, 24]");
+  Tiny no_qkv;  // neither fused nor separate Q/K/V
+  no_qkv.skip = "blk.0.attn_qkv.weight";
+  EXPECT_CONTAINS(load_error(no_qkv), "tensor 'blk.0.attn_q.weight' is missing");
+  Tiny norm;
+  norm.skip = "blk.0.attn_output_norm.bias";
+  EXPECT_CONTAINS(load_error(norm), "tensor 'blk.0.attn_output_norm.bias' is missing");
+  Tiny down;
+  down.reshape = {"blk.0.ffn_down.weight", {8, 16}};
+  EXPECT_CONTAINS(load_error(down), "tensor 'blk.0.ffn_down.weight' has shape [8, 16], expected [16, 8]");
+  Tiny rot;
+  rot.edit = [](gguf::Writer& w) { w.set("nomic-bert.rope.dimension_count", gguf::OwnedValue::u32(3)); };
+  EXPECT_CONTAINS(load_error(rot), "rope.dimension_count (3) must be even");
+  Tiny causal;
+  causal.edit = [](gguf::Writer& w) { w.set("nomic-bert.attention.causal", gguf::OwnedValue::boolean(true)); };
+  EXPECT_CONTAINS(load_error(causal), "attention.causal = true is not supported for architecture nomic-bert");
+  Tiny rank;  // llama.cpp has no classification head for nomic-bert
+  rank.edit = [](gguf::Writer& w) { w.set("nomic-bert.pooling_type", gguf::OwnedValue::u32(4)); };
+  EXPECT_CONTAINS(load_error(rank), "pooling type rank is not supported for architecture nomic-bert");
+}
 
 // qwen3 with pooling rank: the yes/no head, the last token, a softmax. Other decoders have no
 // rank head (llama.cpp loads cls.output for qwen3 only).
