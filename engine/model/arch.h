@@ -14,6 +14,7 @@ namespace engine {
 enum class EncoderPositions {
   kTable,  // a learned table position_embd added to the input embeddings (bert)
   kRope,   // RoPE on Q and K in every layer, in the table's rope style (nomic-bert)
+  kAlibi,  // ALiBi: head h's scores get -slope(h) * |i - j| (jina-bert-v2; HParams::alibi_max_bias)
 };
 
 // What rank pooling (rerankers, /v1/rerank) reads, as llama.cpp's build_pooling does.
@@ -62,6 +63,8 @@ inline constexpr ArchTraits kArchTraits[] = {
      EncoderPositions::kTable, RankHead::kFirst},
     {Arch::kNomicBert, "nomic-bert", RopeStyle::kNeox, FfnAct::kSilu,     false, false, false, false, false, false, "",       true,
      EncoderPositions::kRope, RankHead::kNone},
+    {Arch::kJinaBertV2, "jina-bert-v2", RopeStyle::kNormal, FfnAct::kGeluTanh, false, false, false, false, false, false, "", true,
+     EncoderPositions::kAlibi, RankHead::kFirst},
 };
 
 // The row of `arch` (every Arch has one).

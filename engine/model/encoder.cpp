@@ -1,15 +1,18 @@
 // The forward pass of a BERT-style encoder over a batch of whole sequences, read top to bottom:
 //   x = token_embd[token] + token_types[0] (+ position_embd[pos]: bert) -> LayerNorm
-//   per layer:
-//     [Q/K/V (+ biases), RoPE on Q and K (nomic-bert), bidirectional attention within the
-//      sequence, output projection (+ bias), x = LayerNorm(x + attention)]
-//     [bert: up + bias, GELU, down + bias; nomic-bert: silu(gate) * up, down;
-//      x = LayerNorm(x + FFN)]
+//   per layer (input x_in):
+//     [Q/K/V (+ biases), LayerNorms on Q and K (jina-bert-v2, optional), RoPE on Q and K
+//      (nomic-bert), bidirectional attention within the sequence (jina-bert-v2: ALiBi biases),
+//      output projection (+ bias), x = LayerNorm(x + attention)
+//      (jina-bert-v2, optional: x = LayerNorm2(x + x_in))]
+//     [bert: up + bias, GELU, down + bias; nomic-bert: silu(gate) * up, down; jina-bert-v2:
+//      gelu(gate) * up from one fused matrix + bias, down + bias; x = LayerNorm(x + FFN)]
 //   -> x is each token's hidden state (no final norm; pooling happens outside).
 #include "engine/model/encoder.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -41,6 +44,17 @@ Encoder::Encoder(const Model& model)
   if (rope_params_.ext_factor != 0.0f) {
     yarn_corr_dims(rope_params_, hp_.n_ctx_orig, hp_.yarn_beta_fast, hp_.yarn_beta_slow);
   }
+  if (hp_.alibi_max_bias > 0.0f) {
+    // ggml's slopes (soft_max_ext with max_bias): m0^(h+1) for the first n_log2 heads (the
+    // largest power of two <= n_head), then m1^(2(h - n_log2) + 1)
+    const auto n_log2 = static_cast<int64_t>(1) << static_cast<int>(std::floor(std::log2(static_cast<double>(hp_.n_head))));
+    const float m0 = std::pow(2.0f, -hp_.alibi_max_bias / static_cast<float>(n_log2));
+    const float m1 = std::pow(2.0f, -hp_.alibi_max_bias / 2.0f / static_cast<float>(n_log2));
+    for (int64_t h = 0; h < hp_.n_head; ++h) {
+      alibi_slopes_.push_back(h < n_log2 ? std::pow(m0, static_cast<float>(h + 1))
+                                         : std::pow(m1, static_cast<float>(2 * (h - n_log2) + 1)));
+    }
+  }
 }
 
 void Encoder::resize(int64_t n, int n_threads) {
@@ -50,13 +64,20 @@ void Encoder::resize(int64_t n, int n_threads) {
   if (n <= capacity_) return;
   capacity_ = n;
   const int64_t E = hp_.n_embd;
+  int64_t up_rows = hp_.n_ff;
+  bool second_norm = false;
+  for (const LayerWeights& l : model_.layers) {
+    up_rows = std::max(up_rows, l.ffn_up.rows);
+    second_norm |= !l.attn_norm_2.empty();
+  }
   x_.resize(sz(n * E));
+  if (second_norm) xin_.resize(sz(n * E));
   y_.resize(sz(n * E));
   q_.resize(sz(n * hp_.q_dim()));
   k_.resize(sz(n * hp_.k_dim()));
   v_.resize(sz(n * hp_.v_dim()));
   att_.resize(sz(n * hp_.n_head * hp_.head_dim_v));
-  hb_.resize(sz(n * hp_.n_ff));
+  hb_.resize(sz(n * up_rows));
   if (model_.layers.front().ffn_gate.data != nullptr) hb2_.resize(sz(n * hp_.n_ff));
   if (rope_) angles_.resize(sz(n * hp_.n_rot));
 }
@@ -135,6 +156,7 @@ void Encoder::embed(const Batch& batch) {
 
 void Encoder::attention_block(const LayerWeights& l, int64_t n, ThreadPool& pool) {
   const int64_t E = hp_.n_embd;
+  if (!l.attn_norm_2.empty()) std::copy_n(x_.data(), n * E, xin_.data());  // x_in = x
   // q = x @ Wq^T (+ bq), k = x @ Wk^T (+ bk), v = x @ Wv^T (+ bv)   x (n, E) -> (n, q_dim) ...
   matmul(l.wq, x_.data(), n, q_.data(), pool);
   matmul(l.wk, x_.data(), n, k_.data(), pool);
@@ -143,6 +165,15 @@ void Encoder::attention_block(const LayerWeights& l, int64_t n, ThreadPool& pool
     if (!l.bq.empty()) add(q_.data() + t * hp_.q_dim(), l.bq.data(), hp_.q_dim());
     if (!l.bk.empty()) add(k_.data() + t * hp_.k_dim(), l.bk.data(), hp_.k_dim());
     if (!l.bv.empty()) add(v_.data() + t * hp_.v_dim(), l.bv.data(), hp_.v_dim());
+    // q[t] = layernorm(q[t]) * q_ln + q_ln_b, k[t] likewise, over the whole row (jina-bert-v2)
+    if (!l.attn_q_ln.empty()) {
+      float* q = q_.data() + t * hp_.q_dim();
+      layernorm(q, q, l.attn_q_ln.data(), l.attn_q_ln_b.data(), hp_.q_dim(), hp_.norm_eps);
+    }
+    if (!l.attn_k_ln.empty()) {
+      float* k = k_.data() + t * hp_.k_dim();
+      layernorm(k, k, l.attn_k_ln.data(), l.attn_k_ln_b.data(), hp_.k_dim(), hp_.norm_eps);
+    }
   }
   if (rope_) rotate(n);
   // att[t, h] = softmax(q[t, h] . k[s, h] / sqrt(head_dim) over s in t's sequence) @ v[s, h]
@@ -162,6 +193,8 @@ void Encoder::attention_block(const LayerWeights& l, int64_t n, ThreadPool& pool
   }
   // x = layernorm(x + y) * attn_out_norm + attn_out_norm_b
   add_norm(y_.data(), l.attn_out_norm, l.attn_out_norm_b, n);
+  // x = layernorm(x + x_in) * attn_norm_2 + attn_norm_2_b       (jina-bert-v2, optional)
+  if (!l.attn_norm_2.empty()) add_norm(xin_.data(), l.attn_norm_2, l.attn_norm_2_b, n);
 }
 
 void Encoder::rotate(int64_t n) {
@@ -178,10 +211,12 @@ void Encoder::attend(int64_t t, int64_t h, int64_t begin, int64_t end, float* sc
   const int64_t hd_k = hp_.head_dim_k, hd_v = hp_.head_dim_v;
   const int64_t kv_head = h / (hp_.n_head / hp_.n_head_kv);
   const float* q = q_.data() + t * hp_.q_dim() + h * hd_k;  // (head_dim_k,)
+  const float slope = alibi_slopes_.empty() ? 0.0f : alibi_slopes_[sz(h)];
   float max = -std::numeric_limits<float>::infinity();
   for (int64_t s = begin; s < end; ++s) {
+    // score[s] = q . k[s] / sqrt(head_dim) - slope * |t - s|   (slope 0 without ALiBi)
     const float* k = k_.data() + s * hp_.k_dim() + kv_head * hd_k;
-    scores[s - begin] = hp_.kq_scale * ops.dot_f32(q, k, hd_k);
+    scores[s - begin] = hp_.kq_scale * ops.dot_f32(q, k, hd_k) - slope * static_cast<float>(std::abs(t - s));
     max = std::max(max, scores[s - begin]);
   }
   float sum = 0.0f;
@@ -197,22 +232,34 @@ void Encoder::attend(int64_t t, int64_t h, int64_t begin, int64_t end, float* sc
 }
 
 void Encoder::ffn_block(const LayerWeights& l, int64_t n, ThreadPool& pool) {
-  const int64_t E = hp_.n_embd, F = hp_.n_ff;
-  // hb = x @ Wup^T (+ b_up)                                        x (n, E) -> hb (n, F)
+  const int64_t E = hp_.n_embd, F = hp_.n_ff, U = l.ffn_up.rows;
+  // hb = x @ Wup^T (+ b_up)                                        x (n, E) -> hb (n, U)
   matmul(l.ffn_up, x_.data(), n, hb_.data(), pool);
   if (!l.ffn_up_b.empty()) {
-    for (int64_t t = 0; t < n; ++t) add(hb_.data() + t * F, l.ffn_up_b.data(), F);
+    for (int64_t t = 0; t < n; ++t) add(hb_.data() + t * U, l.ffn_up_b.data(), U);
   }
+  const float* h = hb_.data();  // act(...) (n, F)
   if (l.ffn_gate.data != nullptr) {
-    // hb = silu(x @ Wgate^T) * hb  (SwiGLU: nomic-bert)            x (n, E) -> hb2 (n, F) -> hb
+    // hb2 = act(x @ Wgate^T) * hb   (nomic-bert: silu)              x (n, E) -> hb2 (n, F)
     matmul(l.ffn_gate, x_.data(), n, hb2_.data(), pool);
-    silu_mul(hb2_.data(), hb_.data(), n * F);
-    hb_.swap(hb2_);
+    if (hp_.ffn_act == FfnAct::kSilu) {
+      silu_mul(hb2_.data(), hb_.data(), n * F);
+    } else {
+      gelu_mul(hb2_.data(), hb_.data(), n * F);
+    }
+    h = hb2_.data();
+  } else if (U == 2 * F) {
+    // hb[t] = gelu(hb[t, :F]) * hb[t, F:], rows packed to (n, F)  (jina-bert-v2's fused GeGLU)
+    for (int64_t t = 0; t < n; ++t) {
+      float* row = hb_.data() + t * U;
+      gelu_mul(row, row + F, F);
+      if (t > 0) std::copy_n(row, F, hb_.data() + t * F);  // [tF, tF + F) ends before row t + 1
+    }
   } else {
     gelu(hb_.data(), n * F);  // hb = gelu(hb)  (bert)
   }
-  // y = hb @ Wdown^T (+ b_down)                                    hb (n, F) -> y (n, E)
-  matmul(l.ffn_down, hb_.data(), n, y_.data(), pool);
+  // y = h @ Wdown^T (+ b_down)                                     h (n, F) -> y (n, E)
+  matmul(l.ffn_down, h, n, y_.data(), pool);
   if (!l.ffn_down_b.empty()) {
     for (int64_t t = 0; t < n; ++t) add(y_.data() + t * E, l.ffn_down_b.data(), E);
   }

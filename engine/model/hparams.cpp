@@ -176,6 +176,9 @@ void read_arch_hparams(const gguf::File& file, const std::string& p, HParams& hp
         for (int64_t il = 0; il < hp.n_layer; ++il) hp.rope_layer[static_cast<size_t>(il)] = (il + 1) % 4 != 0;
       }
       break;
+    case Arch::kJinaBertV2:  // llama.cpp's fixed value (no key)
+      hp.alibi_max_bias = 8.0f;
+      break;
     default:
       break;
   }
@@ -333,6 +336,8 @@ std::vector<HParamField> describe_hparams(const HParams& hp) {
   const ArchTraits& traits = arch_traits(hp.arch);
   if (traits.encoder && traits.positions == EncoderPositions::kTable) {
     text("positions", "learned table");
+  } else if (traits.encoder && traits.positions == EncoderPositions::kAlibi) {
+    text("positions", "alibi, max bias " + number(hp.alibi_max_bias));
   } else {
     text("rope", std::string(hp.rope_style == RopeStyle::kNeox ? "neox" : "normal") + ", base " +
                      number(hp.rope_freq_base) + (hp.n_rot < hp.head_dim_k ? ", " + std::to_string(hp.n_rot) + " rotary dims" : ""));

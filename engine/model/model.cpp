@@ -201,24 +201,46 @@ LayerWeights load_layer(const Loader& ld, const HParams& hp, int64_t il) {
   return l;
 }
 
+// A LayerNorm's weight and bias (n,) with prefix `name` ("blk.0.attn_norm_2"), when the file has
+// the weight (the bias is then required); empty otherwise.
+void optional_layer_norm(const Loader& ld, const std::string& name, int64_t n, std::vector<float>& w,
+                         std::vector<float>& b) {
+  w = ld.vector(name + ".weight", n, false);
+  if (!w.empty()) b = ld.vector(name + ".bias", n, true);
+}
+
 // Layer il of an encoder: Q/K/V (bert: with biases; nomic-bert: fused, without), output
 // projection, LayerNorms after the residual adds, an FFN with optional biases -- gate-less (bert:
-// GELU) unless the file has ffn_gate (required for SwiGLU: nomic-bert).
+// GELU) unless the file has ffn_gate (required for SwiGLU: nomic-bert) or a fused gate+up
+// (jina-bert-v2). jina-bert-v2 also has optional Q/K and second attention LayerNorms, and
+// requires the output and down biases, as llama.cpp does.
 LayerWeights load_encoder_layer(const Loader& ld, const HParams& hp, int64_t il) {
   const ArchTraits& arch = arch_traits(hp.arch);
+  const bool jina = hp.arch == Arch::kJinaBertV2;
   const std::string b = "blk." + std::to_string(il) + ".";
   const int64_t E = hp.n_embd, F = hp.n_ff;
   LayerWeights l;
   load_qkv(ld, hp, b, arch.qkv_bias, l);
+  if (jina) {
+    optional_layer_norm(ld, b + "attn_q_norm", hp.q_dim(), l.attn_q_ln, l.attn_q_ln_b);
+    optional_layer_norm(ld, b + "attn_k_norm", hp.k_dim(), l.attn_k_ln, l.attn_k_ln_b);
+    optional_layer_norm(ld, b + "attn_norm_2", E, l.attn_norm_2, l.attn_norm_2_b);
+  }
   l.wo = ld.matrix(b + "attn_output.weight", E, hp.n_head * hp.head_dim_v);
-  l.bo = ld.vector(b + "attn_output.bias", E, false);
+  l.bo = ld.vector(b + "attn_output.bias", E, jina);
   l.attn_out_norm = ld.vector(b + "attn_output_norm.weight", E, true);
   l.attn_out_norm_b = ld.vector(b + "attn_output_norm.bias", E, true);
-  l.ffn_up = ld.matrix(b + "ffn_up.weight", F, E);
-  l.ffn_up_b = ld.vector(b + "ffn_up.bias", F, false);
-  if (arch.act == FfnAct::kSilu || ld.has(b + "ffn_gate.weight")) l.ffn_gate = ld.matrix(b + "ffn_gate.weight", F, E);
+  const bool gate = arch.act == FfnAct::kSilu || ld.has(b + "ffn_gate.weight");
+  int64_t up_rows = F;
+  if (jina && !gate) {  // ffn_up of n_ff rows (GELU) or 2 * n_ff (GeGLU, gate rows first)
+    const gguf::TensorInfo& up = ld.get(b + "ffn_up.weight");
+    if (up.n_dims == 2 && static_cast<int64_t>(up.ne[1]) == 2 * F) up_rows = 2 * F;
+  }
+  l.ffn_up = ld.matrix(b + "ffn_up.weight", up_rows, E);
+  l.ffn_up_b = ld.vector(b + "ffn_up.bias", up_rows, false);
+  if (gate) l.ffn_gate = ld.matrix(b + "ffn_gate.weight", F, E);
   l.ffn_down = ld.matrix(b + "ffn_down.weight", E, F);
-  l.ffn_down_b = ld.vector(b + "ffn_down.bias", E, false);
+  l.ffn_down_b = ld.vector(b + "ffn_down.bias", E, jina);
   l.layer_out_norm = ld.vector(b + "layer_output_norm.weight", E, true);
   l.layer_out_norm_b = ld.vector(b + "layer_output_norm.bias", E, true);
   return l;
@@ -245,32 +267,40 @@ void load_encoder_inputs(const Loader& ld, const gguf::File& f, const HParams& h
 
 // The classification head (cls, cls.output) of an architecture that has one (ArchTraits::rank),
 // when the file has it; sets hp.n_cls_out. Architectures without one ignore these tensors, as
-// llama.cpp does, and refuse pooling rank.
+// llama.cpp does, and refuse pooling rank. A first-token head may be cls alone (jina-reranker:
+// cls of n_cls_out rows, its tanh the output).
 void load_classifier(const Loader& ld, const gguf::File& f, HParams& hp, Model& m) {
   const RankHead rank = arch_traits(hp.arch).rank;
   if (rank == RankHead::kNone) {
     if (hp.pooling == PoolingType::kRank) {
       fail(f, "pooling type rank is not supported for architecture " + hp.arch_name +
-                  " (rerankers: bert cross-encoders, qwen3 as Qwen3-Reranker)");
+                  " (rerankers: bert and jina-bert-v2 cross-encoders, qwen3 as Qwen3-Reranker)");
     }
     return;
   }
   const gguf::TensorInfo* out = f.find_tensor("cls.output.weight");
-  if (out == nullptr) {
+  const bool cls_alone = out == nullptr && rank == RankHead::kFirst && ld.has("cls.weight");
+  if (out == nullptr && !cls_alone) {
     if (hp.pooling == PoolingType::kRank && rank == RankHead::kLastSoftmax) {
       fail(f, "pooling type rank needs a classification head: tensor 'cls.output.weight' is missing");
     }
     return;
   }
-  if (out->n_dims != 2 || out->ne[1] == 0 || out->ne[1] > 1024) {
-    fail(f, "tensor 'cls.output.weight' has shape " + shape_string(*out) + ", expected [" +
+  const gguf::TensorInfo& head = cls_alone ? ld.get("cls.weight") : *out;
+  if (head.n_dims != 2 || head.ne[1] == 0 || head.ne[1] > 1024) {
+    fail(f, "tensor '" + std::string(head.name) + "' has shape " + shape_string(head) + ", expected [" +
                 std::to_string(hp.n_embd) + ", n_classes] with 1 to 1024 classes");
   }
-  hp.n_cls_out = static_cast<int64_t>(out->ne[1]);
+  hp.n_cls_out = static_cast<int64_t>(head.ne[1]);
   const std::string labels_key = hp.arch_name + ".classifier.output_labels";
   if (const gguf::Value* labels = f.find_array(labels_key); labels && labels->size() != static_cast<uint64_t>(hp.n_cls_out)) {
-    fail(f, labels_key + " names " + std::to_string(labels->size()) + " classes, but tensor 'cls.output.weight' has " +
-                std::to_string(hp.n_cls_out) + " rows");
+    fail(f, labels_key + " names " + std::to_string(labels->size()) + " classes, but tensor '" + std::string(head.name) +
+                "' has " + std::to_string(hp.n_cls_out) + " rows");
+  }
+  if (cls_alone) {
+    m.cls = ld.matrix("cls.weight", hp.n_cls_out, hp.n_embd);
+    m.cls_b = ld.vector("cls.bias", hp.n_cls_out, false);
+    return;
   }
   if (rank == RankHead::kFirst && ld.has("cls.weight")) {  // (qwen3 has no hidden layer: llama.cpp loads none)
     m.cls = ld.matrix("cls.weight", hp.n_embd, hp.n_embd);

@@ -55,13 +55,14 @@ std::vector<float> Pooler::finish() const {
 std::vector<float> classify(const Model& model, std::vector<float> x) {
   const HParams& hp = model.hparams();
   if (hp.n_cls_out == 0) return x;
-  // h = tanh(cls @ x + cls_b)                                  x (E,) -> (E,)
+  // h = tanh(cls @ x + cls_b)                       x (E,) -> (E,), or (n_cls_out,) with cls alone
   if (model.cls.data != nullptr) {
-    std::vector<float> h(x.size());
+    std::vector<float> h(static_cast<size_t>(model.cls.rows));
     apply(model.cls, model.cls_b, x.data(), h.data());
     tanh_inplace(h.data(), static_cast<int64_t>(h.size()));
     x.swap(h);
   }
+  if (model.cls_out.data == nullptr) return x;  // cls alone (jina-reranker)
   // score = cls_out @ h + cls_out_b                            (E,) -> (n_cls_out,)
   std::vector<float> out(static_cast<size_t>(hp.n_cls_out));
   apply(model.cls_out, model.cls_out_b, x.data(), out.data());

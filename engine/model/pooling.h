@@ -35,9 +35,9 @@ class Pooler {
 bool rank_pools_last(const HParams& hp);
 
 // Rank pooling's last step, as llama.cpp's build_pooling: the pooled state (n_embd,) through the
-// model's classification head, score = cls_out @ tanh(cls @ x + cls_b) + cls_out_b (bert), or
-// softmax(cls_out @ x) (qwen3: its yes/no head, so score 0 is P(yes)). (n_cls_out,); x itself
-// when the model has no head.
+// model's classification head, score = cls_out @ tanh(cls @ x + cls_b) + cls_out_b (bert),
+// tanh(cls @ x + cls_b) (a head of cls alone: jina-reranker), or softmax(cls_out @ x) (qwen3: its
+// yes/no head, so score 0 is P(yes)). (n_cls_out,); x itself when the model has no head.
 std::vector<float> classify(const Model& model, std::vector<float> x);
 
 // Width of a pooled output: n_cls_out for rank pooling with a head, else n_embd.

@@ -1,6 +1,6 @@
-// nomic-bert loading (fused QKV, SwiGLU, no position table) and the rank-pooling rules per
-// architecture, on tiny models written in memory: what loads, what is refused and how the refusal
-// names the problem.
+// nomic-bert loading (fused QKV, SwiGLU, no position table), jina-bert-v2's (biases, fused GeGLU,
+// a one-row classifier alone) and the rank-pooling rules per architecture, on tiny models written
+// in memory: what loads, what is refused and how the refusal names the problem.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -19,8 +19,9 @@ namespace engine {
 namespace {
 
 // Embedding 8, 2 heads, ffn 16, vocab 10, one layer. nomic-bert: token_types, embedding norm,
-// attn_qkv, attn_output, the two LayerNorms, ffn_{up,gate,down}. qwen3 / llama: a decoder with
-// a 2-row cls.output. `skip` leaves a tensor out, `reshape` gives one another shape, `edit`
+// attn_qkv, attn_output, the two LayerNorms, ffn_{up,gate,down}. jina-bert-v2 (pooling rank):
+// attn_{q,k,v,output} with biases, ffn_up of 32 rows (GeGLU) with ffn_down, biases, and a one-row
+// cls. qwen3 / llama: a decoder with a 2-row cls.output. `skip` leaves a tensor out, `reshape` gives one another shape, `edit`
 // changes the metadata.
 struct Tiny {
   std::string arch = "nomic-bert";
@@ -31,7 +32,7 @@ struct Tiny {
 
   gguf::File build() {
     gguf::Writer w(3);
-    const bool encoder = arch == "nomic-bert";
+    const bool encoder = arch == "nomic-bert" || arch == "jina-bert-v2", jina = arch == "jina-bert-v2";
     const std::string p = arch + ".";
     w.set("general.architecture", gguf::OwnedValue::string(arch));
     w.set(p + "context_length", gguf::OwnedValue::u32(64));
@@ -43,7 +44,7 @@ struct Tiny {
       w.set(p + "attention.layer_norm_epsilon", gguf::OwnedValue::f32(1e-12f));
       w.set(p + "attention.causal", gguf::OwnedValue::boolean(false));
       w.set(p + "rope.freq_base", gguf::OwnedValue::f32(1000.0f));
-      w.set(p + "pooling_type", gguf::OwnedValue::u32(1));
+      w.set(p + "pooling_type", gguf::OwnedValue::u32(jina ? 4 : 1));
     } else {
       w.set(p + "attention.layer_norm_rms_epsilon", gguf::OwnedValue::f32(1e-6f));
       w.set(p + "pooling_type", gguf::OwnedValue::u32(4));
@@ -62,7 +63,25 @@ struct Tiny {
       w.add_tensor(name, gguf::TensorType::F32, ne, std::move(raw));
     };
     add("token_embd.weight", {8, 10});
-    if (encoder) {
+    if (jina) {
+      add("token_types.weight", {8, 2});
+      add("token_embd_norm.weight", {8});
+      add("token_embd_norm.bias", {8});
+      for (const char* m : {"attn_q", "attn_k", "attn_v", "attn_output"}) {
+        add(std::string("blk.0.") + m + ".weight", {8, 8});
+        add(std::string("blk.0.") + m + ".bias", {8});
+      }
+      add("blk.0.attn_output_norm.weight", {8});
+      add("blk.0.attn_output_norm.bias", {8});
+      add("blk.0.ffn_up.weight", {8, 32});
+      add("blk.0.ffn_up.bias", {32});
+      add("blk.0.ffn_down.weight", {16, 8});
+      add("blk.0.ffn_down.bias", {8});
+      add("blk.0.layer_output_norm.weight", {8});
+      add("blk.0.layer_output_norm.bias", {8});
+      add("cls.weight", {8, 1});
+      add("cls.bias", {1});
+    } else if (encoder) {
       add("token_types.weight", {8, 2});
       add("token_embd_norm.weight", {8});
       add("token_embd_norm.bias", {8});
@@ -185,6 +204,53 @@ TEST(NomicBert, RefusesMalformedFiles) {
   Tiny rank;  // llama.cpp has no classification head for nomic-bert
   rank.edit = [](gguf::Writer& w) { w.set("nomic-bert.pooling_type", gguf::OwnedValue::u32(4)); };
   EXPECT_CONTAINS(load_error(rank), "pooling type rank is not supported for architecture nomic-bert");
+}
+
+TEST(JinaBertV2, LoadsAndScores) {
+  Tiny t;
+  t.arch = "jina-bert-v2";
+  const Model m = Model::from_file(t.build(), /*repack=*/false);
+  const HParams& hp = m.hparams();
+  EXPECT_EQ(hp.arch, Arch::kJinaBertV2);
+  EXPECT_FLOAT_EQ(hp.alibi_max_bias, 8.0f);
+  EXPECT_EQ(m.pos_embd.data, nullptr);
+  EXPECT_EQ(m.layers[0].ffn_up.rows, 32);  // fused GeGLU: gate rows, then up rows
+  EXPECT_EQ(m.layers[0].ffn_gate.data, nullptr);
+  EXPECT_EQ(m.layers[0].ffn_up_b.size(), 32u);
+  EXPECT_EQ(hp.n_cls_out, 1);              // cls alone: its tanh is the score
+  EXPECT_EQ(m.cls.rows, 1);
+  EXPECT_EQ(m.cls_out.data, nullptr);
+  EXPECT_FALSE(rank_pools_last(hp));
+  Encoder enc(m);
+  ThreadPool pool(1);
+  Batch b;
+  for (int32_t i = 0; i < 3; ++i) b.add(i + 1, 0, i, false, i == 0);
+  enc.eval(b, pool);
+  const std::vector<float> score = classify(m, std::vector<float>(enc.hidden(0), enc.hidden(0) + 8));
+  ASSERT_EQ(score.size(), 1u);
+  EXPECT_GT(score[0], -1.0f);
+  EXPECT_LT(score[0], 1.0f);
+}
+
+TEST(JinaBertV2, RefusesMalformedFiles) {
+  Tiny bias;  // llama.cpp requires the output and down biases of jina-bert-v2
+  bias.arch = "jina-bert-v2";
+  bias.skip = "blk.0.attn_output.bias";
+  EXPECT_CONTAINS(load_error(bias), "tensor 'blk.0.attn_output.bias' is missing");
+  Tiny up;  // neither n_ff nor 2 * n_ff rows
+  up.arch = "jina-bert-v2";
+  up.reshape = {"blk.0.ffn_up.weight", {8, 24}};
+  EXPECT_CONTAINS(load_error(up), "tensor 'blk.0.ffn_up.weight' has shape [8, 24], expected [8, 16]");
+  Tiny cls;
+  cls.arch = "jina-bert-v2";
+  cls.reshape = {"cls.weight", {4, 1}};
+  EXPECT_CONTAINS(load_error(cls), "tensor 'cls.weight' has shape [4, 1], expected [8, 1]");
+  Tiny qnorm;  // a Q LayerNorm needs its bias
+  qnorm.arch = "jina-bert-v2";
+  qnorm.edit = [](gguf::Writer& w) {
+    w.add_tensor("blk.0.attn_q_norm.weight", gguf::TensorType::F32, {8}, std::vector<uint8_t>(32, 0));
+  };
+  EXPECT_CONTAINS(load_error(qnorm), "tensor 'blk.0.attn_q_norm.bias' is missing");
 }
 
 // qwen3 with pooling rank: the yes/no head, the last token, a softmax. Other decoders have no
