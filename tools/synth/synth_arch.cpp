@@ -51,6 +51,15 @@ const std::vector<Shape>& shapes() {
       {.name = "nomic-bert", .arch = "nomic-bert", .n_vocab = 30522, .n_embd = 128, .n_layer = 2, .n_head = 4,
        .n_head_kv = 4, .n_ff = 384, .n_ctx = 2048, .rope_base = 1000.0f, .rms_eps = 1e-12f, .n_token_types = 2,
        .pooling_type = 1},
+      // jinaai/jina-embeddings-v2's block (ALiBi, biases, fused GeGLU) with every optional LayerNorm
+      // llama.cpp reads (Q/K norms, attn_norm_2), made small; its 8192 positions.
+      {.name = "jina-bert-v2", .arch = "jina-bert-v2", .n_vocab = 30522, .n_embd = 128, .n_layer = 2, .n_head = 4,
+       .n_head_kv = 4, .n_ff = 256, .n_ctx = 8192, .rms_eps = 1e-12f, .jina_norms = true, .n_token_types = 2,
+       .pooling_type = 1},
+      // jinaai/jina-reranker-v1-turbo-en's kind (jina-bert-v2, a classifier of one output), made small.
+      {.name = "jina-rerank", .arch = "jina-bert-v2", .n_vocab = 30522, .n_embd = 128, .n_layer = 2, .n_head = 4,
+       .n_head_kv = 4, .n_ff = 256, .n_ctx = 8192, .rms_eps = 1e-12f, .n_token_types = 2, .pooling_type = 4,
+       .n_cls_out = 1},
       // Qwen3-Reranker as llama.cpp converts it (tied embeddings, a yes/no head, the rerank prompt),
       // made small.
       {.name = "qwen3-rerank", .arch = "qwen3", .n_vocab = 0, .n_embd = 64, .n_layer = 2, .n_head = 4,
@@ -242,11 +251,11 @@ void layer_norm(Planner& p, const std::string& prefix, uint64_t n) {
 
 std::vector<TensorPlan> plan_encoder(const Shape& s, const FileType& ft) {
   const auto E = static_cast<uint64_t>(s.n_embd), F = static_cast<uint64_t>(s.n_ff);
-  const bool nomic = s.arch == "nomic-bert";
+  const bool nomic = s.arch == "nomic-bert", jina = s.arch == "jina-bert-v2";
   Planner p(s, ft);
   p.mat(-1, "token_embd", static_cast<uint64_t>(s.n_vocab), E);
   if (s.n_token_types > 0) p.mat_f32("token_types", static_cast<uint64_t>(s.n_token_types), E);
-  if (!nomic) p.mat_f32("position_embd", static_cast<uint64_t>(s.n_ctx), E);
+  if (!nomic && !jina) p.mat_f32("position_embd", static_cast<uint64_t>(s.n_ctx), E);
   layer_norm(p, "token_embd_norm", E);
   for (int64_t il = 0; il < s.n_layer; ++il) {
     const std::string b = "blk." + std::to_string(il) + ".";
@@ -261,12 +270,19 @@ std::vector<TensorPlan> plan_encoder(const Shape& s, const FileType& ft) {
       continue;
     }
     for (const char* role : {"attn_q", "attn_k", "attn_v", "attn_output"}) mat_bias(p, il, role, E, E);
+    if (s.jina_norms) {
+      layer_norm(p, b + "attn_q_norm", E);
+      layer_norm(p, b + "attn_k_norm", E);
+      layer_norm(p, b + "attn_norm_2", E);
+    }
     layer_norm(p, b + "attn_output_norm", E);
-    mat_bias(p, il, "ffn_up", F, E);
+    mat_bias(p, il, "ffn_up", jina ? 2 * F : F, E);  // jina: gate rows, then up rows (GeGLU)
     mat_bias(p, il, "ffn_down", E, F);
     layer_norm(p, b + "layer_output_norm", E);
   }
-  if (s.n_cls_out > 0) {
+  if (s.n_cls_out > 0 && jina) {  // jina-reranker: the classifier alone
+    mat_bias(p, -1, "cls", static_cast<uint64_t>(s.n_cls_out), E);
+  } else if (s.n_cls_out > 0) {
     mat_bias(p, -1, "cls", E, E);
     mat_bias(p, -1, "cls.output", static_cast<uint64_t>(s.n_cls_out), E);
   }
@@ -309,7 +325,7 @@ constexpr const char* kQwen3RerankPrompt =
     "query\n<Query>: {query}\n<Document>: {document}<|im_end|>\n"
     "<|im_start|>assistant\n<think>\n\n</think>\n\n";
 
-// bert, nomic-bert: the keys of llama.cpp's BertModel converter.
+// bert, nomic-bert, jina-bert-v2: the keys of llama.cpp's BertModel converter.
 Metadata encoder_metadata(const Shape& s, const FileType& ft) {
   const std::string p = s.arch + ".";
   auto u32 = [](int64_t v) { return OwnedValue::u32(static_cast<uint32_t>(v)); };

@@ -1,6 +1,7 @@
-// Synthetic nomic-bert encoders and Qwen3-Reranker-style decoders: tensor plans and metadata as
-// llama.cpp's converter writes them (nomic-bert: no position table, fused QKV, SwiGLU, no biases;
-// qwen3 reranker: a 2-row cls.output, pooling rank, yes/no labels, the rerank template).
+// Synthetic nomic-bert and jina-bert-v2 encoders and Qwen3-Reranker-style decoders: tensor plans
+// and metadata as llama.cpp's converter writes them (nomic-bert: no position table, fused QKV,
+// SwiGLU, no biases; jina-bert-v2: no position table, fused GeGLU, a one-row classifier for the
+// reranker; qwen3 reranker: a 2-row cls.output, pooling rank, yes/no labels, the rerank template).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -63,6 +64,29 @@ TEST(SynthNomicBert, Plan) {
   EXPECT_EQ(find_key(m, "nomic-bert.context_length")->bits, 2048u);
   ASSERT_NE(find_key(m, "nomic-bert.rope.freq_base"), nullptr);
   EXPECT_NE(find_key(m, "nomic-bert.attention.layer_norm_epsilon"), nullptr);
+}
+
+TEST(SynthJinaBertV2, Plans) {
+  const auto t = by_name(synth::plan_tensors(*synth::find_shape("jina-bert-v2"), *synth::find_file_type("Q8_0")));
+  EXPECT_EQ(t.count("position_embd.weight"), 0u);
+  EXPECT_EQ(t.at("blk.1.ffn_up.weight").ne, (std::vector<uint64_t>{128, 512}));  // gate | up
+  EXPECT_EQ(t.at("blk.1.ffn_up.bias").ne, (std::vector<uint64_t>{512}));
+  EXPECT_EQ(t.at("blk.1.ffn_down.weight").ne, (std::vector<uint64_t>{256, 128}));
+  for (const char* n : {"attn_q_norm", "attn_k_norm", "attn_norm_2"}) {
+    EXPECT_EQ(t.at(std::string("blk.0.") + n + ".weight").ne, (std::vector<uint64_t>{128})) << n;
+    EXPECT_EQ(t.at(std::string("blk.0.") + n + ".bias").type, TensorType::F32) << n;
+  }
+  EXPECT_EQ(t.count("cls.weight"), 0u);
+  const auto r = by_name(synth::plan_tensors(*synth::find_shape("jina-rerank"), *synth::find_file_type("F32")));
+  EXPECT_EQ(r.at("cls.weight").ne, (std::vector<uint64_t>{128, 1}));  // the classifier alone
+  EXPECT_EQ(r.at("cls.bias").ne, (std::vector<uint64_t>{1}));
+  for (const char* absent : {"cls.output.weight", "blk.0.attn_q_norm.weight", "blk.0.attn_norm_2.weight"}) {
+    EXPECT_EQ(r.count(absent), 0u) << absent;
+  }
+  const synth::Metadata m = synth::model_metadata(*synth::find_shape("jina-rerank"), *synth::find_file_type("F32"));
+  EXPECT_EQ(find_key(m, "jina-bert-v2.pooling_type")->bits, 4u);
+  EXPECT_EQ(find_key(m, "jina-bert-v2.classifier.output_labels")->items.size(), 1u);
+  EXPECT_EQ(find_key(m, "jina-bert-v2.rope.freq_base"), nullptr);
 }
 
 TEST(SynthQwen3Rerank, PlanAndMetadata) {
