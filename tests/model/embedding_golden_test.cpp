@@ -1,8 +1,8 @@
 // Pooled embeddings against llama.cpp's (../shared/golden/embeddings, see the golden README):
 // a BERT encoder with CLS pooling and a qwen3 decoder with last-token pooling, one sequence at a
 // time and all of them in one batch. Compared by cosine similarity. And the references ggufd made
-// for what ../shared lacks (tests/data/reference, models rebuilt with ggufd synth): a nomic-bert
-// encoder's mean-pooled vectors, a Qwen3-Reranker-style decoder's yes/no scores.
+// for what ../shared lacks (tests/data/reference, models rebuilt with ggufd synth): nomic-bert and
+// jina-bert-v2 encoders' mean-pooled vectors, a Qwen3-Reranker-style decoder's yes/no scores.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -124,18 +124,16 @@ TEST(EmbeddingGolden, Qwen3LastTokenPooling) {
   expect_close(pool_all(model, cases, forward, all), cases, 0.9999);
 }
 
-// nomic-bert (fused QKV, NeoX RoPE, SwiGLU, mean pooling) against llama.cpp's pooled vectors
-// (tests/data/reference/embeddings-nomic-bert.json): all prompts in one pass, then each alone.
-void check_nomic(const std::string& type, double min_cosine) {
-  const nlohmann::json ref = read_reference("embeddings-nomic-bert.json");
+// An encoder of ggufd's references against llama.cpp's pooled vectors (tests/data/reference/
+// embeddings-<arch>.json; mean pooling): all prompts in one pass, then each alone.
+void check_encoder(const std::string& reference, Arch arch, const std::string& type, double min_cosine) {
+  const nlohmann::json ref = read_reference(reference);
   GGUFD_REQUIRE_SHARED(ref.at("synth").at("vocab_from").get<std::string>());
   const SynthReferenceModel file(ref.at("synth"), type);
   const Model model = Model::load(file.path());
   const HParams& hp = model.hparams();
-  ASSERT_EQ(hp.arch, Arch::kNomicBert);
+  ASSERT_EQ(hp.arch, arch);
   ASSERT_EQ(hp.pooling, PoolingType::kMean);
-  ASSERT_EQ(hp.rope_style, RopeStyle::kNeox);
-  ASSERT_FLOAT_EQ(hp.rope_freq_base, 1000.0f);
   ASSERT_EQ(model.pos_embd.data, nullptr);
   std::vector<Case> cases;
   for (const auto& c : ref.at("models").at(type).at("cases")) {
@@ -154,8 +152,12 @@ void check_nomic(const std::string& type, double min_cosine) {
   }
 }
 
-TEST(EmbeddingGolden, NomicBertF32) { check_nomic("F32", 0.9999); }
-TEST(EmbeddingGolden, NomicBertQ8_0) { check_nomic("Q8_0", 0.999); }
+// nomic-bert: fused QKV, NeoX RoPE (base 1000), SwiGLU.
+TEST(EmbeddingGolden, NomicBertF32) { check_encoder("embeddings-nomic-bert.json", Arch::kNomicBert, "F32", 0.9999); }
+TEST(EmbeddingGolden, NomicBertQ8_0) { check_encoder("embeddings-nomic-bert.json", Arch::kNomicBert, "Q8_0", 0.999); }
+// jina-bert-v2: ALiBi, LayerNorms on Q and K, attn_norm_2, fused GeGLU.
+TEST(EmbeddingGolden, JinaBertV2F32) { check_encoder("embeddings-jina-bert-v2.json", Arch::kJinaBertV2, "F32", 0.9999); }
+TEST(EmbeddingGolden, JinaBertV2Q8_0) { check_encoder("embeddings-jina-bert-v2.json", Arch::kJinaBertV2, "Q8_0", 0.999); }
 
 // The Qwen3-Reranker-style decoder (tests/data/reference/rerank-qwen3.json): each document's whole
 // sequence (the rerank template filled in, as llama-server tokenizes it) through the forward

@@ -1,6 +1,7 @@
 // /v1/embeddings over HTTP against llama.cpp's pooled vectors for the encoders ggufd made references
 // for (tests/data/reference/embeddings-*.json, the model rebuilt with `ggufd synth`'s library):
-// nomic-bert. The server normalizes, so vectors are compared by cosine; the tokens by count.
+// nomic-bert, jina-bert-v2. The server normalizes, so vectors are compared by cosine; the tokens by
+// count.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -26,13 +27,14 @@ double cosine(const std::vector<float>& a, const std::vector<float>& b) {
   return ab / std::sqrt(aa * bb);
 }
 
-void check_nomic(const std::string& type, double min_cosine) {
-  const json ref = read_reference("embeddings-nomic-bert.json");
+// `model`: what the metadata endpoint's "model" says of it (a subset).
+void check_encoder(const std::string& reference, const std::string& type, double min_cosine, const json& model_info) {
+  const json ref = read_reference(reference);
   GGUFD_REQUIRE_SHARED(ref.at("synth").at("vocab_from").get<std::string>());
   const SynthReferenceModel model(ref.at("synth"), type);
   server::ServiceOptions so = test_options();
   so.model_path = model.path();
-  so.alias = "nomic";
+  so.alias = "encoder";
   so.engine.n_ctx = 512;
   RunningService service(so);
   ASSERT_TRUE(service.ready()) << service.service().load_error();
@@ -72,15 +74,19 @@ void check_nomic(const std::string& type, double min_cosine) {
   EXPECT_EQ(http_request(service.port(), "POST", "/v1/completions", json{{"prompt", "a"}}.dump()).status, 400);
   EXPECT_EQ(http_request(service.port(), "POST", "/v1/rerank", json{{"query", "a"}, {"documents", {"b"}}}.dump()).status, 400);
   // the metadata endpoint describes the architecture as ggufd reads it
-  const json meta = http_request(service.port(), "GET", "/v1/models/nomic/metadata").json();
-  EXPECT_EQ(meta["model"]["architecture"], "nomic-bert");
-  EXPECT_EQ(meta["model"]["rope"], "neox, base 1000");
-  EXPECT_EQ(meta["model"]["ffn"], "silu gated");
-  EXPECT_EQ(meta["model"]["attention"], "bidirectional (encoder)");
+  const json meta = http_request(service.port(), "GET", "/v1/models/encoder/metadata").json();
+  for (const auto& [key, value] : model_info.items()) EXPECT_EQ(meta["model"][key], value) << key;
 }
 
-TEST(EmbeddingsReference, NomicBertF32) { check_nomic("F32", 0.9999); }
-TEST(EmbeddingsReference, NomicBertQ8_0) { check_nomic("Q8_0", 0.999); }
+const json kNomic = {{"architecture", "nomic-bert"}, {"rope", "neox, base 1000"}, {"ffn", "silu gated"},
+                     {"attention", "bidirectional (encoder)"}};
+const json kJina = {{"architecture", "jina-bert-v2"}, {"positions", "alibi, max bias 8"},
+                    {"ffn", "gelu (tanh) gated"}, {"attention", "bidirectional (encoder)"}};
+
+TEST(EmbeddingsReference, NomicBertF32) { check_encoder("embeddings-nomic-bert.json", "F32", 0.9999, kNomic); }
+TEST(EmbeddingsReference, NomicBertQ8_0) { check_encoder("embeddings-nomic-bert.json", "Q8_0", 0.999, kNomic); }
+TEST(EmbeddingsReference, JinaBertV2F32) { check_encoder("embeddings-jina-bert-v2.json", "F32", 0.9999, kJina); }
+TEST(EmbeddingsReference, JinaBertV2Q8_0) { check_encoder("embeddings-jina-bert-v2.json", "Q8_0", 0.999, kJina); }
 
 }  // namespace
 }  // namespace ggufd::test
