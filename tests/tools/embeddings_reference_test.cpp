@@ -42,6 +42,7 @@ void check_encoder(const std::string& reference, const std::string& type, double
   EXPECT_EQ(models["data"][0]["capabilities"], json::array({"embeddings"}));
   EXPECT_EQ(models["data"][0]["pooling"], "mean");
   EXPECT_EQ(models["data"][0]["n_embd"], 128);
+  EXPECT_EQ(models["data"][0]["architecture"], model_info.at("architecture"));
 
   const json& cases = ref.at("models").at(type).at("cases");
   json input = json::array();

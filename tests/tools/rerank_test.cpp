@@ -24,8 +24,8 @@ using nlohmann::json;
 // Tokens llama-server counts for document d of set s (usage.prompt_tokens is their sum).
 using TokenCount = std::function<int64_t(const json& set, const json& doc)>;
 
-void check_reference(const std::string& file, const std::string& type, double tolerance, const json& capabilities,
-                     const TokenCount& tokens_of) {
+void check_reference(const std::string& file, const std::string& type, double tolerance, const std::string& arch,
+                     const json& capabilities, const TokenCount& tokens_of) {
   const json ref = read_reference(file);
   GGUFD_REQUIRE_SHARED(ref.at("synth").at("vocab_from").get<std::string>());
   const SynthReferenceModel model(ref.at("synth"), type);
@@ -38,6 +38,7 @@ void check_reference(const std::string& file, const std::string& type, double to
   const json models = http_request(service.port(), "GET", "/v1/models").json();
   EXPECT_EQ(models["data"][0]["capabilities"], capabilities);
   EXPECT_EQ(models["data"][0]["pooling"], "rank");
+  EXPECT_EQ(models["data"][0]["architecture"], arch);
   const json& sets = ref.at("sets");
   const json& scores = ref.at("models").at(type).at("relevance_scores");
   for (size_t s = 0; s < sets.size(); ++s) {
@@ -79,7 +80,7 @@ void check_reference(const std::string& file, const std::string& type, double to
 
 // [CLS] query [SEP] document: the reference lists the query's and each document's own tokens.
 void check_bert(const std::string& type, double tolerance) {
-  check_reference("rerank-bert.json", type, tolerance, json::array({"rerank"}), [](const json& set, const json& doc) {
+  check_reference("rerank-bert.json", type, tolerance, "bert", json::array({"rerank"}), [](const json& set, const json& doc) {
     return 2 + static_cast<int64_t>(set.at("query_tokens").size() + doc.at("tokens").size());
   });
 }
@@ -89,11 +90,12 @@ void check_bert(const std::string& type, double tolerance) {
 int64_t whole_sequence(const json&, const json& doc) { return static_cast<int64_t>(doc.at("tokens").size()); }
 
 void check_qwen3(const std::string& type, double tolerance) {
-  check_reference("rerank-qwen3.json", type, tolerance, json::array({"completion", "chat", "rerank"}), whole_sequence);
+  check_reference("rerank-qwen3.json", type, tolerance, "qwen3", json::array({"completion", "chat", "rerank"}),
+                  whole_sequence);
 }
 
 void check_jina(const std::string& type, double tolerance) {
-  check_reference("rerank-jina.json", type, tolerance, json::array({"rerank"}), whole_sequence);
+  check_reference("rerank-jina.json", type, tolerance, "jina-bert-v2", json::array({"rerank"}), whole_sequence);
 }
 
 // The head's scores differ from llama.cpp's by float rounding (F32) and by the activations'
