@@ -6,7 +6,7 @@
 //   [model] model alias chat-template-file
 //   [http] host port api-key api-key-file cors-origin body-limit header-limit read-timeout
 //          idle-timeout request-timeout max-connections shutdown-grace
-//   [engine] threads ctx-size parallel queue-limit prefill-chunk kv-type
+//   [engine] threads ctx-size parallel queue-limit prefill-chunk kv-type cache-ram
 //   [sampling] temperature top-p top-k min-p repeat-penalty max-tokens
 //   [log] log-level log-format metrics
 // A key in another section, an unknown section, an unknown key or a key set twice is an error.

@@ -47,6 +47,7 @@ struct EngineConfig {
   int queue_limit = 64;             // waiting requests beyond the slots
   int prefill_chunk = 512;          // prompt tokens per step
   std::string kv_type = "f16";      // f16 | f32 | q8_0 (engine::kv_type_names)
+  int cache_ram = 256;              // MiB of KV cache beyond the slots' for prompt prefixes all slots share; 0: no sharing
 };
 
 struct SamplingDefaults {

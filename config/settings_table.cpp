@@ -68,6 +68,9 @@ std::vector<Setting> engine_settings(EngineConfig& e) {
       {"prefill-chunk", "--prefill-chunk", g, "engine", "prompt tokens evaluated per step", &e.prefill_chunk, 1,
        65536},
       {"kv-type", "--kv-type", g, "engine", "KV cache element type", &e.kv_type, 0, 0, {"f16", "f32", "q8_0"}},
+      {"cache-ram", "--cache-ram", g, "engine",
+       "MiB of KV cache added for prompt prefixes shared by all slots (allocated at start; 0: no sharing)",
+       &e.cache_ram, 0, 1048576},
   };
 }
 

@@ -123,6 +123,7 @@ static void set_pooling(const engine::Model& model, const std::string& option, A
   const engine::HParams& hp = model.hparams();
   app.generates = !engine::arch_traits(hp.arch).encoder;
   app.n_embd = hp.n_embd;
+  app.architecture = hp.arch_name;
   app.pooling = hp.pooling;
   if (!option.empty()) {
     const std::optional<engine::PoolingType> p = engine::find_pooling(option);
@@ -133,8 +134,13 @@ static void set_pooling(const engine::Model& model, const std::string& option, A
     app.pooling = engine::PoolingType::kCls;  // an encoder file without pooling_type: BERT's default
     spdlog::warn("the model has no pooling type: embeddings use cls pooling (--pooling chooses another)");
   }
+  if (app.pooling == engine::PoolingType::kRank && engine::arch_traits(hp.arch).rank == engine::RankHead::kNone) {
+    throw std::runtime_error("pooling rank: architecture " + hp.arch_name +
+                             " has no classification head (rerankers: bert, jina-bert-v2, qwen3)");
+  }
   if (app.pooling == engine::PoolingType::kRank && hp.n_cls_out == 0) {
-    throw std::runtime_error("pooling rank needs a classification head (tensor cls.output.weight), which the model lacks");
+    throw std::runtime_error("pooling rank needs a classification head (tensor cls.output.weight, or cls.weight for "
+                             "jina-bert-v2), which the model lacks");
   }
 }
 
@@ -202,6 +208,16 @@ void Service::Impl::load() {
     }
     spdlog::info("memory: weights {:.1f} MiB (mapped from the file), KV cache {:.1f} MiB ({}, {} cells{})",
                  mib(model->weight_bytes()), mib(kv.kv_bytes), s.kv_type, kv.kv_cells_total, ring);
+    if (kv.prefix_cache.block_tokens > 0) {
+      const int64_t cells = kv.prefix_cache.reserved_cells;
+      spdlog::info("prefix cache: blocks of {} tokens shared by all slots; {} of the KV cells ({:.1f} MiB) are "
+                   "for cached blocks beyond the slots' own (--cache-ram)",
+                   kv.prefix_cache.block_tokens, cells,
+                   kv.kv_cells_total > 0 ? mib(kv.kv_bytes) * static_cast<double>(cells) / static_cast<double>(kv.kv_cells_total) : 0.0);
+    } else if (app.generates) {
+      spdlog::info("prefix cache: off ({}); each slot reuses its own prompt prefix only",
+                   options.engine.prefix_cache_bytes <= 0 ? "--cache-ram 0" : "the sliding-window layers keep a ring");
+    }
     app.ready = true;
   } catch (const std::exception& e) {
     failure = e.what();

@@ -37,8 +37,12 @@ void quantize_activations(const kernels::Dispatch& d, ActFormat fmt, const float
     d.quantize_q8a(x, reinterpret_cast<kernels::ActQ8A*>(dst), cols);
   } else if (fmt == ActFormat::kQ8K) {
     d.quantize_q8k(x, reinterpret_cast<kernels::ActQ8K*>(dst), cols);
+  } else if (fmt == ActFormat::kF16Rounded) {  // f32 rounded to the weights' 16-bit format
+    d.round_f16(x, reinterpret_cast<float*>(dst), cols);
+  } else if (fmt == ActFormat::kBF16Rounded) {
+    d.round_bf16(x, reinterpret_cast<float*>(dst), cols);
   } else {
-    kernels::quantize_act_ref(fmt, x, dst, cols);  // f32 rounded to the weights' 16-bit format
+    kernels::quantize_act_ref(fmt, x, dst, cols);
   }
 }
 
@@ -47,12 +51,12 @@ void quantize_activations(const kernels::Dispatch& d, ActFormat fmt, const float
 // (re-read once per activation tile) stay in L1/L2. One activation row reads each weight once, and
 // larger items then mean fewer trips of the shared counter's cache line between cores (MoE decode:
 // 16 experts x 768 rows; 64-row items spent 2 % of the time in that atomic). Equal items, each a
-// multiple of 8, so chunks of packed rows are whole groups.
-int64_t chunk_rows(int64_t rows, int64_t group_rows, int64_t n, int nth) {
+// multiple of `align` (the packed group's rows), so chunks of packed rows are whole groups.
+int64_t chunk_rows(int64_t rows, int64_t group_rows, int64_t n, int nth, int64_t align) {
   const int64_t most = n == 1 ? 512 : 64;
-  const int64_t target = std::clamp<int64_t>(group_rows / (4 * static_cast<int64_t>(nth)), 8, most);
+  const int64_t target = std::clamp<int64_t>(group_rows / (4 * static_cast<int64_t>(nth)), align, std::max(most, align));
   const int64_t items = (rows + target - 1) / target;
-  return ((rows + items - 1) / items + 7) / 8 * 8;
+  return ((rows + items - 1) / items + align - 1) / align * align;
 }
 
 }  // namespace
@@ -65,8 +69,9 @@ void dequantize_row(const Matrix& w, int64_t r, float* dst) {
   if (r < w.packed_rows) {  // from the packed copy: the file's pages may have been released
     thread_local std::vector<uint8_t> row;
     row.resize(w.row_bytes);
-    const auto* group = static_cast<const uint8_t*>(w.packed) + static_cast<size_t>(r / kernels::kPackRows) * kernels::kPackRows * w.row_bytes;
-    kernels::unpack_row(w.type, group, w.cols, static_cast<int>(r % kernels::kPackRows), row.data());
+    const int R = w.pack_rows;
+    const auto* group = static_cast<const uint8_t*>(w.packed) + static_cast<size_t>(r / R * R) * w.row_bytes;
+    kernels::unpack_row(w.type, R, group, w.cols, static_cast<int>(r % R), row.data());
     t.dequant(row.data(), dst, w.cols);
     return;
   }
@@ -105,10 +110,10 @@ struct PreparedJob {
 // range straddles the end of the packed rows), so each weight row is read once.
 void run_chunk(const PreparedJob& j, int64_t r0, int64_t r1) {
   const Matrix& w = *j.w;
-  if (r0 < j.packed_rows) {  // whole groups: r0 and packed_rows are multiples of 8
+  if (r0 < j.packed_rows) {  // whole groups: r0 and packed_rows are multiples of pack_rows
     const int64_t rows = std::min(r1, j.packed_rows) - r0;
     j.packed_tile({static_cast<const uint8_t*>(w.packed) + static_cast<size_t>(r0) * w.row_bytes,
-                   kernels::kPackRows * w.row_bytes, rows, w.cols, j.xq, j.xq_row, j.n, j.out + r0, w.rows, j.t});
+                   static_cast<size_t>(w.pack_rows) * w.row_bytes, rows, w.cols, j.xq, j.xq_row, j.n, j.out + r0, w.rows, j.t});
     r0 += rows;
   }
   if (r0 < r1) {
@@ -164,8 +169,9 @@ struct GroupPlan {
       const MatmulJob& job = jobs[i];
       if (job.n <= 0 || job.w->rows <= 0) continue;
       const kernels::KernelTraits& t = *kernels::kernel_traits(job.w->type);
-      const kernels::TileFn packed_tile = job.w->packed ? d.packed_tile_for(job.w->type) : nullptr;
-      const int64_t chunk = chunk_rows(job.w->rows, group_rows, job.n, nth);
+      const bool packed = job.w->packed != nullptr && job.w->pack_rows == d.pack_rows;
+      const kernels::TileFn packed_tile = packed ? d.packed_tile_for(job.w->type) : nullptr;
+      const int64_t chunk = chunk_rows(job.w->rows, group_rows, job.n, nth, packed_tile ? d.pack_rows : 8);
       prepared.push_back({job.w, &t, d.tile_for(job.w->type), packed_tile, packed_tile ? job.w->packed_rows : 0,
                           offsets[i] != SIZE_MAX ? xq.data() + offsets[i] : reinterpret_cast<const uint8_t*>(job.x),
                           static_cast<size_t>(kernels::act_row_bytes(t.act, job.w->cols)), job.n, job.out, chunk,

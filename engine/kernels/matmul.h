@@ -13,8 +13,8 @@ class ThreadPool;
 
 // A weight matrix W (rows, cols), row-major, each row `row_bytes` bytes of `type` blocks.
 // A view: `data` points into the mapped model file. Rows [0, packed_rows) may also exist in the
-// dispatch table's packed 8-row layout (kernels/packing.h) at `packed`, owned by the model;
-// matmul then reads those instead. Group g starts at packed + g * 8 * row_bytes.
+// dispatch table's packed layout (kernels/packing.h: groups of pack_rows rows) at `packed`, owned
+// by the model; matmul then reads those instead. Group g starts at packed + g * pack_rows * row_bytes.
 // A default-constructed Matrix is empty (data null): a weight the model does not have.
 struct Matrix {
   gguf::TensorType type = gguf::TensorType::F32;
@@ -23,7 +23,8 @@ struct Matrix {
   size_t row_bytes = 0;
   const void* data = nullptr;
   const void* packed = nullptr;
-  int64_t packed_rows = 0;  // a multiple of 8
+  int64_t packed_rows = 0;  // a multiple of pack_rows
+  int pack_rows = 0;        // rows per packed group (the dispatch table's pack_rows)
 };
 
 // out (n, rows) = X (n, cols) @ W^T, X and out row-major f32.

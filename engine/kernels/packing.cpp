@@ -26,11 +26,11 @@ std::optional<Layout> layout_of(gguf::TensorType type) {
 // The pieces of one packed block (see packing.h): f(row, offset in the row's block, offset in
 // the packed block, bytes) for every run of every field.
 template <class F>
-void for_each_piece(const Layout& l, F&& f) {
+void for_each_piece(const Layout& l, int rows, F&& f) {
   int base = 0;
   for (const PackedField& field : l.fields) {
-    for (int t = 0; t < field.count; ++t, base += kPackRows * field.bytes) {
-      for (int r = 0; r < kPackRows; ++r) f(r, field.offset + t * field.bytes, base + r * field.bytes, field.bytes);
+    for (int t = 0; t < field.count; ++t, base += rows * field.bytes) {
+      for (int r = 0; r < rows; ++r) f(r, field.offset + t * field.bytes, base + r * field.bytes, field.bytes);
     }
   }
 }
@@ -48,35 +48,35 @@ inline void copy_piece(uint8_t* dst, const uint8_t* src, int n) {
 
 bool packable(gguf::TensorType type) { return layout_of(type).has_value(); }
 
-bool pack_group(gguf::TensorType type, const uint8_t* w, size_t w_stride, int64_t cols, uint8_t* dst) {
+bool pack_group(gguf::TensorType type, int rows, const uint8_t* w, size_t w_stride, int64_t cols, uint8_t* dst) {
   const std::optional<Layout> l = layout_of(type);
-  if (!l) return false;
+  if (!l || rows < 1 || rows > kMaxPackRows) return false;
   const size_t bb = l->block_bytes;
   for (int64_t b = 0; b < cols / l->block_elems; ++b) {
     const uint8_t* src = w + b * bb;
-    uint8_t* p = dst + b * kPackRows * bb;
-    for_each_piece(*l, [&](int r, int off, int poff, int n) { copy_piece(p + poff, src + r * w_stride + off, n); });
+    uint8_t* p = dst + b * rows * bb;
+    for_each_piece(*l, rows, [&](int r, int off, int poff, int n) { copy_piece(p + poff, src + r * w_stride + off, n); });
   }
   return true;
 }
 
-void unpack_group(gguf::TensorType type, const uint8_t* src, int64_t cols, uint8_t* w, size_t w_stride) {
+void unpack_group(gguf::TensorType type, int rows, const uint8_t* src, int64_t cols, uint8_t* w, size_t w_stride) {
   const std::optional<Layout> l = layout_of(type);
   const size_t bb = l ? l->block_bytes : 0;
   for (int64_t b = 0; l && b < cols / l->block_elems; ++b) {
-    const uint8_t* p = src + b * kPackRows * bb;
+    const uint8_t* p = src + b * rows * bb;
     uint8_t* dst = w + b * bb;
-    for_each_piece(*l, [&](int r, int off, int poff, int n) { copy_piece(dst + r * w_stride + off, p + poff, n); });
+    for_each_piece(*l, rows, [&](int r, int off, int poff, int n) { copy_piece(dst + r * w_stride + off, p + poff, n); });
   }
 }
 
-void unpack_row(gguf::TensorType type, const uint8_t* src, int64_t cols, int r, uint8_t* dst) {
+void unpack_row(gguf::TensorType type, int rows, const uint8_t* src, int64_t cols, int r, uint8_t* dst) {
   const std::optional<Layout> l = layout_of(type);
   const size_t bb = l ? l->block_bytes : 0;
   for (int64_t b = 0; l && b < cols / l->block_elems; ++b) {
-    const uint8_t* p = src + b * kPackRows * bb;
+    const uint8_t* p = src + b * rows * bb;
     uint8_t* out = dst + b * bb;
-    for_each_piece(*l, [&](int row, int off, int poff, int n) {
+    for_each_piece(*l, rows, [&](int row, int off, int poff, int n) {
       if (row == r) copy_piece(out + off, p + poff, n);
     });
   }

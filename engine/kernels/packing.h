@@ -1,4 +1,6 @@
-// Interleaved weight layouts: groups of 8 rows stored block by block, made once at load.
+// Interleaved weight layouts: groups of R rows stored block by block, made once at load. R is the
+// dispatch table's `pack_rows`: 8 for the 256-bit tables (one row per 32-bit lane of a ymm
+// register), 16 for AVX-512 (a zmm register). The layout below is described for R = 8.
 //
 // In the file, each row's blocks are contiguous, so a kernel computing 8 rows streams 8 rows
 // and dots every block separately (unpack, multiply, convert, scale: per row and block). In a
@@ -15,7 +17,7 @@
 // One 32-byte load then feeds all 8 rows, a broadcast of 4 activation bytes is the other operand,
 // and the integer sums land one row per 32-bit lane: no horizontal reductions, one conversion
 // and one fma per 8 blocks, and the scales of 8 rows come in with one vcvtph2ps. A group takes
-// exactly the bytes of its 8 rows, so group g starts at byte g * 8 * row_bytes, as row 8g does.
+// exactly the bytes of its R rows, so group g starts at byte g * R * row_bytes, as row R * g does.
 #pragma once
 
 #include <cstddef>
@@ -25,20 +27,22 @@
 
 namespace engine::kernels {
 
-inline constexpr int kPackRows = 8;  // rows per packed group
+inline constexpr int kMaxPackRows = 16;  // the most rows per group any table uses
 
-// W rows [0, 8) (row i at w + i * w_stride, `cols` elements of `type`) -> one packed group at
-// dst (8 * row_bytes bytes). Returns false (writing nothing) when `type` has no packed layout.
-bool pack_group(gguf::TensorType type, const uint8_t* w, size_t w_stride, int64_t cols, uint8_t* dst);
+// W rows [0, R) (row i at w + i * w_stride, `cols` elements of `type`) -> one packed group of R
+// rows (R = `rows`, 1..kMaxPackRows) at dst (R * row_bytes bytes). Returns false (writing nothing)
+// when `type` has no packed layout.
+bool pack_group(gguf::TensorType type, int rows, const uint8_t* w, size_t w_stride, int64_t cols, uint8_t* dst);
 
 // True when pack_group() handles `type`.
 bool packable(gguf::TensorType type);
 
-// Packed group -> its 8 rows in file layout (the inverse of pack_group).
-void unpack_group(gguf::TensorType type, const uint8_t* src, int64_t cols, uint8_t* w, size_t w_stride);
+// Packed group of R = `rows` rows -> its rows in file layout (the inverse of pack_group).
+void unpack_group(gguf::TensorType type, int rows, const uint8_t* src, int64_t cols, uint8_t* w, size_t w_stride);
 
-// Packed group -> row `r` (0..7) of it in file layout at dst (row_bytes bytes): embedding lookups
-// in a tied output matrix read the packed copy instead of faulting the file's pages back in.
-void unpack_row(gguf::TensorType type, const uint8_t* src, int64_t cols, int r, uint8_t* dst);
+// Packed group of R = `rows` rows -> row `r` (0..R-1) of it in file layout at dst (row_bytes
+// bytes): embedding lookups in a tied output matrix read the packed copy instead of faulting the
+// file's pages back in.
+void unpack_row(gguf::TensorType type, int rows, const uint8_t* src, int64_t cols, int r, uint8_t* dst);
 
 }  // namespace engine::kernels

@@ -23,7 +23,8 @@ FlashWorker::FlashWorker(const kernels::FlashParams& p)
       q_rows(kernels::kFlashRows),
       out_rows(kernels::kFlashRows),
       q_pos(kernels::kFlashRows),
-      sinks(kernels::kFlashRows) {
+      sinks(kernels::kFlashRows),
+      slopes(kernels::kFlashRows) {
   const auto addr = reinterpret_cast<uintptr_t>(raw.get());
   scratch = raw.get() + (64 - addr % 64) % 64;
 }
@@ -152,6 +153,7 @@ void Attention::run(int64_t il, const std::vector<float>& sinks, const float* q,
   const int64_t d_v = hp_.head_dim_v;
   kernels::FlashParams params = params_;
   params.window = hp_.swa_layer[sz(il)] ? static_cast<int32_t>(hp_.n_swa) : 0;
+  params.f16_accum = f16_cache_;
   const auto* k_base = static_cast<const uint8_t*>(cache.k_row(il, 0));  // cell 0 of the layer's pool
   const auto* v_base = static_cast<const uint8_t*>(cache.v_row(il, 0));
   std::atomic<size_t> next{0};
@@ -165,7 +167,6 @@ void Attention::run(int64_t il, const std::vector<float>& sinks, const float* q,
       const kernels::FlashKv kv{k_base + cache.k_head_offset(it.kv_head), v_base + cache.v_head_offset(it.kv_head),
                                 cache.k_row_bytes(), cache.v_row_bytes(), cells_[p].data() + s.kv_begin[p],
                                 kv_pos_[p].data() + s.kv_begin[p], s.kv_n[p], cache.elem()};
-      params.f16_accum = f16_cache_ && static_cast<int64_t>(s.tokens.size()) < kTiledMinTokens;
       const int n_rows = it.row1 - it.row0;
       kernels::FlashState st = it.partial < 0 ? w.state() : partial_state(it.partial);
       kernels::flash_init(st, n_rows, d_v);

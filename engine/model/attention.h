@@ -13,7 +13,8 @@
 namespace engine {
 
 // What one thread needs to run tiles of the tiled kernel besides their inputs: the kernel's
-// scratch, the softmax state of kFlashRows rows, and the rows' pointers, positions and sinks.
+// scratch, the softmax state of kFlashRows rows, and the rows' pointers, positions, sinks and
+// ALiBi slopes.
 struct FlashWorker {
   explicit FlashWorker(const kernels::FlashParams& p);
   kernels::FlashState state() { return {m.data(), l.data(), o.data()}; }
@@ -26,6 +27,7 @@ struct FlashWorker {
   std::vector<float*> out_rows;           // (kFlashRows,) each (d_v,)
   std::vector<int32_t> q_pos;             // (kFlashRows,)
   std::vector<float> sinks;               // (kFlashRows,)
+  std::vector<float> slopes;              // (kFlashRows,) ALiBi slopes (the encoder's jina-bert-v2)
 };
 
 // att[t, h] = softmax(scale * q[t, h] . K[seq_t, keys t sees]) @ V[...] for every token t of a
@@ -36,17 +38,15 @@ struct FlashWorker {
 // read once per tile instead of once per head and token; items run on the pool from a shared
 // counter, costliest first. A sequence with one token in the chunk (decode) and fewer K/V heads
 // than threads also splits its keys into runs whose partial softmax states are merged.
-// The accumulation follows llama.cpp's CPU flash attention: with an F16 cache, sequences with
-// fewer than kTiledMinTokens tokens in the chunk take the f16 accumulation of its one-row path
-// (that is what the reference logits in ../shared/golden come from), longer ones the f32 one of
-// its tiled path; F32 and Q8_0 caches always accumulate in f32. What a sequence's tokens get
-// depends only on that sequence's tokens in the chunk, never on other sequences in the batch.
+// The accumulation: with an F16 cache, the f16 one of llama.cpp's one-row CPU path (what the
+// reference logits in ../shared/golden come from) for every token, so a token's result does not
+// depend on how its sequence was cut into chunks (prefix sharing, engine/runtime/prefix_cache.h,
+// relies on that: an attached prefix gives the logits of computing everything); F32 and Q8_0
+// caches accumulate in f32 (the faster tiled path). Never on other sequences in the batch.
 //
 // Ownership: borrows the HParams (must outlive it); owns its scratch. Thread-safety: none.
 class Attention {
  public:
-  static constexpr int64_t kTiledMinTokens = 64;
-
   explicit Attention(const HParams& hp);
 
   // Groups the chunk's n tokens by sequence and reads their sequences' cache entries (every

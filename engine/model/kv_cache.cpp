@@ -66,7 +66,8 @@ KvCache::KvCache(const HParams& hp, int64_t n_cells, KvType type, int64_t n_wind
       head_dim_k_(hp.head_dim_k),
       head_dim_v_(hp.head_dim_v),
       k_row_bytes_(kernels::kv_bytes(elem_, k_dim_)),
-      v_row_bytes_(kernels::kv_bytes(elem_, v_dim_)) {
+      v_row_bytes_(kernels::kv_bytes(elem_, v_dim_)),
+      cell_bytes_(cell_bytes_for(hp, type)) {
   check_head_sizes(type, hp);
   check_cells(n_cells, 1, "KV cache size");
   check_cells(n_window_cells, 0, "KV cache window size");
@@ -94,6 +95,11 @@ int64_t KvCache::window_cells(const HParams& hp, int64_t n_cells, int64_t n_seq,
   return n < n_cells ? n : 0;
 }
 
+size_t KvCache::cell_bytes_for(const HParams& hp, KvType type) {
+  const kernels::KvElem elem = elem_of(type);
+  return sz(hp.n_layer) * (kernels::kv_bytes(elem, hp.k_dim()) + kernels::kv_bytes(elem, hp.v_dim()));
+}
+
 size_t KvCache::bytes_without_window() const {
   return sz(static_cast<int64_t>(layer_pool_.size()) * full_.n_cells) * (k_row_bytes_ + v_row_bytes_);
 }
@@ -101,15 +107,26 @@ size_t KvCache::bytes_without_window() const {
 int32_t KvCache::CellPool::cell_for(SeqId seq, int32_t pos, const char* name) {
   std::vector<Entry>& s = seqs[seq];
   auto it = std::lower_bound(s.begin(), s.end(), pos, [](const Entry& a, int32_t p) { return a.pos < p; });
-  if (it != s.end() && it->pos == pos) return it->cell;
+  if (it != s.end() && it->pos == pos) {
+    if (refs[sz(it->cell)] > 1) {
+      throw std::logic_error(std::string(name) + ": position " + std::to_string(pos) + " of sequence " +
+                             std::to_string(seq) + " is a shared cell, which must not be written");
+    }
+    return it->cell;
+  }
   if (free.empty()) {
     if (s.empty()) seqs.erase(seq);
     throw std::runtime_error(std::string(name) + " is full (" + std::to_string(n_cells) + " cells)");
   }
   const int32_t cell = free.back();
   free.pop_back();
+  refs[sz(cell)] = 1;
   s.insert(it, Entry{pos, cell});
   return cell;
+}
+
+void KvCache::CellPool::release(int32_t cell) {
+  if (--refs[sz(cell)] == 0) free.push_back(cell);
 }
 
 void KvCache::CellPool::drop_from(SeqId seq, int32_t p) {
@@ -117,7 +134,7 @@ void KvCache::CellPool::drop_from(SeqId seq, int32_t p) {
   if (it == seqs.end()) return;
   std::vector<Entry>& s = it->second;
   while (!s.empty() && s.back().pos >= p) {
-    free.push_back(s.back().cell);
+    release(s.back().cell);
     s.pop_back();
   }
   if (s.empty()) seqs.erase(it);
@@ -128,13 +145,14 @@ void KvCache::CellPool::drop_before(SeqId seq, int32_t p) {
   if (it == seqs.end()) return;
   std::vector<Entry>& s = it->second;
   const auto end = std::partition_point(s.begin(), s.end(), [&](const Entry& e) { return e.pos < p; });
-  for (auto e = s.begin(); e != end; ++e) free.push_back(e->cell);
+  for (auto e = s.begin(); e != end; ++e) release(e->cell);
   s.erase(s.begin(), end);
   if (s.empty()) seqs.erase(it);
 }
 
 void KvCache::CellPool::clear() {
   seqs.clear();
+  refs.assign(sz(n_cells), 0);
   free.resize(sz(n_cells));
   // Pop order 0, 1, 2...: a fresh sequence gets consecutive cells.
   for (int64_t i = 0; i < n_cells; ++i) free[sz(i)] = static_cast<int32_t>(n_cells - 1 - i);
@@ -143,6 +161,59 @@ void KvCache::CellPool::clear() {
 int32_t KvCache::cell_for(SeqId seq, int32_t pos, Pool pool) {
   return pool == Pool::kWindow ? window_.cell_for(seq, pos, "KV cache window")
                                   : full_.cell_for(seq, pos, "KV cache");
+}
+
+void KvCache::check_shareable(int32_t cell, const char* what) const {
+  if (window_.n_cells > 0) {
+    throw std::logic_error(std::string(what) + ": a KV cache with a window pool shares no cells");
+  }
+  if (cell < 0 || cell >= full_.n_cells || full_.refs[sz(cell)] == 0) {
+    throw std::logic_error(std::string(what) + ": cell " + std::to_string(cell) + " is not held");
+  }
+}
+
+void KvCache::attach(SeqId seq, std::span<const int32_t> cells) {
+  for (int32_t c : cells) check_shareable(c, "KvCache::attach");
+  if (cells.empty()) return;
+  std::vector<Entry>& s = full_.seqs[seq];
+  const int32_t pos0 = s.empty() ? 0 : s.back().pos + 1;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    ++full_.refs[sz(cells[i])];
+    s.push_back(Entry{pos0 + static_cast<int32_t>(i), cells[i]});
+  }
+}
+
+void KvCache::adopt(SeqId seq, int32_t pos0, std::span<const int32_t> cells) {
+  for (int32_t c : cells) check_shareable(c, "KvCache::adopt");
+  const auto found = full_.seqs.find(seq);
+  if (cells.empty()) return;
+  if (found == full_.seqs.end()) throw std::logic_error("KvCache::adopt: no sequence " + std::to_string(seq));
+  std::vector<Entry>& s = found->second;
+  auto it = std::lower_bound(s.begin(), s.end(), pos0, [](const Entry& a, int32_t p) { return a.pos < p; });
+  const auto n = static_cast<std::ptrdiff_t>(cells.size());
+  if (s.end() - it < n || it->pos != pos0 || (it + n - 1)->pos != pos0 + static_cast<int32_t>(n - 1)) {
+    throw std::logic_error("KvCache::adopt: sequence " + std::to_string(seq) + " lacks positions " +
+                           std::to_string(pos0) + ".." + std::to_string(pos0 + n - 1));
+  }
+  for (size_t i = 0; i < cells.size(); ++i, ++it) {
+    ++full_.refs[sz(cells[i])];  // before the release: adopting a cell it already has keeps it
+    full_.release(it->cell);
+    it->cell = cells[i];
+  }
+}
+
+void KvCache::retain(int32_t cell) {
+  if (cell < 0 || cell >= full_.n_cells || full_.refs[sz(cell)] == 0) {
+    throw std::logic_error("KvCache::retain: cell " + std::to_string(cell) + " is not held");
+  }
+  ++full_.refs[sz(cell)];
+}
+
+void KvCache::release(int32_t cell) {
+  if (cell < 0 || cell >= full_.n_cells || full_.refs[sz(cell)] == 0) {
+    throw std::logic_error("KvCache::release: cell " + std::to_string(cell) + " is not held");
+  }
+  full_.release(cell);
 }
 
 int32_t KvCache::seq_length(SeqId seq) const {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -27,10 +28,19 @@ KvType kv_type_from_name(const std::string& name);
 // Fixed-capacity storage for the K and V rows of every layer, cell by cell, shared by many
 // independent sequences.
 //
-// A cell holds one token of one sequence: its position and, per layer, its K row (k_dim) and V
-// row (v_dim). A sequence exists while it has cells: cell_for() creates or extends it, truncate()
-// drops its positions >= p, free_sequence() drops it entirely; freed cells are reused. The
-// forward pass only ever reads a sequence's own cells, so sequences never see one another.
+// A cell holds one token: per layer, its K row (k_dim) and V row (v_dim). A sequence maps its
+// positions to cells. A sequence exists while it has cells: cell_for() creates or extends it,
+// truncate() drops its positions >= p, free_sequence() drops it entirely. The forward pass reads
+// only the cells a sequence's positions map to, so sequences never see one another's tokens.
+//
+// Cells are reference counted, so that sequences with a common prefix may share its cells (the
+// prefix cache, engine/runtime/prefix_cache.h, is the other holder): a cell is held once by each
+// sequence position mapped to it and once per retain(). attach() maps a sequence's next positions
+// to cells someone already holds; adopt() swaps a sequence's own cells for such cells. A cell
+// becomes free (and is reused) only when nothing holds it. A shared cell is never written:
+// cell_for() refuses to hand out a cell held more than once, so whoever shares a cell must only
+// share cells whose K/V are complete. Only the full pool shares: a cache with a window pool
+// refuses attach() and adopt() (a ring keeps each sequence's last positions only).
 //
 // Two pools of cells. The full pool holds every cached position of a sequence. Built with window
 // cells, the cache keeps sliding-window layers (HParams::swa_layer) in a second, smaller pool
@@ -75,6 +85,10 @@ class KvCache {
   int64_t n_cells() const { return full_.n_cells; }
   int64_t n_window_cells() const { return window_.n_cells; }
   int64_t n_free() const { return static_cast<int64_t>(full_.free.size()); }
+  // Memory of one full-pool cell over all layers (K and V rows).
+  size_t cell_bytes() const { return cell_bytes_; }
+  // The same for a cache of `type` for hp, before building one.
+  static size_t cell_bytes_for(const HParams& hp, KvType type);
   // The pool holding a layer's rows.
   Pool pool(int64_t layer) const { return layer_pool_[static_cast<size_t>(layer)]; }
   // Memory of the K and V arrays.
@@ -82,9 +96,24 @@ class KvCache {
   // What a cache of the same size without a window pool would take.
   size_t bytes_without_window() const;
 
-  // The cell holding (seq, pos) in `pool`: the existing one, or a free cell now assigned to it.
-  // Throws std::runtime_error when the pool is full.
+  // The cell to write (seq, pos)'s K/V to in `pool`: the existing one, or a free cell now
+  // assigned to it. Throws std::runtime_error when the pool is full, std::logic_error when the
+  // existing cell is shared (held more than once: it must not change).
   int32_t cell_for(SeqId seq, int32_t pos, Pool pool = Pool::kFull);
+
+  // Sharing (full pool only). attach(): seq's next positions, from seq_length(seq) on, map to
+  // `cells`, each already held (by a sequence or retain()) and holding complete K/V.
+  // adopt(): seq's positions pos0.. (which it has) map to `cells` instead of their own cells,
+  // which must hold the same K/V (the same tokens at the same positions). Both throw
+  // std::logic_error on a cache with a window pool, a free cell, or (adopt) a missing position.
+  void attach(SeqId seq, std::span<const int32_t> cells);
+  void adopt(SeqId seq, int32_t pos0, std::span<const int32_t> cells);
+  // Holds / lets go of a full-pool cell beyond the sequences' positions. retain() throws
+  // std::logic_error for a free cell; release() of a cell held only once frees it.
+  void retain(int32_t cell);
+  void release(int32_t cell);
+  // How many holders a full-pool cell has (0: free).
+  int32_t refs(int32_t cell) const { return full_.refs[static_cast<size_t>(cell)]; }
 
   bool has_sequence(SeqId seq) const { return full_.seqs.count(seq) != 0; }
   // One past the highest cached position of seq (0 when it has none).
@@ -97,10 +126,12 @@ class KvCache {
   // next_pos or later attends to, but for kWindowSlack more.
   void slide_window(SeqId seq, int32_t next_pos);
 
-  // Drops seq's positions >= p. When the window pool no longer holds what a token at p attends
-  // to, drops the whole sequence. Returns the positions kept: p (or fewer when seq had fewer), or 0.
+  // Drops seq's positions >= p (each lets go of its cell). When the window pool no longer holds
+  // what a token at p attends to, drops the whole sequence. Returns the positions kept: p (or
+  // fewer when seq had fewer), or 0.
   int32_t truncate(SeqId seq, int32_t p);
   void free_sequence(SeqId seq);
+  // Every sequence and every retain() is forgotten: whoever retained cells must forget them too.
   void clear();
 
   // Raw rows: K (k_dim) and V (v_dim) of one cell (of the layer's pool) in one layer, in type()'s
@@ -119,9 +150,11 @@ class KvCache {
   struct CellPool {
     int64_t n_cells = 0;
     std::vector<int32_t> free;  // free cells, popped from the back
+    std::vector<int32_t> refs;  // (n_cells,) holders of each cell; 0: in `free`
     std::unordered_map<SeqId, std::vector<Entry>> seqs;  // each sorted by pos
 
     int32_t cell_for(SeqId seq, int32_t pos, const char* name);
+    void release(int32_t cell);
     void drop_from(SeqId seq, int32_t p);    // positions >= p
     void drop_before(SeqId seq, int32_t p);  // positions < p
     void clear();
@@ -131,11 +164,14 @@ class KvCache {
     return static_cast<size_t>(layer_cell0_[static_cast<size_t>(layer)] + cell) * row_bytes;
   }
   const CellPool& pool_ref(Pool p) const { return p == Pool::kWindow ? window_ : full_; }
+  // Throws std::logic_error unless sharing is possible and `cell` is a held full-pool cell.
+  void check_shareable(int32_t cell, const char* what) const;
 
   KvType type_;
   kernels::KvElem elem_;
   int64_t n_swa_, k_dim_, v_dim_, head_dim_k_, head_dim_v_;
   size_t k_row_bytes_, v_row_bytes_;
+  size_t cell_bytes_;
   CellPool full_, window_;
   std::vector<Pool> layer_pool_;       // (n_layer,)
   std::vector<int64_t> layer_cell0_;   // (n_layer,) the layer's first row in k_ / v_

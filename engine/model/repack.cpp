@@ -37,15 +37,15 @@ void release_pages(const void* p, size_t n) {
 // Packs job.m's first job.rows rows into dst. With `release`, the source pages are dropped slice
 // by slice as they are copied, so the model's resident size never holds two copies of a large
 // matrix (a tied 128k-token output would otherwise add ~300 MB to the peak).
-void pack_matrix(const Job& job, uint8_t* dst, bool release) {
+void pack_matrix(const Job& job, int R, uint8_t* dst, bool release) {
   const Matrix& m = *job.m;
   const auto* src = static_cast<const uint8_t*>(m.data);
-  const size_t group = kernels::kPackRows * m.row_bytes;
-  const int64_t groups = job.rows / kernels::kPackRows;
+  const size_t group = static_cast<size_t>(R) * m.row_bytes;
+  const int64_t groups = job.rows / R;
   const int64_t slice = std::max<int64_t>(1, static_cast<int64_t>((size_t{4} << 20) / group));  // ~4 MiB
   for (int64_t g0 = 0; g0 < groups; g0 += slice) {
     const int64_t g1 = std::min(groups, g0 + slice);
-    for (int64_t g = g0; g < g1; ++g) kernels::pack_group(m.type, src + g * group, m.row_bytes, m.cols, dst + g * group);
+    for (int64_t g = g0; g < g1; ++g) kernels::pack_group(m.type, R, src + g * group, m.row_bytes, m.cols, dst + g * group);
     if (release) release_pages(src + g0 * group, static_cast<size_t>(g1 - g0) * group);
   }
   if (release) release_pages(src, static_cast<size_t>(groups) * group);  // pages the slices shared
@@ -75,7 +75,7 @@ PackedWeights PackedWeights::pack(const std::vector<Matrix*>& mats, bool release
   size_t total = 0;
   for (const Matrix* m : mats) {
     const bool seen = std::any_of(jobs.begin(), jobs.end(), [m](const Job& j) { return j.m->data == m->data; });
-    const int64_t rows = m->rows / kernels::kPackRows * kernels::kPackRows;
+    const int64_t rows = d.pack_rows > 0 ? m->rows / d.pack_rows * d.pack_rows : 0;
     if (seen || rows == 0 || !kernels::packable(m->type) || !d.packed_tile_for(m->type)) continue;
     jobs.push_back({m, rows, total});
     total += (static_cast<size_t>(rows) * m->row_bytes + kAlign - 1) / kAlign * kAlign;
@@ -91,7 +91,7 @@ PackedWeights PackedWeights::pack(const std::vector<Matrix*>& mats, bool release
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < jobs.size();) {
-      pack_matrix(jobs[i], static_cast<uint8_t*>(base) + jobs[i].offset, release_source);
+      pack_matrix(jobs[i], d.pack_rows, static_cast<uint8_t*>(base) + jobs[i].offset, release_source);
     }
   };
   const unsigned n_threads = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
@@ -106,6 +106,7 @@ PackedWeights PackedWeights::pack(const std::vector<Matrix*>& mats, bool release
       if (j.m->data != m->data) continue;
       m->packed = static_cast<const uint8_t*>(base) + j.offset;
       m->packed_rows = j.rows;
+      m->pack_rows = d.pack_rows;
     }
   }
   return pw;

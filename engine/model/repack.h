@@ -1,4 +1,4 @@
-// Weight matrices copied into the dispatch table's packed 8-row layout (kernels/packing.h).
+// Weight matrices copied into the dispatch table's packed layout (kernels/packing.h: groups of pack_rows rows).
 #pragma once
 
 #include <cstddef>
@@ -11,7 +11,7 @@ namespace engine {
 // Packed copies of a model's weight matrices, made once at load.
 //
 // pack() fills, for every matrix whose type the dispatch table has a packed tile for, a copy of
-// its first rows / 8 * 8 rows in the packed layout, and points the Matrix's `packed` at it. With
+// its first rows / R * R rows in the packed layout (R = the table's pack_rows), and points the Matrix's `packed` at it. With
 // `release_source` (the weights are a file mapping), the file pages of each packed range are
 // then dropped from this process: matmul never reads them again, so resident memory stays about
 // the file size instead of doubling. Rows still read from the file (embedding lookups of a tied

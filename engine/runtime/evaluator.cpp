@@ -1,21 +1,60 @@
 #include "engine/runtime/evaluator.h"
 
+#include <algorithm>
+#include <climits>
 #include <stdexcept>
 
 #include "engine/model/pooling.h"
 
 namespace engine {
 
-ModelEvaluator::ModelEvaluator(const Model& model, int64_t n_cells, int64_t n_seq, KvType kv_type,
-                               int64_t max_batch, int n_threads)
+ModelEvaluator::CacheShape ModelEvaluator::cache_shape(const HParams& hp, int64_t n_ctx, int64_t n_seq, KvType type,
+                                                      int64_t max_batch, int64_t prefix_cache_bytes) {
+  CacheShape s;
+  const int64_t base = n_seq * n_ctx;  // the sequences never hold more
+  s.window = KvCache::window_cells(hp, base, n_seq, max_batch);
+  if (prefix_cache_bytes > 0 && s.window == 0) {
+    // whole blocks of `prefix_cache_bytes` worth of cells, within 2^31 - 1 cells in all
+    const auto cell = static_cast<int64_t>(KvCache::cell_bytes_for(hp, type));
+    const int64_t n = std::min(cell > 0 ? prefix_cache_bytes / cell : 0, std::max<int64_t>(0, INT32_MAX - base));
+    s.reserved = n / PrefixCache::kBlockTokens * PrefixCache::kBlockTokens;
+    s.share = true;
+  }
+  s.cells = base + s.reserved;
+  return s;
+}
+
+ModelEvaluator::ModelEvaluator(const Model& model, int64_t n_ctx, int64_t n_seq, KvType kv_type,
+                               int64_t max_batch, int n_threads, int64_t prefix_cache_bytes)
     : model_(model),
       pool_(thread_count(n_threads)),
-      cache_(model.hparams(), n_cells, kv_type, KvCache::window_cells(model.hparams(), n_cells, n_seq, max_batch)),
-      forward_(model, max_batch, n_cells / n_seq) {}
+      shape_(cache_shape(model.hparams(), n_ctx, n_seq, kv_type, max_batch, prefix_cache_bytes)),
+      cache_(model.hparams(), shape_.cells, kv_type, shape_.window),
+      forward_(model, max_batch, n_ctx) {
+  // Cached blocks live in the reserved cells and in whatever the sequences leave free.
+  if (shape_.share) prefix_.emplace(cache_, shape_.reserved);
+}
+
+void ModelEvaluator::eval(const Batch& batch) {
+  // Each token takes at most one new full-pool cell; evicting unused cached blocks always finds
+  // them, since the sequences never hold more than n_seq * n_ctx cells.
+  if (prefix_) prefix_->make_room(batch.size());
+  forward_.eval(batch, cache_, pool_);
+}
+
+int32_t ModelEvaluator::share_prefix(SeqId seq, const std::vector<int32_t>& tokens, int32_t have, int32_t n_max) {
+  return prefix_ ? prefix_->attach(seq, tokens, have, n_max) : 0;
+}
+
+void ModelEvaluator::publish_prefix(SeqId seq, const std::vector<int32_t>& tokens) {
+  if (prefix_) prefix_->publish(seq, tokens);
+}
 
 BatchEvaluator::CacheUse ModelEvaluator::cache_use() const {
-  return {cache_.n_cells() - cache_.n_free(), cache_.n_cells(), cache_.n_window_cells(), cache_.bytes(),
-          cache_.bytes_without_window()};
+  CacheUse u{cache_.n_cells() - cache_.n_free(), cache_.n_cells(), cache_.n_window_cells(), cache_.bytes(),
+             cache_.bytes_without_window(), {}};
+  if (prefix_) u.prefix = prefix_->stats();
+  return u;
 }
 
 std::vector<float> ModelEvaluator::classify(std::vector<float> pooled) const {

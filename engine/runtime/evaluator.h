@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "engine/kernels/thread_pool.h"
@@ -12,6 +13,8 @@
 #include "engine/model/forward.h"
 #include "engine/model/encoder.h"
 #include "engine/model/kv_cache.h"
+#include "engine/model/pooling.h"
+#include "engine/runtime/prefix_cache.h"
 
 namespace engine {
 
@@ -34,12 +37,28 @@ class BatchEvaluator {
 
   // Embeddings. encoder(): sequences come whole in one batch and nothing is cached (truncate
   // keeps nothing). hidden(i): the i-th token flagged in batch.hidden, its final hidden state
-  // (n_embd(),). classify(): rank pooling's head over a pooled state. Evaluators without
+  // (n_embd(),). classify(): rank pooling's head over a pooled state; rank_pools_last(): rank
+  // pooling reads the last token, not the first (engine::rank_pools_last). Evaluators without
   // embeddings (test fakes) keep these defaults: no hidden states.
   virtual bool encoder() const { return false; }
+  virtual bool rank_pools_last() const { return false; }
   virtual int64_t n_embd() const { return 0; }
   virtual const float* hidden(int64_t i) const;
   virtual std::vector<float> classify(std::vector<float> pooled) const { return pooled; }
+
+  // Prefix sharing across sequences (see PrefixCache). Evaluators without it (encoders, test
+  // fakes, models with a sliding-window ring) keep these defaults: nothing is shared.
+  // prefix_block(): tokens per shared block; 0: no sharing.
+  virtual int32_t prefix_block() const { return 0; }
+  // Sequence seq holds `have` positions, the start of `tokens`: when the shared blocks that begin
+  // `tokens` (at most n_max tokens of them) cover more, seq's positions become theirs. Returns
+  // the positions attached, 0 when seq is left as it was.
+  virtual int32_t share_prefix(SeqId seq, const std::vector<int32_t>& tokens, int32_t have, int32_t n_max) {
+    (void)seq, (void)tokens, (void)have, (void)n_max;
+    return 0;
+  }
+  // seq holds the K/V of `tokens` at positions 0, 1, ...: its complete blocks become shared.
+  virtual void publish_prefix(SeqId seq, const std::vector<int32_t>& tokens) { (void)seq, (void)tokens; }
 
   struct CacheUse {
     int64_t cells_used = 0;
@@ -47,36 +66,58 @@ class BatchEvaluator {
     int64_t window_cells = 0;  // cells of the sliding-window ring (0: none)
     size_t bytes = 0;
     size_t bytes_without_window = 0;  // what the cache would take with every layer in full cells
+    PrefixCacheStats prefix;   // block_tokens 0: no prefix sharing
   };
   virtual CacheUse cache_use() const = 0;
 };
 
-// A Model's forward pass over a KV cache of `n_cells` cells, on its own compute threads. A model
-// with sliding-window layers keeps them in a ring sized for n_seq sequences (KvCache::window_cells).
+// A Model's forward pass over a KV cache for n_seq sequences of up to n_ctx positions, on its own
+// compute threads. A model with sliding-window layers keeps them in a ring sized for n_seq
+// sequences (KvCache::window_cells).
+// With prefix_cache_bytes > 0 and every layer in the full pool (no ring), sequences share prompt
+// prefixes through a PrefixCache, and the KV cache gets that many bytes' worth of cells more
+// (whole blocks, within 2^31 cells in all) so cached blocks survive while every sequence is at
+// its longest. With a ring (gemma2/3, gpt-oss at long contexts) nothing is shared: each sequence
+// keeps only its own prefix (BatchEvaluator::truncate).
 // Ownership: borrows the Model (which must outlive it); owns the cache, scratch and threads.
 class ModelEvaluator final : public BatchEvaluator {
  public:
   // n_threads 0: one per physical core.
-  ModelEvaluator(const Model& model, int64_t n_cells, int64_t n_seq, KvType kv_type, int64_t max_batch,
-                 int n_threads);
+  ModelEvaluator(const Model& model, int64_t n_ctx, int64_t n_seq, KvType kv_type, int64_t max_batch,
+                 int n_threads, int64_t prefix_cache_bytes = 0);
 
   int64_t n_vocab() const override { return forward_.n_vocab(); }
-  void eval(const Batch& batch) override { forward_.eval(batch, cache_, pool_); }
+  void eval(const Batch& batch) override;
   const float* logits(int64_t i) const override { return forward_.logits(i); }
   int32_t truncate(SeqId seq, int32_t n_keep) override { return cache_.truncate(seq, n_keep); }
+  int32_t prefix_block() const override { return prefix_ ? PrefixCache::kBlockTokens : 0; }
+  int32_t share_prefix(SeqId seq, const std::vector<int32_t>& tokens, int32_t have, int32_t n_max) override;
+  void publish_prefix(SeqId seq, const std::vector<int32_t>& tokens) override;
   CacheUse cache_use() const override;
   int64_t n_embd() const override { return model_.hparams().n_embd; }
   const float* hidden(int64_t i) const override { return forward_.hidden(i); }
   std::vector<float> classify(std::vector<float> pooled) const override;
+  bool rank_pools_last() const override { return engine::rank_pools_last(model_.hparams()); }
 
  private:
+  // The KV cache's cells: n_seq * n_ctx plus `reserved` for the prefix cache when it `share`s;
+  // `window` cells of the sliding-window ring (0: none).
+  struct CacheShape {
+    int64_t cells = 0, window = 0, reserved = 0;
+    bool share = false;
+  };
+  static CacheShape cache_shape(const HParams& hp, int64_t n_ctx, int64_t n_seq, KvType type, int64_t max_batch,
+                                int64_t prefix_cache_bytes);
+
   const Model& model_;
   ThreadPool pool_;
+  const CacheShape shape_;
   KvCache cache_;
+  std::optional<PrefixCache> prefix_;  // after cache_: destroyed first
   Forward forward_;
 };
 
-// An encoder Model (bert) on its own compute threads: whole sequences per batch, no cache, hidden
+// An encoder Model (bert, nomic-bert) on its own compute threads: whole sequences per batch, no cache, hidden
 // states only (logits() is never valid: an encoder has no output head).
 // Ownership: borrows the Model (which must outlive it); owns the scratch and threads.
 class EncoderEvaluator final : public BatchEvaluator {

@@ -2,7 +2,6 @@
 #include "engine/runtime/scheduler.h"
 
 #include <algorithm>
-#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <optional>
@@ -12,10 +11,9 @@
 #include "engine/model/arch.h"
 #include "engine/model/batch.h"
 #include "engine/model/pooling.h"
-#include "engine/runtime/stop_strings.h"
+#include "engine/runtime/sequence.h"
 #include "engine/runtime/thread_annotations.h"
 #include "engine/runtime/throughput.h"
-#include "engine/text/grammar/token_masks.h"
 #include "engine/text/tokenizer/tokenizer.h"
 
 namespace engine {
@@ -35,93 +33,12 @@ const char* finish_reason_name(FinishReason r) {
 
 namespace {
 
-// A request being served: its sampler (primed with the prompt's tail for the penalties), the
-// decoder and stop matcher its text goes through, and its usage. The constructor throws
-// std::invalid_argument for parameters the sampler refuses.
-struct Sequence {
-  Sequence(GenerationRequest&& r, const Tokenizer& tok, size_t cached)
-      : req(std::move(r)),
-        sampler(req.sampling, tok.n_vocab()),
-        decoder(tok, StreamDecoder::Options{false, false, req.shown_tokens}),
-        stop(req.stop) {
-    const size_t window = req.sampling.penalty_last_n < 0
-                              ? req.prompt.size()
-                              : std::min<size_t>(req.sampling.penalty_last_n, req.prompt.size());
-    for (size_t i = req.prompt.size() - window; i < req.prompt.size(); ++i) sampler.accept(req.prompt[i]);
-    usage.prompt_tokens = static_cast<int64_t>(req.prompt.size());
-    usage.cached_tokens = static_cast<int64_t>(cached);
-    if (req.grammar) {
-      if (req.grammar_triggers.empty()) constraint.emplace(req.grammar);
-      masked.resize(static_cast<size_t>(tok.n_vocab()));
-    }
-  }
-
-  bool embedding() const { return req.pooling != PoolingType::kNone; }
-
-  // A lazy grammar watches the output (token `id`'s bytes, as the grammar vocabulary has them)
-  // for its triggers; at the first, it starts from there.
-  void watch_triggers(int32_t id, const Tokenizer& tok) {
-    if (!req.grammar || constraint || req.grammar_triggers.empty() || lazy_done) return;
-    const bool shown = std::binary_search(req.shown_tokens.begin(), req.shown_tokens.end(), id);
-    lazy_text.append(tok.piece(id, shown));
-    size_t best = std::string::npos, longest = 0;
-    for (const std::string& t : req.grammar_triggers) {
-      best = std::min(best, lazy_text.find(t));
-      longest = std::max(longest, t.size());
-    }
-    if (best == std::string::npos) {
-      if (lazy_text.size() >= longest) lazy_text.erase(0, lazy_text.size() - (longest - 1));
-      return;
-    }
-    lazy_done = true;
-    constraint.emplace(req.grammar);
-    if (!constraint->accept_text(std::string_view(lazy_text).substr(best))) constraint.reset();
-    lazy_text.clear();
-  }
-
-  // The logits to sample from: `logits` itself, or with a grammar a copy in which every token it
-  // does not allow is -inf. Throws std::runtime_error when the grammar allows nothing at all.
-  const float* constrain(const float* logits) {
-    if (!constraint) return logits;
-    const grammar::TokenBits& allowed = constraint->allowed();
-    bool any = false;
-    for (size_t w = 0; w < allowed.size(); ++w) {
-      const uint64_t bits = allowed[w];
-      any |= bits != 0;
-      const size_t begin = w * 64, end = std::min(masked.size(), begin + 64);
-      if (bits == ~uint64_t{0} && end == begin + 64) {  // all 64 allowed (inside a string: most words)
-        std::copy(logits + begin, logits + end, masked.begin() + static_cast<std::ptrdiff_t>(begin));
-        continue;
-      }
-      std::fill(masked.begin() + static_cast<std::ptrdiff_t>(begin), masked.begin() + static_cast<std::ptrdiff_t>(end), -INFINITY);
-      for (uint64_t x = bits; x != 0; x &= x - 1) {
-        const size_t i = begin + static_cast<size_t>(__builtin_ctzll(x));
-        if (i < end) masked[i] = logits[i];
-      }
-    }
-    if (!any) throw std::runtime_error("the grammar allows no token here (the model's vocabulary cannot continue it)");
-    return masked.data();
-  }
-
-  GenerationRequest req;
-  Sampler sampler;
-  StreamDecoder decoder;
-  StopMatcher stop;
-  std::optional<grammar::TokenConstraint> constraint;
-  std::vector<float> masked;  // (n_vocab,) the constrained logits row
-  std::string lazy_text;      // the output's tail, searched for a lazy grammar's triggers
-  bool lazy_done = false;     // a trigger was found (whether or not the grammar took it)
-  Usage usage;
-  std::optional<Pooler> pooler;  // embedding requests: their hidden states so far
-  bool generating = false;  // the whole prompt is cached: next_token goes in at the next step
-  int32_t next_token = -1;
-};
-
 // One of the n_slots sequences the evaluator caches. An idle slot keeps its cached tokens so
 // that the next request with the same prefix can skip them.
 struct Slot {
   int index = 0;
   std::vector<int32_t> cached;  // tokens whose K/V the evaluator holds, in position order
+  size_t published = 0;         // complete blocks of `cached` handed to the evaluator to share
   uint64_t last_used = 0;       // for least-recently-used slot choice
   std::optional<Sequence> seq;  // the request being served; empty: idle
 
@@ -151,6 +68,7 @@ struct Scheduler::Impl {
       : owned(std::move(owned_)), eval(ev), tokenizer(t), opt(o), slots(static_cast<size_t>(o.n_slots)) {
     for (size_t i = 0; i < slots.size(); ++i) slots[i].index = static_cast<int>(i);
     cache_use = eval.cache_use();
+    prefix_block = eval.prefix_block();
     thread = std::thread([this] { loop(); });
   }
 
@@ -174,6 +92,7 @@ struct Scheduler::Impl {
   void score_prompt_token(Slot& slot, int64_t pos, const float* logits);
   void emit_token(Slot& slot, const float* logits);
   void finish_embedding(Slot& slot);
+  void publish(Slot& slot);
   // How many prompt tokens of slot s go into this batch, given the budget left.
   int64_t prefill_count(const Slot& s, int64_t budget, bool batch_empty) const;
   void finish(Slot& slot, FinishReason reason, const std::string& error = {}, bool flush = true);
@@ -193,6 +112,7 @@ struct Scheduler::Impl {
   Batch batch;
   std::vector<Slot> slots;
   uint64_t tick = 0;
+  int32_t prefix_block = 0;  // tokens per block the evaluator shares; 0: none
 
   // Shared with submitters and stats readers.
   mutable Mutex mu;
@@ -312,10 +232,21 @@ void Scheduler::Impl::start(Slot& slot, GenerationRequest&& req) {
   // what the first generated token is sampled from. Scoring the prompt needs every position's
   // logits, so nothing is kept then.
   // The evaluator may keep less than asked (a sliding-window ring keeps only the last positions).
+  // Shared blocks replace what the slot kept when they cover more of the prompt.
   const bool fresh = req.prompt_logprobs || req.pooling != PoolingType::kNone;  // every position's output needed
   const size_t want = fresh ? 0 : std::min(common_prefix(slot.cached, req.prompt), req.prompt.size() - 1);
-  const auto keep = static_cast<size_t>(eval.truncate(slot.id(), static_cast<int32_t>(want)));
-  slot.cached.resize(keep);
+  auto keep = static_cast<size_t>(eval.truncate(slot.id(), static_cast<int32_t>(want)));
+  if (!fresh) {
+    try {
+      const int32_t shared = eval.share_prefix(slot.id(), req.prompt, static_cast<int32_t>(keep),
+                                               static_cast<int32_t>(req.prompt.size() - 1));
+      if (shared > 0) keep = static_cast<size_t>(shared);
+    } catch (const std::exception&) {  // (a bug in the cache's bookkeeping) compute it all instead
+      keep = static_cast<size_t>(eval.truncate(slot.id(), 0));
+    }
+  }
+  slot.cached.assign(req.prompt.begin(), req.prompt.begin() + static_cast<std::ptrdiff_t>(keep));
+  slot.published = 0;
   const std::shared_ptr<TokenSink> sink = req.sink;  // the request moves into the sequence
   Usage usage;
   usage.prompt_tokens = static_cast<int64_t>(req.prompt.size());
@@ -328,7 +259,7 @@ void Scheduler::Impl::start(Slot& slot, GenerationRequest&& req) {
     }
     const auto n_prompt = static_cast<int64_t>(req.prompt.size());
     slot.seq.emplace(std::move(req), tokenizer, keep);
-    if (slot.seq->embedding()) slot.seq->pooler.emplace(slot.seq->req.pooling, eval.encoder(), eval.n_embd(), n_prompt);
+    if (slot.seq->embedding()) slot.seq->pooler.emplace(slot.seq->req.pooling, eval.rank_pools_last(), eval.n_embd(), n_prompt);
   } catch (const std::exception& e) {  // parameters the sampler refuses: this request only ends
     slot.seq.reset();
     try {
@@ -400,6 +331,11 @@ void Scheduler::Impl::step() {
     fail_all(e.what());
     return;
   }
+  if (prefix_block > 0) {  // before anything may end a slot: every slot of the batch is running
+    for (Slot& s : slots) {
+      if (s.active()) publish(s);
+    }
+  }
   for (size_t i = 0; i < hidden.size(); ++i) hidden[i].slot->seq->pooler->add(hidden[i].prompt_pos, eval.hidden(static_cast<int64_t>(i)));
   int64_t n_prompt = 0;
   for (auto& [slot, n] : prefill) {
@@ -423,6 +359,15 @@ void Scheduler::Impl::step() {
   MutexLock lock(mu);
   throughput.add(Clock::now(), static_cast<int64_t>(outputs.size()), n_prompt);
   cache_use = use;
+}
+
+// The slot's K/V of `cached` are all computed: a block of them completed since the last time is
+// shared (with the blocks before it, which the evaluator checks again).
+void Scheduler::Impl::publish(Slot& slot) {
+  const size_t blocks = slot.cached.size() / static_cast<size_t>(prefix_block);
+  if (blocks <= slot.published) return;
+  eval.publish_prefix(slot.id(), slot.cached);
+  slot.published = blocks;
 }
 
 void Scheduler::Impl::emit_output(const Output& out, const float* logits) {
@@ -544,9 +489,9 @@ Scheduler::Scheduler(const Model& model, const Tokenizer& tokenizer, SchedulerOp
     impl_ = std::make_unique<Impl>(std::move(owned), ev, tokenizer, options);
     return;
   }
-  auto owned = std::make_unique<ModelEvaluator>(model, options.n_slots * options.n_ctx, options.n_slots,
-                                                options.kv_type, options.prefill_chunk + options.n_slots,
-                                                options.n_threads);
+  auto owned = std::make_unique<ModelEvaluator>(model, options.n_ctx, options.n_slots, options.kv_type,
+                                                options.prefill_chunk + options.n_slots, options.n_threads,
+                                                options.prefix_cache_bytes);
   BatchEvaluator& ev = *owned;
   impl_ = std::make_unique<Impl>(std::move(owned), ev, tokenizer, options);
 }
@@ -610,6 +555,7 @@ SchedulerStats Scheduler::stats() const {
   s.kv_bytes = impl_->cache_use.bytes;
   s.kv_window_cells = impl_->cache_use.window_cells;
   s.kv_bytes_without_window = impl_->cache_use.bytes_without_window;
+  s.prefix_cache = impl_->cache_use.prefix;
   std::tie(s.generation_tokens_per_second, s.prompt_tokens_per_second) = impl_->throughput.rates(Clock::now());
   return s;
 }

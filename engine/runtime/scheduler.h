@@ -29,7 +29,7 @@ const char* finish_reason_name(FinishReason r);  // "stop", "length", "cancelled
 struct Usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
-  int64_t cached_tokens = 0;  // prompt tokens reused from a slot's cache (not recomputed)
+  int64_t cached_tokens = 0;  // prompt tokens reused from the slot's cache or shared blocks (not recomputed)
 };
 
 // One generated token, with the text it completes; or, with `prompt` set, one scored prompt token
@@ -94,6 +94,10 @@ struct SchedulerOptions {
   int64_t prefill_chunk = 512;       // prompt tokens per step, so running streams never stall
   int n_threads = 0;                 // compute threads; 0 = physical cores
   KvType kv_type = KvType::kF16;
+  // Prompt prefixes shared by all slots (PrefixCache): the KV cache gets this many bytes more for
+  // cached blocks. 0: no sharing (each slot reuses its own prefix only). Models whose
+  // sliding-window layers keep a ring never share (ModelEvaluator).
+  int64_t prefix_cache_bytes = int64_t{256} << 20;
 };
 
 // kTooLarge: more requests in one submit_all() than the scheduler can ever hold (capacity()).
@@ -110,10 +114,12 @@ struct SchedulerStats {
   size_t kv_bytes_without_window = 0;  // the cache's memory if every layer kept every position
   double generation_tokens_per_second = 0;  // over the last few seconds
   double prompt_tokens_per_second = 0;
+  PrefixCacheStats prefix_cache;  // block_tokens 0: prefixes are not shared
 };
 
 // Runs the step loop on its own thread: admit queued requests into free slots (reusing the longest
-// cached prompt prefix), build one batch of every running slot's next token plus prompt chunks of
+// cached prompt prefix: the slot's own, or blocks any slot computed when the evaluator shares
+// prefixes; what a slot computes is shared as soon as a block of it is complete), build one batch of every running slot's next token plus prompt chunks of
 // new slots, have the evaluator run it, sample, detokenize, match stop strings, and emit through
 // each request's sink. Slot i is the evaluator's sequence i.
 //

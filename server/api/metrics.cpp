@@ -34,6 +34,22 @@ std::string label(const std::string& v) {
   return s;
 }
 
+// The prefix cache shared by all slots (all zero when it is off: --cache-ram 0, a sliding-window
+// ring, an encoder).
+void render_prefix_cache(const engine::PrefixCacheStats& p, std::string& out) {
+  header(out, "ggufd_prefix_cache_lookups_total", "counter", "Requests that looked for a shared cached prompt prefix.");
+  sample(out, "ggufd_prefix_cache_lookups_total", static_cast<double>(p.lookups));
+  header(out, "ggufd_prefix_cache_hit_tokens_total", "counter",
+         "Prompt tokens taken from shared cached blocks instead of being computed.");
+  sample(out, "ggufd_prefix_cache_hit_tokens_total", static_cast<double>(p.hit_tokens));
+  header(out, "ggufd_prefix_cache_evictions_total", "counter", "Cached prefix blocks evicted to make room.");
+  sample(out, "ggufd_prefix_cache_evictions_total", static_cast<double>(p.evictions));
+  header(out, "ggufd_prefix_cache_blocks", "gauge", "Cached prefix blocks (in use by slots or not).");
+  sample(out, "ggufd_prefix_cache_blocks", static_cast<double>(p.blocks));
+  header(out, "ggufd_prefix_cache_bytes", "gauge", "KV memory of the cached prefix blocks.");
+  sample(out, "ggufd_prefix_cache_bytes", static_cast<double>(p.bytes));
+}
+
 }  // namespace
 
 Histogram::Histogram(std::vector<double> bounds)
@@ -121,10 +137,11 @@ std::string Metrics::render(const engine::SchedulerStats& g) const {
   sample(out, "ggufd_slots_active", static_cast<double>(g.active_slots));
   header(out, "ggufd_slots_total", "gauge", "Configured parallel slots.");
   sample(out, "ggufd_slots_total", static_cast<double>(g.total_slots));
-  header(out, "ggufd_kv_cache_used_cells", "gauge", "KV-cache cells in use.");
+  header(out, "ggufd_kv_cache_used_cells", "gauge", "KV-cache cells in use (by slots or cached prefix blocks).");
   sample(out, "ggufd_kv_cache_used_cells", static_cast<double>(g.kv_cells_used));
   header(out, "ggufd_kv_cache_total_cells", "gauge", "KV-cache capacity in cells (tokens).");
   sample(out, "ggufd_kv_cache_total_cells", static_cast<double>(g.kv_cells_total));
+  render_prefix_cache(g.prefix_cache, out);
   header(out, "ggufd_time_to_first_token_seconds", "histogram", "Time to first generated token.");
   ttft_.render("ggufd_time_to_first_token_seconds", out);
   header(out, "ggufd_inter_token_latency_seconds", "histogram", "Time between generated tokens.");

@@ -218,7 +218,7 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
                                  "--max-json-depth", "16", "--header-timeout", "4", "--read-timeout", "5",
                                  "--idle-timeout", "6", "--request-timeout", "7", "--max-connections", "8",
                                  "--shutdown-grace", "9", "--strict-api", "--threads", "2", "--ctx-size", "128", "--parallel", "3",
-                                 "--queue-limit", "4", "--prefill-chunk", "32", "--kv-type", "f32",
+                                 "--queue-limit", "4", "--prefill-chunk", "32", "--kv-type", "f32", "--cache-ram", "64",
                                  "--temperature", "0", "--top-p", "0.5", "--top-k", "5", "--min-p", "0.1",
                                  "--repeat-penalty", "1.1", "--max-tokens", "99", "--reasoning-effort", "none", "--log-level", "debug",
                                  "--log-format", "json", "--no-metrics"});
@@ -248,6 +248,7 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
   EXPECT_EQ(cfg.engine.queue_limit, 4);
   EXPECT_EQ(cfg.engine.prefill_chunk, 32);
   EXPECT_EQ(cfg.engine.kv_type, "f32");
+  EXPECT_EQ(cfg.engine.cache_ram, 64);
   EXPECT_DOUBLE_EQ(cfg.sampling.temperature, 0);
   EXPECT_DOUBLE_EQ(cfg.sampling.top_p, 0.5);
   EXPECT_EQ(cfg.sampling.top_k, 5);
@@ -355,6 +356,22 @@ TEST_F(ConfigTest, FileWithSectionsFlatKeysAndUnderscores) {
   EXPECT_EQ(cfg.sources.at("config"), "flag");
 }
 
+// The prefix cache's budget: MiB, 0 turns sharing off; flag, GGUFD_CACHE_RAM and [engine] cache-ram.
+TEST_F(ConfigTest, CacheRamFromEverySource) {
+  EXPECT_EQ(parse({}).engine.cache_ram, 256);
+  EXPECT_EQ(parse({"--config", file("c.toml", "[engine]\ncache_ram = 1024\n")}).engine.cache_ram, 1024);
+  env("GGUFD_CACHE_RAM", "0");
+  const ServeConfig off = parse({"--config", file("c.toml", "[engine]\ncache-ram = 1024\n")});
+  EXPECT_EQ(off.engine.cache_ram, 0);
+  EXPECT_EQ(off.sources.at("cache-ram"), "env");
+  EXPECT_EQ(parse({"--cache-ram", "8"}).engine.cache_ram, 8);
+  unsetenv("GGUFD_CACHE_RAM");
+  const std::string p = file("c.toml", "[http]\ncache-ram = 1\n");
+  EXPECT_EQ(error({"--config", p}),
+            "--config " + p + ": key 'cache-ram' (line 2) belongs in [engine] or at the top level, not in [http]");
+  EXPECT_EQ(error({"--cache-ram", "1048577"}), "--cache-ram: 1048577 is out of range 0..1048576");
+}
+
 TEST_F(ConfigTest, EmptyConfigFileIsFine) {
   EXPECT_EQ(error({"--config", file("c.toml", "")}), "");
   EXPECT_EQ(error({"--config", file("c.toml", "# nothing\n\n")}), "");
@@ -423,6 +440,9 @@ TEST_F(ConfigTest, RangeAndChoiceMessages) {
   EXPECT_EQ(error({"--threads", "5000"}), "--threads: 5000 is out of range 0..1024");
   EXPECT_EQ(error({"--queue-limit", "-1"}), "--queue-limit: -1 is out of range 0..65536");
   EXPECT_EQ(error({"--prefill-chunk", "0"}), "--prefill-chunk: 0 is not allowed: expected 1..65536");
+  // llama-server's -1 (no limit) has no meaning here: the cells are allocated at start.
+  EXPECT_EQ(error({"--cache-ram", "-1"}), "--cache-ram: -1 is out of range 0..1048576");
+  EXPECT_EQ(error({"--cache-ram", "1T"}), "--cache-ram: '1T' is not an integer");
   EXPECT_EQ(error({"--body-limit", "2G"}), "--body-limit: 2G is out of range 1024..1073741824");
   EXPECT_EQ(error({"--header-limit", "100"}), "--header-limit: 100 is out of range 1024..1048576");
   EXPECT_EQ(error({"--read-timeout", "0"}), "--read-timeout: 0 is not allowed: expected 1..3600");

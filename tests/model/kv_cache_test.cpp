@@ -1,4 +1,5 @@
-// KvCache bookkeeping: sequences created, extended, truncated and freed; cells reused.
+// KvCache bookkeeping: sequences created, extended, truncated and freed; cells reused; cells
+// shared between sequences and other holders, counted, and freed only when nothing holds them.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -146,6 +147,102 @@ TEST(KvCache, SlidingFreesWhatNoLaterTokenSees) {
   } catch (const std::runtime_error& e) {
     EXPECT_STREQ(e.what(), "KV cache window is full (2 cells)");
   }
+}
+
+std::vector<int32_t> cells_of(const KvCache& c, SeqId seq) {
+  std::vector<int32_t> out;
+  for (const KvCache::Entry& e : c.entries(seq)) out.push_back(e.cell);
+  return out;
+}
+
+TEST(KvCache, SharedCellsAreFreedWhenTheLastHolderLetsGo) {
+  KvCache c(tiny(), 8, KvType::kF32);
+  for (int32_t p = 0; p < 4; ++p) c.cell_for(0, p);
+  const std::vector<int32_t> a = cells_of(c, 0);
+  for (int32_t cell : a) c.retain(cell);  // as a cached block holds them
+  for (int32_t cell : a) EXPECT_EQ(c.refs(cell), 2);
+  c.attach(1, a);
+  EXPECT_EQ(c.seq_length(1), 4);
+  EXPECT_EQ(cells_of(c, 1), a);
+  for (int32_t cell : a) EXPECT_EQ(c.refs(cell), 3);
+  EXPECT_EQ(c.n_free(), 4) << "attaching takes no cell";
+  // A shared cell is never written; a new position gets a cell of its own.
+  EXPECT_THROW(c.cell_for(1, 2), std::logic_error);
+  const int32_t own = c.cell_for(1, 4);
+  EXPECT_EQ(c.refs(own), 1);
+  EXPECT_EQ(c.n_free(), 3);
+  // Truncating and freeing let go of the shared cells without freeing them.
+  EXPECT_EQ(c.truncate(1, 2), 2);
+  EXPECT_EQ(c.refs(a[1]), 3);
+  EXPECT_EQ(c.refs(a[2]), 2);
+  EXPECT_EQ(c.n_free(), 4) << "only seq 1's own cell was freed";
+  c.free_sequence(0);
+  EXPECT_EQ(c.refs(a[0]), 2);
+  EXPECT_EQ(c.refs(a[3]), 1);
+  EXPECT_EQ(c.n_free(), 4);
+  c.release(a[2]);
+  c.release(a[3]);
+  EXPECT_EQ(c.n_free(), 6) << "a[2], a[3]: nothing holds them now";
+  // The whole seq 1 goes; a[0] and a[1] are still retained.
+  c.free_sequence(1);
+  EXPECT_EQ(c.n_free(), 6);
+  c.release(a[0]);
+  c.release(a[1]);
+  EXPECT_EQ(c.n_free(), 8);
+  for (int32_t cell = 0; cell < 8; ++cell) EXPECT_EQ(c.refs(cell), 0);
+  // Free cells cannot be held, let go of or attached.
+  EXPECT_THROW(c.retain(a[0]), std::logic_error);
+  EXPECT_THROW(c.release(a[0]), std::logic_error);
+  EXPECT_THROW(c.attach(2, a), std::logic_error);
+  EXPECT_FALSE(c.has_sequence(2));
+}
+
+TEST(KvCache, AttachAppendsAfterTheSequencesOwnPositions) {
+  KvCache c(tiny(), 8);
+  const int32_t shared = c.cell_for(0, 0);
+  c.cell_for(1, 0);
+  c.attach(1, std::vector<int32_t>{shared});
+  ASSERT_EQ(c.entries(1).size(), 2u);
+  EXPECT_EQ(c.entries(1)[1].pos, 1);
+  EXPECT_EQ(c.entries(1)[1].cell, shared);
+}
+
+// adopt(): a sequence that computed the same tokens as a cached block takes the block's cells and
+// its own are freed.
+TEST(KvCache, AdoptSwapsOwnCellsForSharedOnes) {
+  KvCache c(tiny(), 16, KvType::kF32);
+  for (int32_t p = 0; p < 4; ++p) c.cell_for(0, p);
+  const std::vector<int32_t> a = cells_of(c, 0);
+  for (int32_t p = 0; p < 6; ++p) c.cell_for(1, p);
+  EXPECT_EQ(c.n_free(), 6);
+  c.adopt(1, 0, a);
+  std::vector<int32_t> expected = a;
+  const std::vector<int32_t> now = cells_of(c, 1);
+  expected.insert(expected.end(), now.begin() + 4, now.end());
+  EXPECT_EQ(now, expected);
+  EXPECT_EQ(c.n_free(), 10) << "seq 1's first four cells are free";
+  for (int32_t cell : a) EXPECT_EQ(c.refs(cell), 2);
+  c.adopt(1, 0, a);  // adopting what it has already changes nothing
+  for (int32_t cell : a) EXPECT_EQ(c.refs(cell), 2);
+  EXPECT_EQ(c.n_free(), 10);
+  EXPECT_THROW(c.adopt(1, 4, a), std::logic_error) << "positions 4..7: seq 1 has 4 and 5 only";
+  EXPECT_THROW(c.adopt(7, 0, a), std::logic_error) << "no such sequence";
+  c.free_sequence(0);
+  c.free_sequence(1);
+  EXPECT_EQ(c.n_free(), 16);
+}
+
+TEST(KvCache, AWindowPoolSharesNothing) {
+  KvCache c(sliding(), 100, KvType::kF32, 50);
+  const int32_t cell = c.cell_for(0, 0);
+  EXPECT_THROW(c.attach(1, std::vector<int32_t>{cell}), std::logic_error);
+  EXPECT_THROW(c.adopt(0, 0, std::vector<int32_t>{cell}), std::logic_error);
+  EXPECT_FALSE(c.has_sequence(1));
+}
+
+TEST(KvCache, CellBytesCoverEveryLayer) {
+  EXPECT_EQ(KvCache(tiny(), 4, KvType::kF32).cell_bytes(), 2u * (4 + 4) * 4);
+  EXPECT_EQ(KvCache(tiny(), 4, KvType::kF16).cell_bytes(), 2u * (4 + 4) * 2);
 }
 
 TEST(KvCache, RejectsEmptyCapacity) { EXPECT_THROW(KvCache(tiny(), 0), std::invalid_argument); }

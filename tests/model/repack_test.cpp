@@ -28,19 +28,21 @@ TEST(Repack, MatmulAndLookupsOverPackedGroupsAndLeftOverRows) {
   std::mt19937 rng(11);
   ThreadPool pool(2);
   for (TensorType type : qt::kPackable) {
-    const int64_t rows = 157, cols = 2 * kernels::kernel_traits(type)->block_size();  // 19 packed groups + 5 rows
+    const int64_t rows = 157, cols = 2 * kernels::kernel_traits(type)->block_size();  // 19 8-row groups + 5, or 9 16-row + 13
     const std::vector<uint8_t> w = qt::random_matrix(type, rows, cols, rng);
     const size_t row_bytes = w.size() / static_cast<size_t>(rows);
     Matrix plain{type, rows, cols, row_bytes, w.data()};
     Matrix m = plain;
     const PackedWeights pw = PackedWeights::pack({&m}, false);
     if (kernels::dispatch().packed_tile_for(type)) {
-      EXPECT_EQ(m.packed_rows, 152);
-      EXPECT_GE(pw.bytes(), 152 * row_bytes);
+      const int R = kernels::dispatch().pack_rows;
+      EXPECT_EQ(m.pack_rows, R);
+      EXPECT_EQ(m.packed_rows, rows / R * R);
+      EXPECT_GE(pw.bytes(), static_cast<size_t>(rows / R * R) * row_bytes);
     } else {
       EXPECT_EQ(m.packed, nullptr);
     }
-    for (int64_t r : {0, 7, 8, 100, 151, 152, 156}) {  // lookups read the packed copy exactly
+    for (int64_t r : {0, 7, 8, 15, 16, 100, 143, 144, 151, 152, 156}) {  // lookups read the packed copy exactly
       std::vector<float> a(static_cast<size_t>(cols)), b(a.size());
       dequantize_row(plain, r, a.data());
       dequantize_row(m, r, b.data());
@@ -59,7 +61,8 @@ TEST(Repack, MatmulAndLookupsOverPackedGroupsAndLeftOverRows) {
 using test::all_logits;
 
 TEST(Repack, ModelLogitsAreTheSameWithAndWithoutRepacking) {
-  for (const char* name : {"synth-llama-Q4_0", "synth-llama-Q8_0", "synth-llama-IQ4_NL", "synth-llama-Q4_K_M"}) {
+  for (const char* name : {"synth-llama-Q4_0", "synth-llama-Q8_0", "synth-llama-IQ4_NL", "synth-llama-Q4_K_M",
+                           "synth-llama-Q6_K", "synth-llama-IQ4_XS"}) {
     const std::string path = std::string("models/synth/") + name + ".gguf";
     GGUFD_REQUIRE_SHARED(path);
     const Model packed = Model::load(ggufd::test::shared_path(path));

@@ -23,7 +23,7 @@ namespace ggufd::test {
 // The types with a packed 8-row layout (the kernels' type table has one for each).
 inline constexpr gguf::TensorType kPackable[] = {gguf::TensorType::Q4_0, gguf::TensorType::IQ4_NL,
                                                  gguf::TensorType::Q8_0, gguf::TensorType::Q4_K,
-                                                 gguf::TensorType::Q6_K};
+                                                 gguf::TensorType::Q6_K, gguf::TensorType::IQ4_XS};
 
 // W (rows, cols) of `type`, quantized from N(0, 1) values.
 inline std::vector<uint8_t> random_matrix(gguf::TensorType type, int64_t rows, int64_t cols, std::mt19937& rng) {

@@ -82,6 +82,7 @@ server::ServiceOptions to_options(const config::ServeConfig& c) {
   o.engine.max_queue = c.engine.queue_limit;
   o.engine.prefill_chunk = c.engine.prefill_chunk;
   o.engine.kv_type = engine::kv_type_from_name(c.engine.kv_type);
+  o.engine.prefix_cache_bytes = int64_t{c.engine.cache_ram} << 20;
   o.sampling_defaults.temperature = static_cast<float>(c.sampling.temperature);
   o.sampling_defaults.top_p = static_cast<float>(c.sampling.top_p);
   o.sampling_defaults.top_k = c.sampling.top_k;
