@@ -17,23 +17,16 @@
 #include "engine/model/pooling.h"
 #include "tests/support/shared.h"
 #include "tests/support/synth_reference.h"
+#include "tests/support/vectors.h"
 
 namespace engine {
 namespace {
 
+using ggufd::test::cosine;
+
 using ggufd::test::read_reference;
 using ggufd::test::shared_path;
 using ggufd::test::SynthReferenceModel;
-
-double cosine(const std::vector<float>& a, const std::vector<float>& b) {
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    ab += static_cast<double>(a[i]) * b[i];
-    aa += static_cast<double>(a[i]) * a[i];
-    bb += static_cast<double>(b[i]) * b[i];
-  }
-  return ab / std::sqrt(aa * bb);
-}
 
 struct Case {
   std::vector<int32_t> tokens;

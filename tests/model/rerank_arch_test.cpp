@@ -14,9 +14,12 @@
 #include "engine/model/model.h"
 #include "engine/model/pooling.h"
 #include "gguf/writer.h"
+#include "tests/support/load_error.h"
 
 namespace engine {
 namespace {
+
+using ggufd::test::load_error;
 
 // Embedding 8, 2 heads, ffn 16, vocab 10, one layer. nomic-bert: token_types, embedding norm,
 // attn_qkv, attn_output, the two LayerNorms, ffn_{up,gate,down}. jina-bert-v2 (pooling rank):
@@ -116,18 +119,6 @@ struct Tiny {
   }
 };
 
-std::string load_error(Tiny& m) {
-  try {
-    Model::from_file(m.build());
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
-
 TEST(NomicBert, Loads) {
   Tiny t;
   const Model m = Model::from_file(t.build(), /*repack=*/false);
@@ -182,28 +173,28 @@ TEST(NomicBert, EncodesWithRope) {
 TEST(NomicBert, RefusesMalformedFiles) {
   Tiny gate;
   gate.skip = "blk.0.ffn_gate.weight";
-  EXPECT_CONTAINS(load_error(gate), "tensor 'blk.0.ffn_gate.weight' is missing (architecture nomic-bert)");
+  EXPECT_CONTAINS(load_error(gate.build()), "tensor 'blk.0.ffn_gate.weight' is missing (architecture nomic-bert)");
   Tiny qkv;
   qkv.reshape = {"blk.0.attn_qkv.weight", {8, 16}};
-  EXPECT_CONTAINS(load_error(qkv), "tensor 'blk.0.attn_qkv.weight' has shape [8, 16], expected [8, 24]");
+  EXPECT_CONTAINS(load_error(qkv.build()), "tensor 'blk.0.attn_qkv.weight' has shape [8, 16], expected [8, 24]");
   Tiny no_qkv;  // neither fused nor separate Q/K/V
   no_qkv.skip = "blk.0.attn_qkv.weight";
-  EXPECT_CONTAINS(load_error(no_qkv), "tensor 'blk.0.attn_q.weight' is missing");
+  EXPECT_CONTAINS(load_error(no_qkv.build()), "tensor 'blk.0.attn_q.weight' is missing");
   Tiny norm;
   norm.skip = "blk.0.attn_output_norm.bias";
-  EXPECT_CONTAINS(load_error(norm), "tensor 'blk.0.attn_output_norm.bias' is missing");
+  EXPECT_CONTAINS(load_error(norm.build()), "tensor 'blk.0.attn_output_norm.bias' is missing");
   Tiny down;
   down.reshape = {"blk.0.ffn_down.weight", {8, 16}};
-  EXPECT_CONTAINS(load_error(down), "tensor 'blk.0.ffn_down.weight' has shape [8, 16], expected [16, 8]");
+  EXPECT_CONTAINS(load_error(down.build()), "tensor 'blk.0.ffn_down.weight' has shape [8, 16], expected [16, 8]");
   Tiny rot;
   rot.edit = [](gguf::Writer& w) { w.set("nomic-bert.rope.dimension_count", gguf::OwnedValue::u32(3)); };
-  EXPECT_CONTAINS(load_error(rot), "rope.dimension_count (3) must be even");
+  EXPECT_CONTAINS(load_error(rot.build()), "rope.dimension_count (3) must be even");
   Tiny causal;
   causal.edit = [](gguf::Writer& w) { w.set("nomic-bert.attention.causal", gguf::OwnedValue::boolean(true)); };
-  EXPECT_CONTAINS(load_error(causal), "attention.causal = true is not supported for architecture nomic-bert");
+  EXPECT_CONTAINS(load_error(causal.build()), "attention.causal = true is not supported for architecture nomic-bert");
   Tiny rank;  // llama.cpp has no classification head for nomic-bert
   rank.edit = [](gguf::Writer& w) { w.set("nomic-bert.pooling_type", gguf::OwnedValue::u32(4)); };
-  EXPECT_CONTAINS(load_error(rank), "pooling type rank is not supported for architecture nomic-bert");
+  EXPECT_CONTAINS(load_error(rank.build()), "pooling type rank is not supported for architecture nomic-bert");
 }
 
 TEST(JinaBertV2, LoadsAndScores) {
@@ -236,21 +227,21 @@ TEST(JinaBertV2, RefusesMalformedFiles) {
   Tiny bias;  // llama.cpp requires the output and down biases of jina-bert-v2
   bias.arch = "jina-bert-v2";
   bias.skip = "blk.0.attn_output.bias";
-  EXPECT_CONTAINS(load_error(bias), "tensor 'blk.0.attn_output.bias' is missing");
+  EXPECT_CONTAINS(load_error(bias.build()), "tensor 'blk.0.attn_output.bias' is missing");
   Tiny up;  // neither n_ff nor 2 * n_ff rows
   up.arch = "jina-bert-v2";
   up.reshape = {"blk.0.ffn_up.weight", {8, 24}};
-  EXPECT_CONTAINS(load_error(up), "tensor 'blk.0.ffn_up.weight' has shape [8, 24], expected [8, 16]");
+  EXPECT_CONTAINS(load_error(up.build()), "tensor 'blk.0.ffn_up.weight' has shape [8, 24], expected [8, 16]");
   Tiny cls;
   cls.arch = "jina-bert-v2";
   cls.reshape = {"cls.weight", {4, 1}};
-  EXPECT_CONTAINS(load_error(cls), "tensor 'cls.weight' has shape [4, 1], expected [8, 1]");
+  EXPECT_CONTAINS(load_error(cls.build()), "tensor 'cls.weight' has shape [4, 1], expected [8, 1]");
   Tiny qnorm;  // a Q LayerNorm needs its bias
   qnorm.arch = "jina-bert-v2";
   qnorm.edit = [](gguf::Writer& w) {
     w.add_tensor("blk.0.attn_q_norm.weight", gguf::TensorType::F32, {8}, std::vector<uint8_t>(32, 0));
   };
-  EXPECT_CONTAINS(load_error(qnorm), "tensor 'blk.0.attn_q_norm.bias' is missing");
+  EXPECT_CONTAINS(load_error(qnorm.build()), "tensor 'blk.0.attn_q_norm.bias' is missing");
 }
 
 // qwen3 with pooling rank: the yes/no head, the last token, a softmax. Other decoders have no
@@ -271,16 +262,16 @@ TEST(RankHead, PerArchitecture) {
   Tiny missing;
   missing.arch = "qwen3";
   missing.skip = "cls.output.weight";
-  EXPECT_CONTAINS(load_error(missing), "pooling type rank needs a classification head: tensor 'cls.output.weight' is missing");
+  EXPECT_CONTAINS(load_error(missing.build()), "pooling type rank needs a classification head: tensor 'cls.output.weight' is missing");
   Tiny labels;
   labels.arch = "qwen3";
   labels.edit = [](gguf::Writer& w) {
     w.set("qwen3.classifier.output_labels", gguf::OwnedValue::string_array({"yes", "no", "maybe"}));
   };
-  EXPECT_CONTAINS(load_error(labels), "qwen3.classifier.output_labels names 3 classes, but tensor 'cls.output.weight' has 2 rows");
+  EXPECT_CONTAINS(load_error(labels.build()), "qwen3.classifier.output_labels names 3 classes, but tensor 'cls.output.weight' has 2 rows");
   Tiny llama;
   llama.arch = "llama";
-  EXPECT_CONTAINS(load_error(llama), "pooling type rank is not supported for architecture llama");
+  EXPECT_CONTAINS(load_error(llama.build()), "pooling type rank is not supported for architecture llama");
   Tiny llama_embd;  // its cls.output is ignored when it does not rank
   llama_embd.arch = "llama";
   llama_embd.edit = [](gguf::Writer& w) { w.set("llama.pooling_type", gguf::OwnedValue::u32(3)); };

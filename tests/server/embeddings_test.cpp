@@ -11,9 +11,12 @@
 #include <vector>
 
 #include "tests/server/fixture.h"
+#include "tests/support/vectors.h"
 
 namespace ggufd::test {
 namespace {
+
+using ggufd::test::cosine;
 
 using nlohmann::json;
 
@@ -23,12 +26,6 @@ double norm(const std::vector<float>& v) {
   double s = 0;
   for (float x : v) s += static_cast<double>(x) * x;
   return std::sqrt(s);
-}
-
-double cosine(const std::vector<float>& a, const std::vector<float>& b) {
-  double ab = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) ab += static_cast<double>(a[i]) * b[i];
-  return a.size() == b.size() ? ab / (norm(a) * norm(b)) : 0.0;
 }
 
 std::vector<float> decode_base64_floats(const std::string& s) {

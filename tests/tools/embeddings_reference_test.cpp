@@ -11,21 +11,14 @@
 
 #include "tests/server/fixture.h"
 #include "tests/support/synth_reference.h"
+#include "tests/support/vectors.h"
 
 namespace ggufd::test {
 namespace {
 
-using nlohmann::json;
+using ggufd::test::cosine;
 
-double cosine(const std::vector<float>& a, const std::vector<float>& b) {
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    ab += static_cast<double>(a[i]) * b[i];
-    aa += static_cast<double>(a[i]) * a[i];
-    bb += static_cast<double>(b[i]) * b[i];
-  }
-  return ab / std::sqrt(aa * bb);
-}
+using nlohmann::json;
 
 // `model`: what the metadata endpoint's "model" says of it (a subset).
 void check_encoder(const std::string& reference, const std::string& type, double min_cosine, const json& model_info) {
