@@ -313,7 +313,10 @@ std::string layer_ranges(const std::vector<uint8_t>& flags, uint8_t want) {
     }
     size_t j = i;
     while (j + 1 < flags.size() && flags[j + 1] == want) ++j;
-    s += (s.empty() ? "" : ", ") + std::to_string(i) + (j > i ? "-" + std::to_string(j) : "");
+    // (appends, not operator+ chains: GCC 12 -O3 warns -Wrestrict on those, a false positive)
+    if (!s.empty()) s += ", ";
+    s += std::to_string(i);
+    if (j > i) s.append("-").append(std::to_string(j));
     i = j + 1;
   }
   return s;
