@@ -94,6 +94,8 @@ class ModelEvaluator final : public BatchEvaluator {
   int64_t n_embd() const override { return model_.hparams().n_embd; }
   const float* hidden(int64_t i) const override { return forward_.hidden(i); }
   std::vector<float> classify(std::vector<float> pooled) const override;
+  // The compute threads (a draft model runs on them too, between this evaluator's passes).
+  ThreadPool& pool() { return pool_; }
 
  private:
   // The KV cache's cells: n_seq * n_ctx plus `reserved` for the prefix cache when it `share`s;
