@@ -167,6 +167,7 @@ void Scheduler::Impl::start(Slot& slot, GenerationRequest&& req) {
   }
   slot.cached.assign(req.prompt.begin(), req.prompt.begin() + static_cast<std::ptrdiff_t>(keep));
   slot.published = 0;
+  slot.draft_cap = opt.draft_max;
   const std::shared_ptr<TokenSink> sink = req.sink;  // the request moves into the sequence
   Usage usage;
   usage.prompt_tokens = static_cast<int64_t>(req.prompt.size());
@@ -207,6 +208,7 @@ void Scheduler::Impl::build_batch(std::vector<std::pair<Slot*, int64_t>>& prefil
   std::vector<Slot*> generating;
   for (Slot& s : slots) {
     s.draft.clear();
+    s.accepted = 0;
     s.rejected = false;
     if (!s.active() || !s.seq->generating) continue;
     s.cached.push_back(s.seq->next_token);
@@ -246,9 +248,10 @@ void Scheduler::Impl::build_batch(std::vector<std::pair<Slot*, int64_t>>& prefil
 // Rows j = 1.. of a slot are reached only when the request has neither ended nor run out of room:
 // with u tokens generated and the next token at position c - 1, row j emits token u + j + 1 at
 // the context's c + j. So drafts beyond max_tokens - u - 1 or n_ctx - c - 1 would never be used.
+// Within that, the slot's cap (see settle_drafts()).
 int32_t Scheduler::Impl::draft_room(const Slot& s) const {
   const Sequence& seq = *s.seq;
-  int64_t room = std::min<int64_t>(opt.draft_max, opt.n_ctx - static_cast<int64_t>(s.cached.size()) - 1);
+  int64_t room = std::min<int64_t>(s.draft_cap, opt.n_ctx - static_cast<int64_t>(s.cached.size()) - 1);
   if (seq.req.max_tokens >= 0) room = std::min(room, seq.req.max_tokens - seq.usage.completion_tokens - 1);
   return static_cast<int32_t>(std::max<int64_t>(room, 0));
 }

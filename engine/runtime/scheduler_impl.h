@@ -35,7 +35,9 @@ struct Slot {
   uint64_t last_used = 0;       // for least-recently-used slot choice
   std::optional<Sequence> seq;  // the request being served; empty: idle
   std::vector<int32_t> draft;   // this step's drafts, in the batch right after the next token
+  size_t accepted = 0;          // this step: drafts the request sampled too
   bool rejected = false;        // this step: a draft was not sampled, the rows after it are void
+  int32_t draft_cap = 0;        // drafts to ask for at most: adapts to the request's acceptance
 
   bool active() const { return seq.has_value(); }
   SeqId id() const { return index; }

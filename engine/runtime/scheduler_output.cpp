@@ -33,6 +33,7 @@ void Scheduler::Impl::emit_outputs(const std::vector<Output>& outputs) {
 void Scheduler::Impl::check_draft(Slot& slot, size_t link) {
   if (slot.seq->next_token == slot.draft[link]) {
     slot.cached.push_back(slot.draft[link]);
+    ++slot.accepted;
     ++step_accepted;
   } else {
     slot.rejected = true;
@@ -41,10 +42,16 @@ void Scheduler::Impl::check_draft(Slot& slot, size_t link) {
 
 // The evaluator holds K/V for every draft of the batch; those not accepted (and those after the
 // end of a request) go. Nothing of them was published: publish() only sees `cached`.
+// The slot's cap follows its acceptance: doubled after a fully accepted proposal, cut to one more
+// than the accepted run after a rejection, so that a request whose drafts keep failing (sampling
+// at a high temperature, text unlike its context) costs a row or two per step, not draft_max.
 void Scheduler::Impl::settle_drafts() {
   for (Slot& s : slots) {
     if (s.draft.empty()) continue;
     step_drafts += static_cast<int64_t>(s.draft.size());
+    const auto proposed = static_cast<int32_t>(s.draft.size()), accepted = static_cast<int32_t>(s.accepted);
+    s.draft_cap = std::clamp(accepted == proposed ? 2 * s.draft_cap : accepted + 1, std::max(opt.draft_min, 1),
+                             std::max(opt.draft_max, 1));
     s.draft.clear();
     s.rejected = false;
     const auto keep = static_cast<int32_t>(s.cached.size());

@@ -459,6 +459,49 @@ TEST(Speculation, OnlyAcceptedTokensArePublishedForSharing) {
   EXPECT_GE(fake.published.back().size(), 32u) << "the accepted drafts were published";
 }
 
+// A request whose drafts fail is asked for one more than its accepted run (here: one); one whose
+// drafts succeed for twice as many as last time, up to draft_max.
+TEST(Speculation, TheDraftLengthFollowsTheAcceptance) {
+  const auto one = [] {
+    std::vector<GenerationRequest> v;
+    v.push_back(greedy({0, 1, 2}, 41));
+    return v;
+  };
+  std::vector<int32_t> asked;
+  RuleDrafter wrong([&](std::span<const int32_t> t, int32_t max) {
+    asked.push_back(max);
+    return std::vector<int32_t>(static_cast<size_t>(max), (t.back() + 5) % kLetters);
+  });
+  const Result failing = run(one, SpecMode::kDraft, &wrong, 16, 128, 1);
+  ASSERT_EQ(asked.size(), 39u) << "every step from the second token to the 40th";
+  EXPECT_EQ(asked[0], 16);
+  for (size_t i = 1; i < asked.size(); ++i) EXPECT_EQ(asked[i], 1) << i;
+  EXPECT_EQ(failing.stats.spec.draft_tokens, 16 + 38);
+
+  asked.clear();
+  RuleDrafter right([&](std::span<const int32_t> t, int32_t max) {
+    asked.push_back(max);
+    return greedy_chain(t, std::min(max, 2));  // two right, whatever the room: the cap grows
+  });
+  run(one, SpecMode::kDraft, &right, 16, 128, 1);
+  ASSERT_GE(asked.size(), 4u);
+  EXPECT_EQ(asked[0], 16);
+  EXPECT_EQ(asked[1], 16) << "all accepted: doubled, within draft_max";
+  RuleDrafter mixed([&](std::span<const int32_t> t, int32_t max) {
+    asked.push_back(max);
+    std::vector<int32_t> d = greedy_chain(t, max);
+    if (max > 4) d[3] = (d[3] + 1) % kLetters;  // three right, then wrong (four of four when asked for 4)
+    return d;
+  });
+  asked.clear();
+  run(one, SpecMode::kDraft, &mixed, 16, 128, 1);
+  ASSERT_GE(asked.size(), 4u);
+  EXPECT_EQ(asked[0], 16);
+  EXPECT_EQ(asked[1], 4) << "three accepted: one more next time";
+  EXPECT_EQ(asked[2], 8) << "four of four accepted: doubled";
+  EXPECT_EQ(asked[3], 4);
+}
+
 TEST(Speculation, EmbeddingsAndPromptScoringNeverDraft) {
   const auto make = [] {
     std::vector<GenerationRequest> v;
