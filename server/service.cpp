@@ -157,8 +157,12 @@ void Service::Impl::load() {
     if (!app.generates) so.spec = engine::SpecMode::kNone;  // nothing to draft
     if (so.spec == engine::SpecMode::kDraft) {
       if (options.draft_model_path.empty()) throw std::runtime_error("speculative decoding by a draft model needs --model-draft");
-      draft_model.emplace(engine::Model::load(options.draft_model_path));
-      draft_model->page_in(show_load_progress);
+      try {
+        draft_model.emplace(engine::Model::load(options.draft_model_path));
+        draft_model->page_in(show_load_progress);
+      } catch (const std::exception& e) {
+        throw std::runtime_error(std::string("the draft model (--model-draft): ") + e.what());
+      }
     }
     scheduler = std::make_unique<engine::Scheduler>(*model, *tokenizer, so, draft_model ? &*draft_model : nullptr);
 

@@ -418,6 +418,54 @@ TEST(Speculation, DraftsStayWithinTheLimitsAndRejectedOnesLeaveTheCache) {
   EXPECT_GT(rejected.stats.spec.draft_tokens, 0);
 }
 
+// A client that goes away, or a sink that throws, ends its request at the step it is noticed
+// (cancellation is polled once per step, so a step's accepted drafts may still be emitted: at
+// most 1 + draft_max tokens), its drafts leave the cache, and the other requests are untouched.
+TEST(Speculation, CancelledAndFailingRequestsEndAndLeaveTheOthersAlone) {
+  const auto others = [] {
+    std::vector<GenerationRequest> v;
+    v.push_back(greedy(alphabet(), 40));
+    v.push_back(greedy({0, 1, 2}, 30));
+    return v;
+  };
+  const Result plain = run(others, SpecMode::kNone);
+  FakeEvaluator fake;
+  const Tokenizer tokenizer = letters_tokenizer();
+  SchedulerOptions o{.n_slots = 4, .n_ctx = 128, .max_queue = 100, .prefill_chunk = 8, .n_threads = 1};
+  o.spec = SpecMode::kDraft;
+  o.draft_max = 6;
+  RuleDrafter right(greedy_chain);
+  auto gone = std::make_shared<RecordingSink>(-1, /*cancel_after=*/3);
+  auto broken = std::make_shared<RecordingSink>(/*throw_after=*/4);
+  std::vector<std::shared_ptr<RecordingSink>> sinks;
+  {
+    Scheduler scheduler(fake, tokenizer, o, &right);
+    GenerationRequest a = greedy(alphabet(), 50);
+    a.sink = gone;
+    GenerationRequest b = greedy(alphabet(), 50);
+    b.sink = broken;
+    ASSERT_EQ(scheduler.submit(std::move(a)), SubmitStatus::kAccepted);
+    ASSERT_EQ(scheduler.submit(std::move(b)), SubmitStatus::kAccepted);
+    for (GenerationRequest& q : others()) {
+      sinks.push_back(std::make_shared<RecordingSink>());
+      q.sink = sinks.back();
+      ASSERT_EQ(scheduler.submit(std::move(q)), SubmitStatus::kAccepted);
+    }
+    EXPECT_EQ(gone->wait(), FinishReason::kCancelled);
+    EXPECT_GE(gone->usage().completion_tokens, 3);
+    EXPECT_LE(gone->usage().completion_tokens, 3 + 1 + 6) << "one more step at most";
+    EXPECT_EQ(broken->wait(), FinishReason::kError);
+    EXPECT_EQ(broken->error(), "sink exploded");
+    for (size_t i = 0; i < sinks.size(); ++i) {
+      EXPECT_EQ(sinks[i]->wait(), plain.outcomes[i].reason);
+      EXPECT_EQ(sinks[i]->text(), plain.outcomes[i].text) << "request " << i;
+    }
+    EXPECT_GT(scheduler.stats().spec.accepted_tokens, 0);
+  }
+  EXPECT_EQ(gone->finishes(), 1);
+  EXPECT_EQ(broken->finishes(), 1);
+}
+
 // The fake's logits with a prefix block of 4: records what the scheduler publishes.
 class PublishingFake : public FakeEvaluator {
  public:
