@@ -75,7 +75,7 @@ std::vector<Setting> engine_settings(EngineConfig& e) {
        &e.cache_ram, 0, 1048576},
       {"spec", "--spec", g, "engine",
        "speculative decoding (output unchanged): ngram drafts from the context, draft from --model-draft; "
-       "auto: draft with --model-draft, else ngram",
+       "auto: draft with --model-draft, else none",
        &e.spec, 0, 0, {"auto", "none", "ngram", "draft"}},
       // at most the KV cache's window slack (KvCache::kWindowSlack), so rejected drafts can always go
       {"draft-max", "--draft-max", g, "engine", "draft tokens verified per slot and step at most", &e.draft_max, 1,
