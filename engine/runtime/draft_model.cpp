@@ -41,8 +41,7 @@ void DraftModel::check_compatible(const Tokenizer& target, const Tokenizer& draf
 
 DraftModel::DraftModel(const Model& draft, const Tokenizer& target_tokenizer, int64_t target_n_vocab, int64_t n_ctx,
                        int64_t n_seq, KvType kv_type, int64_t catch_up, ThreadPool& pool)
-    : model_(draft),
-      pool_(pool),
+    : pool_(pool),
       n_vocab_(std::min(target_n_vocab, draft.hparams().n_vocab)),
       catch_up_(std::max<int64_t>(catch_up, 1)),
       cache_(draft.hparams(), n_seq * n_ctx, kv_type,

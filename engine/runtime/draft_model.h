@@ -49,7 +49,6 @@ class DraftModel final : public DraftSource {
   bool catch_up(const DraftSlot& slot);
   int32_t argmax(const float* logits) const;
 
-  const Model& model_;
   ThreadPool& pool_;
   int64_t n_vocab_;   // tokens a draft may name: both models' logits have them
   int64_t catch_up_;
