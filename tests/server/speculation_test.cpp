@@ -63,7 +63,8 @@ json answer(uint16_t port, const std::string& endpoint, const json& body) {
     json chunks = json::array();
     for (const std::string& e : r.events()) {
       if (e == "[DONE]") break;
-      for (const json& c : json::parse(e)["choices"]) chunks.push_back({c.value("text", ""), c["finish_reason"]});
+      const json chunk = json::parse(e);
+      for (const json& c : chunk["choices"]) chunks.push_back({c.value("text", ""), c["finish_reason"]});
     }
     return chunks;
   }
