@@ -5,6 +5,10 @@
 // excluded) to the end, in wall time and in this process's CPU time (steadier than wall time when
 // other processes compete for the cores). One JSON object per run, then one per (mode, slots) with
 // the medians and the ratio to --spec none.
+// At temperature 0 a fourth mode, replay, drafts what the first run without drafts generated (every
+// slot's answer, greedy): every draft is right, so it measures the ceiling of what verifying drafts
+// in the batch gives on this model and machine, whatever proposes them (an answer that quotes its
+// prompt, with prompt lookup, comes close to it).
 //
 //   spec_bench -m model.gguf --prompt-file bench/prompts/code-edit.txt --slots 1,4 --max-tokens 128
 #include <CLI/CLI.hpp>
@@ -20,10 +24,12 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "engine/model/model.h"
+#include "engine/runtime/evaluator.h"
 #include "engine/runtime/scheduler.h"
 #include "engine/text/tokenizer/tokenizer.h"
 
@@ -45,6 +51,7 @@ class TimingSink : public engine::TokenSink {
     if (e.token < 0) return;
     std::lock_guard lock(mu_);
     if (tokens_++ == 0) first_ = Clock::now();
+    ids_.push_back(e.token);
   }
   void on_finish(engine::FinishReason, const engine::Usage& u, const std::string& error) override {
     std::lock_guard lock(mu_);
@@ -66,6 +73,7 @@ class TimingSink : public engine::TokenSink {
     return tokens_ > 0 ? first_ : Clock::time_point{};
   }
   int64_t completion() const { return completion_; }
+  const std::vector<int32_t>& ids() const { return ids_; }  // after wait()
   const std::string& error() const { return error_; }
 
  private:
@@ -75,6 +83,27 @@ class TimingSink : public engine::TokenSink {
   Clock::time_point first_;
   bool done_ = false;
   std::string error_;
+  std::vector<int32_t> ids_;
+};
+
+// Drafts the answer an earlier run generated for the prompt, from where each slot is: always
+// right at temperature 0 (until the answer runs out).
+class ReplayDrafter final : public engine::DraftSource {
+ public:
+  ReplayDrafter(size_t prompt_len, const std::vector<int32_t>& answer) : prompt_len_(prompt_len), answer_(answer) {}
+  void propose(std::span<engine::DraftSlot> slots) override {
+    for (engine::DraftSlot& s : slots) {
+      // tokens: the prompt, then answer[0..m-1] (the last going in now): the next is answer[m]
+      for (size_t i = s.tokens.size() - prompt_len_; i < answer_.size() && s.draft.size() < static_cast<size_t>(s.max);
+           ++i) {
+        s.draft.push_back(answer_[i]);
+      }
+    }
+  }
+
+ private:
+  size_t prompt_len_;
+  const std::vector<int32_t>& answer_;
 };
 
 struct Options {
@@ -93,8 +122,9 @@ engine::SpecMode mode_of(const std::string& m) {
 }
 
 // One run: S requests at once; decode timed after the last first token.
+// answer: the tokens of the first run without drafts (recorded by it, replayed by mode replay).
 json run(const Options& o, const engine::Model& model, const engine::Model* draft, const engine::Tokenizer& tok,
-         const std::vector<int32_t>& prompt, const std::string& mode, int slots) {
+         const std::vector<int32_t>& prompt, const std::string& mode, int slots, std::vector<int32_t>& answer) {
   engine::SchedulerOptions so;
   so.n_slots = slots;
   so.n_ctx = static_cast<int64_t>(prompt.size()) + o.max_tokens + 1;
@@ -102,7 +132,18 @@ json run(const Options& o, const engine::Model& model, const engine::Model* draf
   so.prefix_cache_bytes = 0;  // each request prefills its prompt; only decode is timed anyway
   so.spec = mode_of(mode);
   so.draft_max = o.draft_max;
-  engine::Scheduler scheduler(model, tok, so, so.spec == engine::SpecMode::kDraft ? draft : nullptr);
+  std::optional<engine::ModelEvaluator> evaluator;
+  std::optional<ReplayDrafter> replay;
+  std::optional<engine::Scheduler> scheduler;
+  if (mode == "replay") {
+    so.spec = engine::SpecMode::kDraft;
+    evaluator.emplace(model, so.n_ctx, so.n_slots, so.kv_type, so.prefill_chunk + so.n_slots * (1 + so.draft_max),
+                      so.n_threads);
+    replay.emplace(prompt.size(), answer);
+    scheduler.emplace(*evaluator, tok, so, &*replay);
+  } else {
+    scheduler.emplace(model, tok, so, so.spec == engine::SpecMode::kDraft ? draft : nullptr);
+  }
   std::vector<std::shared_ptr<TimingSink>> sinks;
   for (int i = 0; i < slots; ++i) {
     engine::GenerationRequest r;
@@ -113,7 +154,7 @@ json run(const Options& o, const engine::Model& model, const engine::Model* draf
     r.sampling.seed = static_cast<uint64_t>(i + 1);
     sinks.push_back(std::make_shared<TimingSink>());
     r.sink = sinks.back();
-    if (scheduler.submit(std::move(r)) != engine::SubmitStatus::kAccepted) throw std::runtime_error("not accepted");
+    if (scheduler->submit(std::move(r)) != engine::SubmitStatus::kAccepted) throw std::runtime_error("not accepted");
   }
   Clock::time_point start{};
   double cpu0 = 0;
@@ -134,7 +175,8 @@ json run(const Options& o, const engine::Model& model, const engine::Model* draf
     if (!s->error().empty()) throw std::runtime_error(s->error());
     tokens += s->completion() - 1;  // the first came before the timing
   }
-  const engine::SpecStats st = scheduler.stats().spec;
+  if (mode == "none" && answer.empty()) answer = sinks[0]->ids();
+  const engine::SpecStats st = scheduler->stats().spec;
   return {{"mode", mode}, {"slots", slots}, {"tokens", tokens}, {"decode_s", wall}, {"cpu_s", cpu},
           {"tok_s", static_cast<double>(tokens) / wall}, {"tok_per_cpu_s", static_cast<double>(tokens) / cpu},
           {"draft_tokens", st.draft_tokens}, {"accepted_tokens", st.accepted_tokens}};
@@ -171,11 +213,13 @@ int main(int argc, char** argv) {
     std::ifstream in(o.prompt_file, std::ios::binary);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const std::vector<int32_t> prompt = tok.encode(text, true, false);
+    if (o.temperature == 0) o.modes.push_back("replay");
+    std::vector<int32_t> answer;  // the first run without drafts: modes start with none
     std::map<std::pair<std::string, int>, std::vector<json>> runs;
     for (int slots : o.slots) {
       for (int r = 0; r < o.repetitions; ++r) {
         for (const std::string& mode : o.modes) {
-          json j = run(o, model, draft ? &*draft : nullptr, tok, prompt, mode, slots);
+          json j = run(o, model, draft ? &*draft : nullptr, tok, prompt, mode, slots, answer);
           j["rep"] = r;
           std::cout << j.dump() << std::endl;
           runs[{mode, slots}].push_back(std::move(j));
