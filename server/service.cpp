@@ -125,6 +125,7 @@ static void set_pooling(const engine::Model& model, const std::string& option, A
   const engine::HParams& hp = model.hparams();
   app.generates = !engine::arch_traits(hp.arch).encoder;
   app.n_embd = hp.n_embd;
+  app.architecture = hp.arch_name;
   app.pooling = hp.pooling;
   if (!option.empty()) {
     const std::optional<engine::PoolingType> p = engine::find_pooling(option);
@@ -135,8 +136,13 @@ static void set_pooling(const engine::Model& model, const std::string& option, A
     app.pooling = engine::PoolingType::kCls;  // an encoder file without pooling_type: BERT's default
     spdlog::warn("the model has no pooling type: embeddings use cls pooling (--pooling chooses another)");
   }
+  if (app.pooling == engine::PoolingType::kRank && engine::arch_traits(hp.arch).rank == engine::RankHead::kNone) {
+    throw std::runtime_error("pooling rank: architecture " + hp.arch_name +
+                             " has no classification head (rerankers: bert, jina-bert-v2, qwen3)");
+  }
   if (app.pooling == engine::PoolingType::kRank && hp.n_cls_out == 0) {
-    throw std::runtime_error("pooling rank needs a classification head (tensor cls.output.weight), which the model lacks");
+    throw std::runtime_error("pooling rank needs a classification head (tensor cls.output.weight, or cls.weight for "
+                             "jina-bert-v2), which the model lacks");
   }
 }
 

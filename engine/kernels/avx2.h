@@ -9,6 +9,8 @@ namespace engine::kernels::avx2 {
 
 void quantize_q8a(const float* x, ActQ8A* y, int64_t cols);
 void quantize_q8k(const float* x, ActQ8K* y, int64_t cols);
+void round_f16(const float* x, float* y, int64_t cols);
+void round_bf16(const float* x, float* y, int64_t cols);
 
 // Tiles over the file layout: f32-family (avx2_float.cpp), 32-element blocks against Q8A
 // (avx2_q32.cpp), 256-element super-blocks against Q8K (avx2_qk.cpp; the lattice and ternary

@@ -1,6 +1,8 @@
-// AVX2 activation quantization (bit-identical to ref::quantize_q8a / quantize_q8k).
+// AVX2 activation quantization and rounding (bit-identical to ref::quantize_q8a / quantize_q8k /
+// round_f16 / round_bf16).
 #include "engine/kernels/avx2.h"
 #include "engine/kernels/avx2_common.h"
+#include "engine/kernels/fp16.h"
 
 namespace engine::kernels::avx2 {
 
@@ -85,6 +87,33 @@ void quantize_q8k(const float* x, ActQ8K* y, int64_t cols) {
     }
     y[i].d = d;
   }
+}
+
+// x (cols,) -> y (cols,): each rounded to the nearest binary16 (F16C, ties to even), as f32
+void round_f16(const float* x, float* y, int64_t cols) {
+  int64_t i = 0;
+  for (; i + 8 <= cols; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_storeu_ps(y + i, _mm256_cvtph_ps(h));
+  }
+  for (; i < cols; ++i) y[i] = round_fp16(x[i]);
+}
+
+// x (cols,) -> y (cols,): each rounded to the nearest bfloat16 (ties to even; NaN stays NaN), as f32
+void round_bf16(const float* x, float* y, int64_t cols) {
+  int64_t i = 0;
+  const __m256i bias = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1), top = _mm256_set1_epi32(-65536);
+  const __m256i quiet = _mm256_set1_epi32(0x400000), abs_mask = _mm256_set1_epi32(0x7fffffff);
+  const __m256i inf = _mm256_set1_epi32(0x7f800000);
+  for (; i + 8 <= cols; i += 8) {
+    const __m256i u = _mm256_castps_si256(_mm256_loadu_ps(x + i));
+    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
+    const __m256i rounded = _mm256_and_si256(_mm256_add_epi32(u, _mm256_add_epi32(bias, odd)), top);
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs_mask), inf);
+    const __m256i quieted = _mm256_and_si256(_mm256_or_si256(u, quiet), top);
+    _mm256_storeu_ps(y + i, _mm256_castsi256_ps(_mm256_blendv_epi8(rounded, quieted, nan)));
+  }
+  for (; i < cols; ++i) y[i] = bf16_to_fp32(fp32_to_bf16(x[i]));
 }
 
 }  // namespace engine::kernels::avx2

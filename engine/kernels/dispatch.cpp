@@ -20,6 +20,7 @@ void ref_tile(const TileArgs& a) {
 TileFn Dispatch::tile_for(gguf::TensorType type) const {
   const KernelTraits* t = kernel_traits(type);
   if (t == nullptr) return nullptr;
+  if (isa == Isa::kAvx512Vnni && t->avx512 != nullptr) return t->avx512;
   return isa != Isa::kScalar && t->avx2 != nullptr ? t->avx2 : ref_tile;
 }
 
@@ -36,25 +37,26 @@ TileFn Dispatch::packed_tile_for(gguf::TensorType type) const {
 }
 
 const Dispatch& scalar_dispatch() {
-  static const Dispatch table{"scalar", Isa::kScalar, 0, ref::quantize_q8a, ref::quantize_q8k, &ref::attn_ops()};
+  static const Dispatch table{"scalar", Isa::kScalar, 0, ref::quantize_q8a, ref::quantize_q8k, ref::round_f16, ref::round_bf16,
+                               &ref::attn_ops()};
   return table;
 }
 
 const Dispatch* avx2_dispatch() {
-  static const Dispatch table{"avx2", Isa::kAvx2, 8, avx2::quantize_q8a, avx2::quantize_q8k, &avx2::attn_ops()};
+  static const Dispatch table{"avx2", Isa::kAvx2, 8, avx2::quantize_q8a, avx2::quantize_q8k, avx2::round_f16, avx2::round_bf16, &avx2::attn_ops()};
   const CpuFeatures& f = cpu_features();
   return (f.avx2 && f.fma && f.f16c) ? &table : nullptr;
 }
 
 const Dispatch* avx512_dispatch() {
-  static const Dispatch table{"avx512vnni", Isa::kAvx512Vnni, 16, avx2::quantize_q8a, avx2::quantize_q8k,
+  static const Dispatch table{"avx512vnni", Isa::kAvx512Vnni, 16, avx2::quantize_q8a, avx2::quantize_q8k, avx2::round_f16, avx2::round_bf16,
                                &avx2::attn_ops()};
   const CpuFeatures& f = cpu_features();
   return avx2_dispatch() && f.avx512f && f.avx512bw && f.avx512vl && f.avx512_vnni ? &table : nullptr;
 }
 
 const Dispatch* avxvnni_dispatch() {
-  static const Dispatch table{"avxvnni", Isa::kAvxVnni, 8, avx2::quantize_q8a, avx2::quantize_q8k,
+  static const Dispatch table{"avxvnni", Isa::kAvxVnni, 8, avx2::quantize_q8a, avx2::quantize_q8k, avx2::round_f16, avx2::round_bf16,
                                &avx2::attn_ops()};
   return avx2_dispatch() && cpu_features().avx_vnni ? &table : nullptr;
 }

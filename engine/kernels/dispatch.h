@@ -34,6 +34,8 @@ using TileFn = void (*)(const TileArgs& a);
 // x (cols,) f32 -> activation blocks
 using QuantizeQ8AFn = void (*)(const float* x, ActQ8A* y, int64_t cols);
 using QuantizeQ8KFn = void (*)(const float* x, ActQ8K* y, int64_t cols);
+// x (cols,) f32 -> y (cols,) f32, each rounded to the weights' 16-bit precision
+using RoundFn = void (*)(const float* x, float* y, int64_t cols);
 
 // Which columns of the type table (traits.h) a dispatch table reads.
 enum class Isa : uint8_t { kScalar, kAvx2, kAvxVnni, kAvx512Vnni };
@@ -44,10 +46,13 @@ struct Dispatch {
   int pack_rows;     // rows per packed group of this table's packed tiles (packing.h); 0: none
   QuantizeQ8AFn quantize_q8a;
   QuantizeQ8KFn quantize_q8k;
+  RoundFn round_f16;
+  RoundFn round_bf16;
   const AttnOps* attn;  // attention inner-loop vector ops
 
-  // The tile over the file layout for `type`: this instruction set's, else the reference tile;
-  // nullptr for types the kernels do not support.
+  // The tile over the file layout for `type`: this instruction set's (AVX-512 ones where the
+  // table and type have them, else AVX2), else the reference tile; nullptr for types the kernels
+  // do not support.
   TileFn tile_for(gguf::TensorType type) const;
   // The tile over packed groups of pack_rows rows (kernels/packing.h) for `type`: TileArgs.w is
   // the first group, w_stride the bytes of a group, rows a multiple of pack_rows. nullptr when

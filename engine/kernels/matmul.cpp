@@ -37,8 +37,12 @@ void quantize_activations(const kernels::Dispatch& d, ActFormat fmt, const float
     d.quantize_q8a(x, reinterpret_cast<kernels::ActQ8A*>(dst), cols);
   } else if (fmt == ActFormat::kQ8K) {
     d.quantize_q8k(x, reinterpret_cast<kernels::ActQ8K*>(dst), cols);
+  } else if (fmt == ActFormat::kF16Rounded) {  // f32 rounded to the weights' 16-bit format
+    d.round_f16(x, reinterpret_cast<float*>(dst), cols);
+  } else if (fmt == ActFormat::kBF16Rounded) {
+    d.round_bf16(x, reinterpret_cast<float*>(dst), cols);
   } else {
-    kernels::quantize_act_ref(fmt, x, dst, cols);  // f32 rounded to the weights' 16-bit format
+    kernels::quantize_act_ref(fmt, x, dst, cols);
   }
 }
 

@@ -14,13 +14,17 @@
   void packed_iq4_nl(const TileArgs& a); \
   void packed_q4_k(const TileArgs& a);   \
   void packed_q6_k(const TileArgs& a);   \
+  void packed_iq4_xs(const TileArgs& a); \
   }
 
-// Declares one copy's 16-row tiles (avx512_tiles.inc): the same types and IQ4_XS.
+// Declares one AVX-512 copy's tiles: the 16-row ones (avx512_tiles.inc: the same types) and the
+// f32 family's over the file layout (avx512_float.inc).
 #define GGUFD_DECLARE_ZMM_TILES(ns)      \
   GGUFD_DECLARE_PACKED_TILES(ns)         \
   namespace engine::kernels::ns {        \
-  void packed_iq4_xs(const TileArgs& a); \
+  void tile_f32(const TileArgs& a);      \
+  void tile_f16(const TileArgs& a);      \
+  void tile_bf16(const TileArgs& a);     \
   }
 
 GGUFD_DECLARE_PACKED_TILES(avx2)

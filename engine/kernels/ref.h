@@ -44,6 +44,9 @@ void dequant_mxfp4(const void* row, float* y, int64_t cols);
 void quantize_q8a(const float* x, ActQ8A* y, int64_t cols);
 // x (cols,) f32 -> cols/256 Q8K blocks.
 void quantize_q8k(const float* x, ActQ8K* y, int64_t cols);
+// x (cols,) -> y (cols,), each rounded to binary16 / bfloat16 precision (as f32).
+void round_f16(const float* x, float* y, int64_t cols);
+void round_bf16(const float* x, float* y, int64_t cols);
 
 // W row (cols,) . x (cols,) -> float. `x` is f32 for F32/F16/BF16, Q8A or Q8K blocks otherwise.
 float vec_dot_f32(const void* w, const void* x, int64_t cols);

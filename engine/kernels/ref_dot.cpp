@@ -49,6 +49,14 @@ void quantize_q8k(const float* x, ActQ8K* y, int64_t cols) {
   }
 }
 
+void round_f16(const float* x, float* y, int64_t cols) {
+  for (int64_t i = 0; i < cols; ++i) y[i] = round_fp16(x[i]);
+}
+
+void round_bf16(const float* x, float* y, int64_t cols) {
+  for (int64_t i = 0; i < cols; ++i) y[i] = bf16_to_fp32(fp32_to_bf16(x[i]));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Unpacking one block to the canonical form
 

@@ -5,7 +5,8 @@
 // Adding a type: its block struct (gguf/blocks.h), its scalar reference kernels (ref.h:
 // dequant_* and vec_dot_*, the spec), and one row here. The columns after those are optional:
 // a row without SIMD tiles runs the reference tile everywhere; one without a packed layout keeps
-// its weights in the file layout.
+// its weights in the file layout; an AVX-512 file-layout tile replaces the AVX2 one where the
+// CPU has AVX-512.
 #pragma once
 
 #include <cstddef>
@@ -49,8 +50,9 @@ struct KernelTraits {
   DequantFn dequant;                      // scalar reference
   VecDotFn vec_dot;                       // scalar reference
   TileFn avx2 = nullptr;                  // AVX2 tile over the file layout (all SIMD tables)
-  const PackedLayout* packed = nullptr;   // the 8-row interleaved layout, or none
+  const PackedLayout* packed = nullptr;   // the interleaved layout (packing.h), or none
   PackedTiles packed_tiles{};             // tiles over that layout
+  TileFn avx512 = nullptr;                // AVX-512 tile over the file layout (the avx512vnni table)
 
   int64_t block_size() const { return gguf::type_info(type).block_size; }
   int64_t block_bytes() const { return gguf::type_info(type).block_bytes; }

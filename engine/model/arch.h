@@ -10,6 +10,20 @@
 
 namespace engine {
 
+// How an encoder's tokens know their positions.
+enum class EncoderPositions {
+  kTable,  // a learned table position_embd added to the input embeddings (bert)
+  kRope,   // RoPE on Q and K in every layer, in the table's rope style (nomic-bert)
+  kAlibi,  // ALiBi: head h's scores get -slope(h) * |i - j| (jina-bert-v2; HParams::alibi_max_bias)
+};
+
+// What rank pooling (rerankers, /v1/rerank) reads, as llama.cpp's build_pooling does.
+enum class RankHead {
+  kNone,         // rank pooling is not supported: the file's cls.output is not loaded
+  kFirst,        // the first token's state through cls / cls.output, raw (BERT cross-encoders)
+  kLastSoftmax,  // the last token's state through cls.output, softmaxed (Qwen3-Reranker's yes/no)
+};
+
 struct ArchTraits {
   Arch arch;
   std::string_view name;  // general.architecture
@@ -24,13 +38,16 @@ struct ArchTraits {
   bool shexp;       // a shared expert beside the routed ones required, sigmoid-gated (qwen2moe)
   std::string_view ffn_norm;  // the pre-FFN norm's tensor (gpt-oss names it post_attention_norm)
   bool encoder = false;       // BERT-style encoder (engine/model/encoder.h), not the decoder forward pass
+  EncoderPositions positions = EncoderPositions::kTable;  // encoders only
+  RankHead rank = RankHead::kNone;
 };
 
 inline constexpr ArchTraits kArchTraits[] = {
     //  arch             name        rope               ffn act             bias   qk_n   post   moe    sinks  shexp  ffn norm
     {Arch::kLlama,     "llama",    RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false, false, false, "ffn_norm"},
     {Arch::kQwen2,     "qwen2",    RopeStyle::kNeox,   FfnAct::kSilu,     true,  false, false, false, false, false, "ffn_norm"},
-    {Arch::kQwen3,     "qwen3",    RopeStyle::kNeox,   FfnAct::kSilu,     false, true,  false, false, false, false, "ffn_norm"},
+    {Arch::kQwen3,     "qwen3",    RopeStyle::kNeox,   FfnAct::kSilu,     false, true,  false, false, false, false, "ffn_norm",
+     false, EncoderPositions::kTable, RankHead::kLastSoftmax},
     {Arch::kQwen3Moe,  "qwen3moe", RopeStyle::kNeox,   FfnAct::kSilu,     false, true,  false, true,  false, false, "ffn_norm"},
     {Arch::kQwen2Moe,  "qwen2moe", RopeStyle::kNeox,   FfnAct::kSilu,     false, false, false, true,  false, true,  "ffn_norm"},
     {Arch::kGemma2,    "gemma2",   RopeStyle::kNeox,   FfnAct::kGeluTanh, false, false, true,  false, false, false, "ffn_norm"},
@@ -40,8 +57,14 @@ inline constexpr ArchTraits kArchTraits[] = {
     {Arch::kSmolLM3,   "smollm3",  RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false, false, false, "ffn_norm"},
     {Arch::kMistral3,  "mistral3", RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false, false, false, "ffn_norm"},
     {Arch::kGptOss,    "gpt-oss",  RopeStyle::kNeox,   FfnAct::kSwigluOai, true,  false, false, true,  true,  false, "post_attention_norm"},
-    // encoders                                                                                          ffn norm  encoder
-    {Arch::kBert,      "bert",     RopeStyle::kNormal, FfnAct::kGeluTanh, true,  false, false, false, false, false, "",       true},
+    // encoders: qkv_bias means required attn_{q,k,v}.bias; the FFN is gated when the file has ffn_gate
+    //                                                                                         ffn norm  encoder
+    {Arch::kBert,      "bert",     RopeStyle::kNormal, FfnAct::kGeluTanh, true,  false, false, false, false, false, "",       true,
+     EncoderPositions::kTable, RankHead::kFirst},
+    {Arch::kNomicBert, "nomic-bert", RopeStyle::kNeox, FfnAct::kSilu,     false, false, false, false, false, false, "",       true,
+     EncoderPositions::kRope, RankHead::kNone},
+    {Arch::kJinaBertV2, "jina-bert-v2", RopeStyle::kNormal, FfnAct::kGeluTanh, false, false, false, false, false, false, "", true,
+     EncoderPositions::kAlibi, RankHead::kFirst},
 };
 
 // The row of `arch` (every Arch has one).

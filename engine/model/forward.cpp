@@ -171,9 +171,10 @@ void Forward::attention_block(int64_t il, int64_t n, const SeqId* seq, const int
     rmsnorm(xb_.data() + t * E, x_.data() + t * E, l.attn_norm.data(), E, hp_.rms_eps);
   }
   // Q = xb @ Wq^T, K = xb @ Wk^T, V = xb @ Wv^T  xb (n, E) -> q (n, q_dim), k (n, k_dim), v (n, v_dim)
-  matmul(l.wq, xb_.data(), n, q_.data(), pool);
-  matmul(l.wk, xb_.data(), n, k_.data(), pool);
-  matmul(l.wv, xb_.data(), n, v_.data(), pool);
+  // (one group: xb is converted once, and the threads share the three products' row chunks)
+  const MatmulJob qkv[] = {{&l.wq, xb_.data(), n, q_.data()}, {&l.wk, xb_.data(), n, k_.data()},
+                           {&l.wv, xb_.data(), n, v_.data()}};
+  matmul_group(qkv, pool);
 
   // Per token: biases, per-head q/k norms, rope; then K/V into the token's cache cell.
   pool.run([&](int ith, int nth) {
@@ -342,8 +343,8 @@ void Forward::ffn_act(float* gate, const float* up, int64_t n) const {
 void Forward::dense_ffn(const LayerWeights& l, int64_t n, ThreadPool& pool) {
   const int64_t F = hp_.n_ff;
   // hb = xb @ Wgate^T, hb2 = xb @ Wup^T          xb (n, E) -> hb, hb2 (n, F)
-  matmul(l.ffn_gate, xb_.data(), n, hb_.data(), pool);
-  matmul(l.ffn_up, xb_.data(), n, hb2_.data(), pool);
+  const MatmulJob gate_up[] = {{&l.ffn_gate, xb_.data(), n, hb_.data()}, {&l.ffn_up, xb_.data(), n, hb2_.data()}};
+  matmul_group(gate_up, pool);
   // hb = act(hb) * hb2                           (n, F)
   ffn_act(hb_.data(), hb2_.data(), n * F);
   // xb2 = hb @ Wdown^T                           hb (n, F) -> xb2 (n, E)

@@ -176,6 +176,9 @@ void read_arch_hparams(const gguf::File& file, const std::string& p, HParams& hp
         for (int64_t il = 0; il < hp.n_layer; ++il) hp.rope_layer[static_cast<size_t>(il)] = (il + 1) % 4 != 0;
       }
       break;
+    case Arch::kJinaBertV2:  // llama.cpp's fixed value (no key)
+      hp.alibi_max_bias = 8.0f;
+      break;
     default:
       break;
   }
@@ -330,8 +333,15 @@ std::vector<HParamField> describe_hparams(const HParams& hp) {
   num("head_dim", static_cast<double>(hp.head_dim_k));
   num("n_ff", static_cast<double>(hp.n_ff));
   num("n_ctx_train", static_cast<double>(hp.n_ctx_train));
-  text("rope", std::string(hp.rope_style == RopeStyle::kNeox ? "neox" : "normal") + ", base " +
-                   number(hp.rope_freq_base) + (hp.n_rot < hp.head_dim_k ? ", " + std::to_string(hp.n_rot) + " rotary dims" : ""));
+  const ArchTraits& traits = arch_traits(hp.arch);
+  if (traits.encoder && traits.positions == EncoderPositions::kTable) {
+    text("positions", "learned table");
+  } else if (traits.encoder && traits.positions == EncoderPositions::kAlibi) {
+    text("positions", "alibi, max bias " + number(hp.alibi_max_bias));
+  } else {
+    text("rope", std::string(hp.rope_style == RopeStyle::kNeox ? "neox" : "normal") + ", base " +
+                     number(hp.rope_freq_base) + (hp.n_rot < hp.head_dim_k ? ", " + std::to_string(hp.n_rot) + " rotary dims" : ""));
+  }
   if (hp.rope_freq_scale != 1.0f) num("rope_freq_scale", hp.rope_freq_scale);
   if (hp.yarn_ext_factor != 0.0f) {
     text("rope_scaling", "yarn, original context " + std::to_string(hp.n_ctx_orig) + ", beta " +
@@ -346,7 +356,7 @@ std::vector<HParamField> describe_hparams(const HParams& hp) {
   if (!hp.causal) text("attention", "bidirectional (encoder)");
   if (hp.pooling != PoolingType::kNone) text("pooling", pooling_name(hp.pooling));
   if (hp.n_cls_out > 0) num("classifier_outputs", static_cast<double>(hp.n_cls_out));
-  text("ffn", arch_traits(hp.arch).encoder ? "gelu"
+  text("ffn", hp.arch == Arch::kBert ? "gelu"
              : hp.ffn_act == FfnAct::kGeluTanh    ? "gelu (tanh) gated"
              : hp.ffn_act == FfnAct::kSwigluOai ? "clamped swiglu (gpt-oss)"
                                                 : "silu gated");
@@ -355,7 +365,7 @@ std::vector<HParamField> describe_hparams(const HParams& hp) {
     text("sliding_window_layers", layer_ranges(hp.swa_layer, 1));
     num("rope_freq_base_swa", hp.rope_freq_base_swa);
   }
-  if (arch_traits(hp.arch).sinks) text("attention_sinks", "a learned logit per head");
+  if (traits.sinks) text("attention_sinks", "a learned logit per head");
   if (hp.attn_softcap != 0.0f) num("attn_logit_softcapping", hp.attn_softcap);
   if (hp.final_softcap != 0.0f) num("final_logit_softcapping", hp.final_softcap);
   if (hp.embd_scale != 1.0f) num("embedding_scale", hp.embd_scale);

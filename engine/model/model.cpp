@@ -128,28 +128,44 @@ class Loader {
   const gguf::File& file_;
 };
 
-// Layer il's weights, each tensor's presence, shape and type checked against hp and the
-// architecture table.
+// Layer weights are read by the functions below, each tensor's presence, shape and type checked
+// against hp and the architecture table.
+
+// Q, K, V of the layer with prefix b ("blk.N."): a fused attn_qkv (rows Q, then K, then V: phi3,
+// nomic-bert) with its optional fused bias, or attn_{q,k,v} with biases (required when
+// `biases`, else optional).
+void load_qkv(const Loader& ld, const HParams& hp, const std::string& b, bool biases, LayerWeights& l) {
+  const int64_t E = hp.n_embd, nq = hp.q_dim(), nk = hp.k_dim(), nv = hp.v_dim();
+  if (ld.has(b + "attn_qkv.weight")) {
+    const Matrix qkv = ld.matrix(b + "attn_qkv.weight", nq + nk + nv, E);
+    l.wq = Loader::row_slice(qkv, 0, nq);
+    l.wk = Loader::row_slice(qkv, nq, nk);
+    l.wv = Loader::row_slice(qkv, nq + nk, nv);
+    const std::vector<float> bias = ld.vector(b + "attn_qkv.bias", nq + nk + nv, false);
+    if (!bias.empty()) {
+      l.bq.assign(bias.begin(), bias.begin() + nq);
+      l.bk.assign(bias.begin() + nq, bias.begin() + nq + nk);
+      l.bv.assign(bias.begin() + nq + nk, bias.end());
+    }
+    return;
+  }
+  l.wq = ld.matrix(b + "attn_q.weight", nq, E);
+  l.wk = ld.matrix(b + "attn_k.weight", nk, E);
+  l.wv = ld.matrix(b + "attn_v.weight", nv, E);
+  l.bq = ld.vector(b + "attn_q.bias", nq, biases);
+  l.bk = ld.vector(b + "attn_k.bias", nk, biases);
+  l.bv = ld.vector(b + "attn_v.bias", nv, biases);
+}
+
+// Layer il of a decoder.
 LayerWeights load_layer(const Loader& ld, const HParams& hp, int64_t il) {
   const ArchTraits& arch = arch_traits(hp.arch);
   const std::string b = "blk." + std::to_string(il) + ".";
   const int64_t E = hp.n_embd;
   LayerWeights l;
   l.attn_norm = ld.vector(b + "attn_norm.weight", E, true);
-  if (ld.has(b + "attn_qkv.weight")) {  // fused Q, K, V rows (phi3)
-    const Matrix qkv = ld.matrix(b + "attn_qkv.weight", hp.q_dim() + hp.k_dim() + hp.v_dim(), E);
-    l.wq = Loader::row_slice(qkv, 0, hp.q_dim());
-    l.wk = Loader::row_slice(qkv, hp.q_dim(), hp.k_dim());
-    l.wv = Loader::row_slice(qkv, hp.q_dim() + hp.k_dim(), hp.v_dim());
-  } else {
-    l.wq = ld.matrix(b + "attn_q.weight", hp.q_dim(), E);
-    l.wk = ld.matrix(b + "attn_k.weight", hp.k_dim(), E);
-    l.wv = ld.matrix(b + "attn_v.weight", hp.v_dim(), E);
-  }
+  load_qkv(ld, hp, b, arch.qkv_bias, l);
   l.wo = ld.matrix(b + "attn_output.weight", E, hp.n_head * hp.head_dim_v);
-  l.bq = ld.vector(b + "attn_q.bias", hp.q_dim(), arch.qkv_bias);
-  l.bk = ld.vector(b + "attn_k.bias", hp.k_dim(), arch.qkv_bias);
-  l.bv = ld.vector(b + "attn_v.bias", hp.v_dim(), arch.qkv_bias);
   const bool moe_biases = arch.moe && arch.qkv_bias;  // gpt-oss: biases everywhere
   l.bo = ld.vector(b + "attn_output.bias", E, moe_biases);
   l.q_norm = ld.vector(b + "attn_q_norm.weight", hp.head_dim_k, arch.qk_norm);
@@ -185,34 +201,57 @@ LayerWeights load_layer(const Loader& ld, const HParams& hp, int64_t il) {
   return l;
 }
 
-// Layer il of an encoder (bert): Q/K/V/output with biases, LayerNorms after the residual adds,
-// a gate-less FFN with biases.
+// A LayerNorm's weight and bias (n,) with prefix `name` ("blk.0.attn_norm_2"), when the file has
+// the weight (the bias is then required); empty otherwise.
+void optional_layer_norm(const Loader& ld, const std::string& name, int64_t n, std::vector<float>& w,
+                         std::vector<float>& b) {
+  w = ld.vector(name + ".weight", n, false);
+  if (!w.empty()) b = ld.vector(name + ".bias", n, true);
+}
+
+// Layer il of an encoder: Q/K/V (bert: with biases; nomic-bert: fused, without), output
+// projection, LayerNorms after the residual adds, an FFN with optional biases -- gate-less (bert:
+// GELU) unless the file has ffn_gate (required for SwiGLU: nomic-bert) or a fused gate+up
+// (jina-bert-v2). jina-bert-v2 also has optional Q/K and second attention LayerNorms, and
+// requires the output and down biases, as llama.cpp does.
 LayerWeights load_encoder_layer(const Loader& ld, const HParams& hp, int64_t il) {
+  const ArchTraits& arch = arch_traits(hp.arch);
+  const bool jina = hp.arch == Arch::kJinaBertV2;
   const std::string b = "blk." + std::to_string(il) + ".";
-  const int64_t E = hp.n_embd;
+  const int64_t E = hp.n_embd, F = hp.n_ff;
   LayerWeights l;
-  l.wq = ld.matrix(b + "attn_q.weight", hp.q_dim(), E);
-  l.wk = ld.matrix(b + "attn_k.weight", hp.k_dim(), E);
-  l.wv = ld.matrix(b + "attn_v.weight", hp.v_dim(), E);
+  load_qkv(ld, hp, b, arch.qkv_bias, l);
+  if (jina) {
+    optional_layer_norm(ld, b + "attn_q_norm", hp.q_dim(), l.attn_q_ln, l.attn_q_ln_b);
+    optional_layer_norm(ld, b + "attn_k_norm", hp.k_dim(), l.attn_k_ln, l.attn_k_ln_b);
+    optional_layer_norm(ld, b + "attn_norm_2", E, l.attn_norm_2, l.attn_norm_2_b);
+  }
   l.wo = ld.matrix(b + "attn_output.weight", E, hp.n_head * hp.head_dim_v);
-  l.bq = ld.vector(b + "attn_q.bias", hp.q_dim(), true);
-  l.bk = ld.vector(b + "attn_k.bias", hp.k_dim(), true);
-  l.bv = ld.vector(b + "attn_v.bias", hp.v_dim(), true);
-  l.bo = ld.vector(b + "attn_output.bias", E, false);
+  l.bo = ld.vector(b + "attn_output.bias", E, jina);
   l.attn_out_norm = ld.vector(b + "attn_output_norm.weight", E, true);
   l.attn_out_norm_b = ld.vector(b + "attn_output_norm.bias", E, true);
-  l.ffn_up = ld.matrix(b + "ffn_up.weight", hp.n_ff, E);
-  l.ffn_up_b = ld.vector(b + "ffn_up.bias", hp.n_ff, false);
-  l.ffn_down = ld.matrix(b + "ffn_down.weight", E, hp.n_ff);
-  l.ffn_down_b = ld.vector(b + "ffn_down.bias", E, false);
+  const bool gate = arch.act == FfnAct::kSilu || ld.has(b + "ffn_gate.weight");
+  int64_t up_rows = F;
+  if (jina && !gate) {  // ffn_up of n_ff rows (GELU) or 2 * n_ff (GeGLU, gate rows first)
+    const gguf::TensorInfo& up = ld.get(b + "ffn_up.weight");
+    if (up.n_dims == 2 && static_cast<int64_t>(up.ne[1]) == 2 * F) up_rows = 2 * F;
+  }
+  l.ffn_up = ld.matrix(b + "ffn_up.weight", up_rows, E);
+  l.ffn_up_b = ld.vector(b + "ffn_up.bias", up_rows, false);
+  if (gate) l.ffn_gate = ld.matrix(b + "ffn_gate.weight", F, E);
+  l.ffn_down = ld.matrix(b + "ffn_down.weight", E, F);
+  l.ffn_down_b = ld.vector(b + "ffn_down.bias", E, jina);
   l.layer_out_norm = ld.vector(b + "layer_output_norm.weight", E, true);
   l.layer_out_norm_b = ld.vector(b + "layer_output_norm.bias", E, true);
   return l;
 }
 
-// The input side of an encoder: position and token-type embeddings, the embedding LayerNorm.
+// The input side of an encoder: the position table (bert), token-type embeddings, the embedding
+// LayerNorm.
 void load_encoder_inputs(const Loader& ld, const gguf::File& f, const HParams& hp, Model& m) {
-  m.pos_embd = ld.matrix("position_embd.weight", hp.n_ctx_train, hp.n_embd);
+  if (arch_traits(hp.arch).positions == EncoderPositions::kTable) {
+    m.pos_embd = ld.matrix("position_embd.weight", hp.n_ctx_train, hp.n_embd);
+  }
   if (const gguf::TensorInfo* t = f.find_tensor("token_types.weight")) {
     if (t->n_dims != 2 || static_cast<int64_t>(t->ne[0]) != hp.n_embd || t->ne[1] == 0) {
       fail(f, "tensor 'token_types.weight' has shape " + shape_string(*t) + ", expected [" +
@@ -226,21 +265,44 @@ void load_encoder_inputs(const Loader& ld, const gguf::File& f, const HParams& h
   m.tok_norm_b = ld.vector("token_embd_norm.bias", hp.n_embd, true);
 }
 
-// The classification head (cls, cls.output), when the file has one; sets hp.n_cls_out.
+// The classification head (cls, cls.output) of an architecture that has one (ArchTraits::rank),
+// when the file has it; sets hp.n_cls_out. Architectures without one ignore these tensors, as
+// llama.cpp does, and refuse pooling rank. A first-token head may be cls alone (jina-reranker:
+// cls of n_cls_out rows, its tanh the output).
 void load_classifier(const Loader& ld, const gguf::File& f, HParams& hp, Model& m) {
+  const RankHead rank = arch_traits(hp.arch).rank;
+  if (rank == RankHead::kNone) {
+    if (hp.pooling == PoolingType::kRank) {
+      fail(f, "pooling type rank is not supported for architecture " + hp.arch_name +
+                  " (rerankers: bert and jina-bert-v2 cross-encoders, qwen3 as Qwen3-Reranker)");
+    }
+    return;
+  }
   const gguf::TensorInfo* out = f.find_tensor("cls.output.weight");
-  if (out == nullptr) {
-    if (hp.pooling == PoolingType::kRank && !arch_traits(hp.arch).encoder) {
+  const bool cls_alone = out == nullptr && rank == RankHead::kFirst && ld.has("cls.weight");
+  if (out == nullptr && !cls_alone) {
+    if (hp.pooling == PoolingType::kRank && rank == RankHead::kLastSoftmax) {
       fail(f, "pooling type rank needs a classification head: tensor 'cls.output.weight' is missing");
     }
     return;
   }
-  if (out->n_dims != 2 || out->ne[1] == 0 || out->ne[1] > 1024) {
-    fail(f, "tensor 'cls.output.weight' has shape " + shape_string(*out) + ", expected [" +
+  const gguf::TensorInfo& head = cls_alone ? ld.get("cls.weight") : *out;
+  if (head.n_dims != 2 || head.ne[1] == 0 || head.ne[1] > 1024) {
+    fail(f, "tensor '" + std::string(head.name) + "' has shape " + shape_string(head) + ", expected [" +
                 std::to_string(hp.n_embd) + ", n_classes] with 1 to 1024 classes");
   }
-  hp.n_cls_out = static_cast<int64_t>(out->ne[1]);
-  if (ld.has("cls.weight")) {
+  hp.n_cls_out = static_cast<int64_t>(head.ne[1]);
+  const std::string labels_key = hp.arch_name + ".classifier.output_labels";
+  if (const gguf::Value* labels = f.find_array(labels_key); labels && labels->size() != static_cast<uint64_t>(hp.n_cls_out)) {
+    fail(f, labels_key + " names " + std::to_string(labels->size()) + " classes, but tensor '" + std::string(head.name) +
+                "' has " + std::to_string(hp.n_cls_out) + " rows");
+  }
+  if (cls_alone) {
+    m.cls = ld.matrix("cls.weight", hp.n_cls_out, hp.n_embd);
+    m.cls_b = ld.vector("cls.bias", hp.n_cls_out, false);
+    return;
+  }
+  if (rank == RankHead::kFirst && ld.has("cls.weight")) {  // (qwen3 has no hidden layer: llama.cpp loads none)
     m.cls = ld.matrix("cls.weight", hp.n_embd, hp.n_embd);
     m.cls_b = ld.vector("cls.bias", hp.n_embd, false);
   }

@@ -32,6 +32,8 @@ enum class Arch {
   kMistral3,  // llama with YaRN and a position-dependent attention temperature (Ministral 3)
   kGptOss,    // MoE with biases everywhere, attention sinks, alternate 128-token windows, clamped SwiGLU
   kBert,      // encoder: absolute positions, LayerNorm after each residual, GELU FFN, bidirectional
+  kNomicBert, // bert's block with fused QKV, NeoX RoPE in place of the position table, SwiGLU FFN, no biases
+  kJinaBertV2,// bert's block with ALiBi in place of the position table, GeGLU FFN, optional Q/K LayerNorms
 };
 
 // How a sequence's final hidden states become one vector (pooling_type; llama.cpp's numbering).
@@ -40,8 +42,8 @@ enum class PoolingType {
   kMean = 1,  // the mean of every token's hidden state
   kCls = 2,   // the first token's ([CLS])
   kLast = 3,  // the last token's (decoder embedders: Qwen3-Embedding)
-  kRank = 4,  // the first token's (encoders) / the last's (decoders) through the classification
-              // head: a relevance score (rerankers)
+  kRank = 4,  // the first token's (bert) / the last's (qwen3) through the classification head: a
+              // relevance score (rerankers; ArchTraits::rank says which architectures have one)
 };
 const char* pooling_name(PoolingType p);  // "none", "mean", "cls", "last", "rank"
 // The pooling type named `name` ("mean", ...), or nullopt.
@@ -120,6 +122,7 @@ struct HParams {
   bool causal = true;          // attention.causal: false for encoders, whose tokens see the whole sequence
   PoolingType pooling = PoolingType::kNone;  // pooling_type
   float norm_eps = 1e-12f;     // attention.layer_norm_epsilon (LayerNorm: bert)
+  float alibi_max_bias = 0.0f; // ALiBi's maximum bias (jina-bert-v2: 8, as llama.cpp fixes it); 0: none
   int64_t n_cls_out = 0;       // rows of cls.output: the classification head's outputs (0: none)
 
   int64_t q_dim() const { return n_head * head_dim_k; }      // width of Q rows
@@ -157,9 +160,15 @@ struct LayerWeights {
   std::vector<float> ffn_gate_inp_shexp;   // (n_embd,)
   Matrix gate_shexp, up_shexp;             // (n_ff_shexp, n_embd)
   Matrix down_shexp;                       // (n_embd, n_ff_shexp)
-  // Encoders (bert): FFN biases (gate-less FFN: ffn_up, GELU, ffn_down) and the LayerNorms after
-  // each residual add, weight and bias.
-  std::vector<float> ffn_up_b, ffn_down_b;                  // (n_ff,) (n_embd,)
+  // Encoders: FFN biases (bert's gate-less FFN: ffn_up, GELU, ffn_down; nomic-bert's SwiGLU uses
+  // ffn_gate, without biases) and the LayerNorms after each residual add, weight and bias.
+  std::vector<float> ffn_up_b, ffn_down_b;                  // (ffn_up.rows,) (n_embd,)
+  // jina-bert-v2, optional: LayerNorms over a token's whole Q and K rows, and a second LayerNorm
+  // after attention, of x + the layer's input. ffn_up of 2 * n_ff rows is a fused GeGLU (gate
+  // rows first).
+  std::vector<float> attn_q_ln, attn_q_ln_b;                // (q_dim,)
+  std::vector<float> attn_k_ln, attn_k_ln_b;                // (k_dim,)
+  std::vector<float> attn_norm_2, attn_norm_2_b;            // (n_embd,)
   std::vector<float> attn_out_norm, attn_out_norm_b;        // (n_embd,) after attention + residual
   std::vector<float> layer_out_norm, layer_out_norm_b;      // (n_embd,) after FFN + residual
 };
@@ -211,13 +220,14 @@ class Model {
   // the model has none.
   const float* rope_factors(int64_t n_ctx_seq) const;
 
-  // Encoders (bert): input embeddings are token + position + token type 0, then a LayerNorm.
-  Matrix pos_embd;                          // (n_ctx_train, n_embd)
+  // Encoders: input embeddings are token + position (bert's table) + token type 0, then a LayerNorm.
+  Matrix pos_embd;                          // (n_ctx_train, n_embd); none with RoPE (nomic-bert)
   std::vector<float> type_embd0;            // (n_embd,) token type 0 (every token is "sentence A")
   std::vector<float> tok_norm, tok_norm_b;  // (n_embd,)
   // Classification head of rank pooling, optional: score = cls_out @ tanh(cls @ x + cls_b) + cls_out_b
-  // (without cls: cls_out @ x + cls_out_b).
-  Matrix cls;                               // (n_embd, n_embd), optional
+  // (without cls: cls_out @ x + cls_out_b; without cls_out: tanh(cls @ x + cls_b), jina-reranker;
+  // qwen3: softmax(cls_out @ x)).
+  Matrix cls;                               // (n_embd, n_embd), or (n_cls_out, n_embd) alone; optional
   std::vector<float> cls_b;                 // (n_embd,)
   Matrix cls_out;                           // (n_cls_out, n_embd)
   std::vector<float> cls_out_b;             // (n_cls_out,)

@@ -28,11 +28,13 @@ int64_t pooled_size(const HParams& hp, PoolingType type) {
   return type == PoolingType::kRank && hp.n_cls_out > 0 ? hp.n_cls_out : hp.n_embd;
 }
 
-Pooler::Pooler(PoolingType type, bool encoder, int64_t n_embd, int64_t n_tokens)
+bool rank_pools_last(const HParams& hp) { return arch_traits(hp.arch).rank == RankHead::kLastSoftmax; }
+
+Pooler::Pooler(PoolingType type, bool rank_last, int64_t n_embd, int64_t n_tokens)
     : n_tokens_(n_tokens), sum_(static_cast<size_t>(n_embd), 0.0) {
   if (type == PoolingType::kNone) throw std::invalid_argument("Pooler: no pooling type");
   if (n_tokens <= 0) throw std::invalid_argument("Pooler: an empty sequence has no embedding");
-  const bool first = type == PoolingType::kCls || (type == PoolingType::kRank && encoder);
+  const bool first = type == PoolingType::kCls || (type == PoolingType::kRank && !rank_last);
   want_pos_ = type == PoolingType::kMean ? -1 : first ? 0 : n_tokens - 1;
 }
 
@@ -53,17 +55,18 @@ std::vector<float> Pooler::finish() const {
 std::vector<float> classify(const Model& model, std::vector<float> x) {
   const HParams& hp = model.hparams();
   if (hp.n_cls_out == 0) return x;
-  // h = tanh(cls @ x + cls_b)                                  x (E,) -> (E,)
+  // h = tanh(cls @ x + cls_b)                       x (E,) -> (E,), or (n_cls_out,) with cls alone
   if (model.cls.data != nullptr) {
-    std::vector<float> h(x.size());
+    std::vector<float> h(static_cast<size_t>(model.cls.rows));
     apply(model.cls, model.cls_b, x.data(), h.data());
     tanh_inplace(h.data(), static_cast<int64_t>(h.size()));
     x.swap(h);
   }
+  if (model.cls_out.data == nullptr) return x;  // cls alone (jina-reranker)
   // score = cls_out @ h + cls_out_b                            (E,) -> (n_cls_out,)
   std::vector<float> out(static_cast<size_t>(hp.n_cls_out));
   apply(model.cls_out, model.cls_out_b, x.data(), out.data());
-  if (!arch_traits(hp.arch).encoder) softmax(out.data(), hp.n_cls_out);  // a decoder's yes/no head
+  if (rank_pools_last(hp)) softmax(out.data(), hp.n_cls_out);  // qwen3's yes/no head
   return out;
 }
 

@@ -10,12 +10,12 @@ namespace engine {
 
 // Accumulates one sequence's hidden states, fed in position order across any number of forward
 // passes, and pools them: mean: their mean; cls: position 0's; last: the last position's; rank:
-// position 0's (encoders) or the last's (decoders), for classify().
+// position 0's, or the last's when rank_last (qwen3: rank_pools_last), for classify().
 // Thread-safety: none (one per sequence). Plain value.
 class Pooler {
  public:
-  // n_tokens: the sequence's length (> 0); `type` is not kNone; encoder: the model is one.
-  Pooler(PoolingType type, bool encoder, int64_t n_embd, int64_t n_tokens);
+  // n_tokens: the sequence's length (> 0); `type` is not kNone.
+  Pooler(PoolingType type, bool rank_last, int64_t n_embd, int64_t n_tokens);
 
   // Whether the hidden state at `pos` is needed.
   bool wants(int64_t pos) const;
@@ -30,9 +30,14 @@ class Pooler {
   std::vector<double> sum_;  // (n_embd,) the mean's sum, or the position's state
 };
 
-// Rank pooling's last step: the pooled state (n_embd,) through the model's classification head,
-// score = cls_out @ tanh(cls @ x + cls_b) + cls_out_b, softmax over the outputs for a decoder (its
-// yes/no head, as Qwen3-Reranker). (n_cls_out,); x itself when the model has no head.
+// Whether rank pooling reads the model's last token rather than its first (ArchTraits::rank:
+// qwen3, as llama.cpp pools Qwen3-Reranker).
+bool rank_pools_last(const HParams& hp);
+
+// Rank pooling's last step, as llama.cpp's build_pooling: the pooled state (n_embd,) through the
+// model's classification head, score = cls_out @ tanh(cls @ x + cls_b) + cls_out_b (bert),
+// tanh(cls @ x + cls_b) (a head of cls alone: jina-reranker), or softmax(cls_out @ x) (qwen3: its
+// yes/no head, so score 0 is P(yes)). (n_cls_out,); x itself when the model has no head.
 std::vector<float> classify(const Model& model, std::vector<float> x);
 
 // Width of a pooled output: n_cls_out for rank pooling with a head, else n_embd.

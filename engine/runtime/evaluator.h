@@ -13,6 +13,7 @@
 #include "engine/model/forward.h"
 #include "engine/model/encoder.h"
 #include "engine/model/kv_cache.h"
+#include "engine/model/pooling.h"
 #include "engine/runtime/prefix_cache.h"
 
 namespace engine {
@@ -36,9 +37,11 @@ class BatchEvaluator {
 
   // Embeddings. encoder(): sequences come whole in one batch and nothing is cached (truncate
   // keeps nothing). hidden(i): the i-th token flagged in batch.hidden, its final hidden state
-  // (n_embd(),). classify(): rank pooling's head over a pooled state. Evaluators without
+  // (n_embd(),). classify(): rank pooling's head over a pooled state; rank_pools_last(): rank
+  // pooling reads the last token, not the first (engine::rank_pools_last). Evaluators without
   // embeddings (test fakes) keep these defaults: no hidden states.
   virtual bool encoder() const { return false; }
+  virtual bool rank_pools_last() const { return false; }
   virtual int64_t n_embd() const { return 0; }
   virtual const float* hidden(int64_t i) const;
   virtual std::vector<float> classify(std::vector<float> pooled) const { return pooled; }
@@ -94,6 +97,7 @@ class ModelEvaluator final : public BatchEvaluator {
   int64_t n_embd() const override { return model_.hparams().n_embd; }
   const float* hidden(int64_t i) const override { return forward_.hidden(i); }
   std::vector<float> classify(std::vector<float> pooled) const override;
+  bool rank_pools_last() const override { return engine::rank_pools_last(model_.hparams()); }
   // The compute threads (a draft model runs on them too, between this evaluator's passes).
   ThreadPool& pool() { return pool_; }
 
@@ -115,7 +119,7 @@ class ModelEvaluator final : public BatchEvaluator {
   Forward forward_;
 };
 
-// An encoder Model (bert) on its own compute threads: whole sequences per batch, no cache, hidden
+// An encoder Model (bert, nomic-bert) on its own compute threads: whole sequences per batch, no cache, hidden
 // states only (logits() is never valid: an encoder has no output head).
 // Ownership: borrows the Model (which must outlive it); owns the scratch and threads.
 class EncoderEvaluator final : public BatchEvaluator {

@@ -180,7 +180,7 @@ void Scheduler::Impl::start(Slot& slot, GenerationRequest&& req) {
     }
     const auto n_prompt = static_cast<int64_t>(req.prompt.size());
     slot.seq.emplace(std::move(req), tokenizer, keep);
-    if (slot.seq->embedding()) slot.seq->pooler.emplace(slot.seq->req.pooling, eval.encoder(), eval.n_embd(), n_prompt);
+    if (slot.seq->embedding()) slot.seq->pooler.emplace(slot.seq->req.pooling, eval.rank_pools_last(), eval.n_embd(), n_prompt);
   } catch (const std::exception& e) {  // parameters the sampler refuses: this request only ends
     slot.seq.reset();
     try {

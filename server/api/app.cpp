@@ -68,7 +68,8 @@ std::vector<std::string> capabilities(const App& app) {
 }
 
 nlohmann::json model_kind_json(const App& app) {
-  return {{"capabilities", capabilities(app)}, {"pooling", engine::pooling_name(app.pooling)}, {"n_embd", app.n_embd}};
+  return {{"capabilities", capabilities(app)}, {"pooling", engine::pooling_name(app.pooling)}, {"n_embd", app.n_embd},
+          {"architecture", app.architecture}};
 }
 
 }  // namespace server

@@ -72,6 +72,7 @@ struct App {
   bool generates = true;
   engine::PoolingType pooling = engine::PoolingType::kNone;
   int64_t n_embd = 0;
+  std::string architecture;           // general.architecture ("bert", "nomic-bert", "qwen3", ...)
   std::function<std::tm()> template_clock;  // strftime_now()'s time; empty: now (tests fix it)
   WorkPool* work = nullptr;           // the CPU work of requests runs here, off the IO threads
   ServeSettings settings;
@@ -98,7 +99,8 @@ void require_generation(const App& app);
 // "embeddings", "rerank".
 std::vector<std::string> capabilities(const App& app);
 
-// {"capabilities": [...], "pooling": "cls", "n_embd": 384}: what kind of model this is.
+// {"capabilities": [...], "pooling": "cls", "n_embd": 384, "architecture": "bert"}: what kind of
+// model this is.
 nlohmann::json model_kind_json(const App& app);
 
 }  // namespace server

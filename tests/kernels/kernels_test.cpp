@@ -2,8 +2,11 @@
 // integer dot products against dequantize + f32, and matmul over awkward shapes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -13,12 +16,17 @@
 #include "engine/kernels/dispatch.h"
 #include "engine/kernels/fp16.h"
 #include "engine/kernels/matmul.h"
+#include "engine/kernels/packed_tiles.h"
 #include "engine/kernels/ref.h"
 #include "engine/kernels/thread_pool.h"
 #include "engine/kernels/traits.h"
 #include "gguf/file.h"
 #include "tests/support/quantized.h"
 #include "tests/support/shared.h"
+
+#if GGUFD_HAVE_SIMDE
+GGUFD_DECLARE_ZMM_TILES(zmm_emulated)  // tests/kernels/zmm_emulated_tiles.cpp
+#endif
 
 namespace engine {
 namespace {
@@ -262,8 +270,10 @@ struct Product {
 };
 
 // out (n, rows) = X (n, cols) @ W^T through one dispatch table's quantizer + tile.
+// `tile`: the table's own for `type` when null.
 std::vector<float> run_tile(const kernels::Dispatch& d, TensorType type, const std::vector<uint8_t>& w,
-                            int64_t rows, int64_t cols, const std::vector<float>& x, int64_t n) {
+                            int64_t rows, int64_t cols, const std::vector<float>& x, int64_t n,
+                            kernels::TileFn tile = nullptr) {
   const kernels::KernelTraits* t = kernels::kernel_traits(type);
   const int64_t xr = kernels::act_row_bytes(t->act, cols);
   std::vector<uint8_t> xq(static_cast<size_t>(xr * n));
@@ -280,7 +290,7 @@ std::vector<float> run_tile(const kernels::Dispatch& d, TensorType type, const s
   }
   std::vector<float> out(static_cast<size_t>(n * rows), -1.0f);
   const size_t row_bytes = static_cast<size_t>(cols / t->block_size() * t->block_bytes());
-  d.tile_for(type)({w.data(), row_bytes, rows, cols, xq.data(), static_cast<size_t>(xr), n, out.data(), rows, t});
+  (tile ? tile : d.tile_for(type))({w.data(), row_bytes, rows, cols, xq.data(), static_cast<size_t>(xr), n, out.data(), rows, t});
   return out;
 }
 
@@ -318,17 +328,41 @@ void exact_product(TensorType type, const std::vector<uint8_t>& w, int64_t rows,
 
 class KernelTest : public ::testing::TestWithParam<TensorType> {};
 
+// The file-layout tiles this machine can check: every SIMD table's own (AVX2, and AVX-512 where
+// the CPU has it), and the AVX-512 float tiles built over SIMDe's emulation (zmm_emulated_tiles.cpp).
+struct TileUnderTest {
+  std::string name;
+  const kernels::Dispatch* d;  // activations quantized with this table
+  kernels::TileFn tile;
+};
+std::vector<TileUnderTest> file_layout_tiles(TensorType type) {
+  std::vector<TileUnderTest> tiles;
+  const kernels::Dispatch* avx2 = kernels::avx2_dispatch();
+  if (avx2 == nullptr) return tiles;
+  tiles.push_back({"avx2", avx2, avx2->tile_for(type)});
+  if (const kernels::Dispatch* zmm = kernels::avx512_dispatch(); zmm && zmm->tile_for(type) != avx2->tile_for(type)) {
+    tiles.push_back({"avx512", zmm, zmm->tile_for(type)});
+  }
+#if GGUFD_HAVE_SIMDE
+  namespace em = kernels::zmm_emulated;
+  const kernels::TileFn emulated = type == TensorType::F32 ? em::tile_f32 : type == TensorType::F16 ? em::tile_f16
+                                 : type == TensorType::BF16 ? em::tile_bf16 : nullptr;
+  if (emulated) tiles.push_back({"avx512-emulated", avx2, emulated});
+#endif
+  return tiles;
+}
+
 TEST_P(KernelTest, TilesMatchReferenceOnAwkwardShapes) {
   const TensorType type = GetParam();
   const kernels::KernelTraits* t = kernels::kernel_traits(type);
-  const kernels::Dispatch* simd = kernels::avx2_dispatch();
+  const std::vector<TileUnderTest> tiles = file_layout_tiles(type);
   std::mt19937 rng(static_cast<unsigned>(type) + 11);
   std::normal_distribution<float> val(0.0f, 1.0f);
   const int64_t unit = t->block_size() == 1 ? 8 : t->block_size();
   for (int64_t cols : {unit, 3 * unit, 8 * unit + (t->block_size() == 1 ? 3 : 0)}) {
-    for (int64_t rows : {1, 3, 7}) {
+    for (int64_t rows : {1, 3, 7, 13}) {
       const std::vector<uint8_t> w = ggufd::test::random_blocks(type, rows, cols, rng);
-      for (int64_t n = 1; n <= 9; ++n) {
+      for (int64_t n = 1; n <= 13; ++n) {
         std::vector<float> x(static_cast<size_t>(n * cols));
         for (float& v : x) v = val(rng);
         if (n == 5) std::fill(x.begin(), x.begin() + cols, 0.0f);  // an all-zero row
@@ -338,12 +372,13 @@ TEST_P(KernelTest, TilesMatchReferenceOnAwkwardShapes) {
         for (size_t i = 0; i < ref.size(); ++i) {
           ASSERT_NEAR(ref[i], p.exact[i], p.bound[i]) << "scalar cols=" << cols << " rows=" << rows << " n=" << n;
         }
-        if (!simd) continue;
-        const std::vector<float> fast = run_tile(*simd, type, w, rows, cols, x, n);
-        for (size_t i = 0; i < ref.size(); ++i) {
-          // Same quantized activations and exact integer sums: only f32 summation order differs.
-          ASSERT_NEAR(fast[i], ref[i], 2e-5 * (std::fabs(p.exact[i]) + p.bound[i] * 254) + 1e-5)
-              << "avx2 cols=" << cols << " rows=" << rows << " n=" << n << " i=" << i;
+        for (const TileUnderTest& tile : tiles) {
+          const std::vector<float> fast = run_tile(*tile.d, type, w, rows, cols, x, n, tile.tile);
+          for (size_t i = 0; i < ref.size(); ++i) {
+            // Same quantized activations and exact integer sums: only f32 summation order differs.
+            ASSERT_NEAR(fast[i], ref[i], 2e-5 * (std::fabs(p.exact[i]) + p.bound[i] * 254) + 1e-5)
+                << tile.name << " cols=" << cols << " rows=" << rows << " n=" << n << " i=" << i;
+          }
         }
       }
     }
@@ -391,6 +426,21 @@ TEST(Quantize, Avx2ActivationsAreBitIdentical) {
   kernels::ref::quantize_q8k(x.data(), c.data(), 1024);
   simd->quantize_q8k(x.data(), d.data(), 1024);
   EXPECT_EQ(std::memcmp(c.data(), d.data(), c.size() * sizeof c[0]), 0);
+  // rounding to binary16 / bfloat16: ties, subnormals, overflow, infinities and NaN too
+  const float special[] = {65504.0f, 65520.0f, 1e6f, -1e6f, 5.96e-8f, 2.98e-8f, 1e-40f, -0.0f,
+                           std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                           std::numeric_limits<float>::quiet_NaN(), 1.00048828125f, 1.00146484375f, 3.0e38f};
+  std::copy(std::begin(special), std::end(special), x.begin() + 600);
+  for (int i = 0; i < 64; ++i) x[700 + i] = 1.0f + static_cast<float>(i) * 0x1p-11f;  // halfway cases
+  for (kernels::RoundFn ref_fn : {kernels::ref::round_f16, kernels::ref::round_bf16}) {
+    const kernels::RoundFn fast_fn = ref_fn == kernels::ref::round_f16 ? simd->round_f16 : simd->round_bf16;
+    for (int64_t cols : {1023, 1024}) {
+      std::vector<float> e(1024, 7.0f), f(1024, 7.0f);
+      ref_fn(x.data(), e.data(), cols);
+      fast_fn(x.data(), f.data(), cols);
+      EXPECT_EQ(std::memcmp(e.data(), f.data(), e.size() * sizeof e[0]), 0) << "cols=" << cols;
+    }
+  }
 }
 
 TEST(Dispatch, ChoosesTheWidestTableTheCpuRuns) {

@@ -94,16 +94,15 @@ void check_packed_tiles(const std::function<kernels::TileFn(TensorType)>& packed
   }
 }
 
-constexpr std::initializer_list<TensorType> kEightRowTypes = {TensorType::Q4_0, TensorType::IQ4_NL, TensorType::Q8_0,
-                                                              TensorType::Q4_K, TensorType::Q6_K};
-constexpr std::initializer_list<TensorType> kZmmTypes = {TensorType::Q4_0, TensorType::IQ4_NL, TensorType::Q8_0,
-                                                         TensorType::Q4_K, TensorType::Q6_K, TensorType::IQ4_XS};
+// Every table packs the same types.
+constexpr std::initializer_list<TensorType> kPackedTypes = {TensorType::Q4_0, TensorType::IQ4_NL, TensorType::Q8_0,
+                                                            TensorType::Q4_K, TensorType::Q6_K, TensorType::IQ4_XS};
 
 TEST(Packing, PackedTilesMatchTheReferenceOnAwkwardShapes) {
   const kernels::Dispatch& d = kernels::dispatch();
   if (!d.packed_tile_for(TensorType::Q4_0)) GTEST_SKIP() << "the " << d.name << " kernels have no packed layout";
   check_packed_tiles([&d](TensorType type) { return d.packed_tile_for(type); }, d.pack_rows,
-                     d.pack_rows == 16 ? kZmmTypes : kEightRowTypes, d.name);
+                     kPackedTypes, d.name);
 }
 
 // Every table this CPU can run, AVX2, AVX-VNNI and AVX-512 VNNI alike (dispatch() picks only one).
@@ -113,7 +112,7 @@ TEST(Packing, EveryNativeTableMatchesTheReference) {
        {kernels::avx2_dispatch(), kernels::avxvnni_dispatch(), kernels::avx512_dispatch()}) {
     if (d == nullptr) continue;
     check_packed_tiles([d](TensorType type) { return d->packed_tile_for(type); }, d->pack_rows,
-                       d->pack_rows == 16 ? kZmmTypes : kEightRowTypes, d->name);
+                       kPackedTypes, d->name);
     ++checked;
   }
   if (checked == 0) GTEST_SKIP() << "no SIMD table on this CPU";
@@ -144,9 +143,10 @@ TEST(Packing, VnniEmulatedTilesMatchTheReference) {
                                                        {TensorType::Q8_0, emulated::packed_q8_0},
                                                        {TensorType::IQ4_NL, emulated::packed_iq4_nl},
                                                        {TensorType::Q4_K, emulated::packed_q4_k},
-                                                       {TensorType::Q6_K, emulated::packed_q6_k}};
+                                                       {TensorType::Q6_K, emulated::packed_q6_k},
+                                                       {TensorType::IQ4_XS, emulated::packed_iq4_xs}};
   check_packed_tiles([&tiles](TensorType type) { return tiles.count(type) ? tiles.at(type) : nullptr; }, 8,
-                     kEightRowTypes, "vnni-emulated");
+                     kPackedTypes, "vnni-emulated");
 #else
   GTEST_SKIP() << "SIMDe (libsimde-dev) was not found at configure time; scripts/install-deps --test installs it";
 #endif
@@ -163,7 +163,7 @@ TEST(Packing, ZmmEmulatedTilesMatchTheReference) {
       {TensorType::IQ4_NL, emulated::packed_iq4_nl}, {TensorType::Q4_K, emulated::packed_q4_k},
       {TensorType::Q6_K, emulated::packed_q6_k}, {TensorType::IQ4_XS, emulated::packed_iq4_xs}};
   check_packed_tiles([&tiles](TensorType type) { return tiles.count(type) ? tiles.at(type) : nullptr; }, 16,
-                     kZmmTypes, "zmm-emulated");
+                     kPackedTypes, "zmm-emulated");
 #else
   GTEST_SKIP() << "SIMDe (libsimde-dev) was not found at configure time; scripts/install-deps --test installs it";
 #endif

@@ -8,10 +8,13 @@
 
 #include "engine/model/model.h"
 #include "gguf/writer.h"
+#include "tests/support/load_error.h"
 #include "tests/support/shared.h"
 
 namespace engine {
 namespace {
+
+using ggufd::test::load_error;
 
 using ggufd::test::shared_path;
 
@@ -68,19 +71,6 @@ struct TinyModel {
   }
 };
 
-// The message of the exception Model::from_file throws, or "" when it loads.
-std::string load_error(TinyModel& m) {
-  try {
-    Model::from_file(m.build());
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
-
 TEST(Model, TinyLlamaLoadsWithDefaults) {
   TinyModel m;
   const Model model = Model::from_file(m.build());
@@ -126,29 +116,29 @@ TEST(Model, RopeScalingKeys) {
   dynamic.edit = [](gguf::Writer& w) {
     w.set("llama.rope.scaling.type", gguf::OwnedValue::string("dynamic"));
   };
-  EXPECT_CONTAINS(load_error(dynamic), "rope scaling type 'dynamic'");
+  EXPECT_CONTAINS(load_error(dynamic.build()), "rope scaling type 'dynamic'");
 }
 
 TEST(Model, RefusesUnsupportedArchitecture) {
   TinyModel m;
   m.arch = "mamba";
-  EXPECT_CONTAINS(load_error(m), "architecture 'mamba' is not supported");
+  EXPECT_CONTAINS(load_error(m.build()), "architecture 'mamba' is not supported");
 }
 
 TEST(Model, RefusesMissingTensorByName) {
   TinyModel m;
   m.skip = "blk.0.ffn_up.weight";
-  EXPECT_CONTAINS(load_error(m), "tensor 'blk.0.ffn_up.weight' is missing");
+  EXPECT_CONTAINS(load_error(m.build()), "tensor 'blk.0.ffn_up.weight' is missing");
 
   TinyModel q2;
   q2.arch = "qwen2";
   q2.skip = "blk.0.attn_k.bias";
-  EXPECT_CONTAINS(load_error(q2), "tensor 'blk.0.attn_k.bias' is missing");
+  EXPECT_CONTAINS(load_error(q2.build()), "tensor 'blk.0.attn_k.bias' is missing");
 
   TinyModel q3;
   q3.arch = "qwen3";
   q3.skip = "blk.0.attn_q_norm.weight";
-  EXPECT_CONTAINS(load_error(q3), "tensor 'blk.0.attn_q_norm.weight' is missing");
+  EXPECT_CONTAINS(load_error(q3.build()), "tensor 'blk.0.attn_q_norm.weight' is missing");
 }
 
 TEST(Model, RefusesIllShapedTensor) {
@@ -157,13 +147,13 @@ TEST(Model, RefusesIllShapedTensor) {
   m.edit = [](gguf::Writer& w) {  // head_count_kv 2 but K is (4, 8): the shapes disagree
     w.set("qwen2.attention.head_count_kv", gguf::OwnedValue::u32(2));
   };
-  EXPECT_CONTAINS(load_error(m), "tensor 'blk.0.attn_k.weight' has shape [8, 4], expected [8, 8]");
+  EXPECT_CONTAINS(load_error(m.build()), "tensor 'blk.0.attn_k.weight' has shape [8, 4], expected [8, 8]");
 }
 
 TEST(Model, RefusesBigEndianFiles) {
   TinyModel m;
   m.big_endian = true;
-  EXPECT_CONTAINS(load_error(m), "big-endian");
+  EXPECT_CONTAINS(load_error(m.build()), "big-endian");
 }
 
 TEST(Model, Stories260KHyperparameters) {
@@ -307,7 +297,7 @@ TEST(Model, EveryArchitecturePagesIn) {
 TEST(Model, RefusesExpertsWhereTheArchitectureHasNone) {
   TinyModel m;
   m.arch = "qwen3moe";
-  EXPECT_CONTAINS(load_error(m), "expert_count is missing");
+  EXPECT_CONTAINS(load_error(m.build()), "expert_count is missing");
 }
 
 }  // namespace

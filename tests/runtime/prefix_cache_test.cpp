@@ -8,22 +8,14 @@
 
 #include "engine/model/kv_cache.h"
 #include "engine/runtime/prefix_cache.h"
+#include "tests/runtime/scheduler_fakes.h"
 
 namespace engine {
 namespace {
 
-constexpr int32_t B = PrefixCache::kBlockTokens;
+using engine::test::one_head_hparams;
 
-HParams tiny() {
-  HParams hp;
-  hp.n_layer = 1;
-  hp.n_embd = 4;
-  hp.n_head = 1;
-  hp.n_head_kv = 1;
-  hp.head_dim_k = 4;
-  hp.head_dim_v = 4;
-  return hp;
-}
+constexpr int32_t B = PrefixCache::kBlockTokens;
 
 // n tokens, distinct per `salt`.
 std::vector<int32_t> tokens(size_t n, int32_t salt = 0) {
@@ -53,7 +45,7 @@ int32_t attach(PrefixCache& pc, SeqId seq, const std::vector<int32_t>& t, int32_
 }
 
 TEST(PrefixCache, AnotherSequenceAttachesThePublishedBlocks) {
-  KvCache c(tiny(), 1024);
+  KvCache c(one_head_hparams(), 1024);
   PrefixCache pc(c, 64);
   const std::vector<int32_t> p = tokens(100);
   compute(c, 0, p.size());
@@ -80,7 +72,7 @@ TEST(PrefixCache, AnotherSequenceAttachesThePublishedBlocks) {
 // The last prompt token is always computed (n_max), and a sequence keeps what it has when the
 // cache offers no more.
 TEST(PrefixCache, AttachesOnlyWhatIsLongerThanWhatTheSequenceHasAndWithinNMax) {
-  KvCache c(tiny(), 1024);
+  KvCache c(one_head_hparams(), 1024);
   PrefixCache pc(c);
   const std::vector<int32_t> p = tokens(2 * B);
   compute(c, 0, p.size());
@@ -97,7 +89,7 @@ TEST(PrefixCache, AttachesOnlyWhatIsLongerThanWhatTheSequenceHasAndWithinNMax) {
 }
 
 TEST(PrefixCache, PromptsDifferingInsideABlockNeverShareIt) {
-  KvCache c(tiny(), 1024);
+  KvCache c(one_head_hparams(), 1024);
   PrefixCache pc(c);
   const std::vector<int32_t> p = tokens(100);
   compute(c, 0, p.size());
@@ -117,7 +109,7 @@ TEST(PrefixCache, PromptsDifferingInsideABlockNeverShareIt) {
 // Keys are hints: a block is used only when its tokens and its parent match, so colliding keys
 // can cost a hit but never give one prompt another's K/V.
 TEST(PrefixCache, CollidingHashesNeverServeAnotherPrompt) {
-  KvCache c(tiny(), 1024);
+  KvCache c(one_head_hparams(), 1024);
   PrefixCache every_key_equal(c, 0, [](uint64_t, const int32_t*, int32_t) -> uint64_t { return 42; });
   const std::vector<int32_t> p = tokens(3 * B);
   compute(c, 0, p.size());
@@ -143,7 +135,7 @@ TEST(PrefixCache, CollidingHashesNeverServeAnotherPrompt) {
 // Two sequences computed the same tokens: the second to publish takes the cached block's cells and
 // its own are freed; a later block of its own is cached after them.
 TEST(PrefixCache, PublishingAKnownBlockAdoptsItsCells) {
-  KvCache c(tiny(), 1024);
+  KvCache c(one_head_hparams(), 1024);
   PrefixCache pc(c);
   const std::vector<int32_t> p = tokens(2 * B);
   compute(c, 0, p.size());
@@ -162,7 +154,7 @@ TEST(PrefixCache, PublishingAKnownBlockAdoptsItsCells) {
 // A conversation: the first turn's prompt and reply are cached as they are computed, and the
 // next turn, on another sequence, starts after them.
 TEST(PrefixCache, GeneratedTokensAreSharedToo) {
-  KvCache c(tiny(), 1024);
+  KvCache c(one_head_hparams(), 1024);
   PrefixCache pc(c);
   const std::vector<int32_t> turn1 = tokens(50);
   compute(c, 0, turn1.size());
@@ -178,7 +170,7 @@ TEST(PrefixCache, GeneratedTokensAreSharedToo) {
 
 // Only what a sequence holds at positions 0, 1, ... is published.
 TEST(PrefixCache, PublishesNothingPastAGap) {
-  KvCache c(tiny(), 1024);
+  KvCache c(one_head_hparams(), 1024);
   PrefixCache pc(c);
   const std::vector<int32_t> p = tokens(2 * B);
   for (int32_t pos = 1; pos < 2 * B; ++pos) c.cell_for(0, pos);  // no position 0
@@ -192,7 +184,7 @@ TEST(PrefixCache, PublishesNothingPastAGap) {
 }
 
 TEST(PrefixCache, EvictsLeastRecentlyUsedBlocksNoSequenceUses) {
-  KvCache c(tiny(), 4 * B);
+  KvCache c(one_head_hparams(), 4 * B);
   PrefixCache pc(c);
   const std::vector<int32_t> a = tokens(2 * B, 1), b = tokens(B, 2);
   compute(c, 0, a.size());
@@ -215,7 +207,7 @@ TEST(PrefixCache, EvictsLeastRecentlyUsedBlocksNoSequenceUses) {
 }
 
 TEST(PrefixCache, EvictsTheChainUsedLongestAgo) {
-  KvCache c(tiny(), 3 * B);
+  KvCache c(one_head_hparams(), 3 * B);
   PrefixCache pc(c);
   const std::vector<int32_t> a = tokens(B, 1), b = tokens(B, 2), d = tokens(B, 3);
   for (const auto& [seq, t] : {std::pair{0, a}, std::pair{1, b}}) {
@@ -234,7 +226,7 @@ TEST(PrefixCache, EvictsTheChainUsedLongestAgo) {
 // A sequence that attached two blocks and was cut inside the second: the first is still in use,
 // the second is not; evicting it frees only the cells the sequence let go of.
 TEST(PrefixCache, ReferenceCountsThroughAttachTruncateAndFree) {
-  KvCache c(tiny(), 4 * B);
+  KvCache c(one_head_hparams(), 4 * B);
   PrefixCache pc(c);
   const std::vector<int32_t> p = tokens(2 * B + 1);
   compute(c, 0, p.size());
@@ -260,7 +252,7 @@ TEST(PrefixCache, ReferenceCountsThroughAttachTruncateAndFree) {
 }
 
 TEST(PrefixCache, RefusesACacheWithAWindowPool) {
-  HParams hp = tiny();
+  HParams hp = one_head_hparams();
   hp.n_swa = 4;
   hp.swa_layer = {1};
   KvCache ring(hp, 100, KvType::kF16, 50);
@@ -270,7 +262,7 @@ TEST(PrefixCache, RefusesACacheWithAWindowPool) {
 }
 
 TEST(PrefixCache, DestroyingItReleasesItsBlocks) {
-  KvCache c(tiny(), 2 * B);
+  KvCache c(one_head_hparams(), 2 * B);
   {
     PrefixCache pc(c);
     compute(c, 0, B);

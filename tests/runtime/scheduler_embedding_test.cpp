@@ -17,9 +17,12 @@
 #include "engine/text/tokenizer/tokenizer.h"
 #include "gguf/file.h"
 #include "tests/support/shared.h"
+#include "tests/support/vectors.h"
 
 namespace engine {
 namespace {
+
+using ggufd::test::cosine;
 
 using ggufd::test::shared_path;
 
@@ -60,16 +63,6 @@ class EmbeddingSink : public TokenSink {
   std::condition_variable cv_;
   bool done_ = false;
 };
-
-double cosine(const std::vector<float>& a, const std::vector<float>& b) {
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    ab += static_cast<double>(a[i]) * b[i];
-    aa += static_cast<double>(a[i]) * a[i];
-    bb += static_cast<double>(b[i]) * b[i];
-  }
-  return a.size() == b.size() ? ab / std::sqrt(aa * bb) : 0.0;
-}
 
 // Submits every golden case at once (plus, on a decoder, a generation request beside them) and
 // checks each pooled vector against llama.cpp's.

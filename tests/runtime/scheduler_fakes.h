@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/model/batch.h"
+#include "engine/model/model.h"
 #include "engine/runtime/evaluator.h"
 #include "engine/runtime/scheduler.h"
 #include "engine/text/tokenizer/tokenizer.h"
@@ -21,6 +22,18 @@
 #include "gguf/writer.h"
 
 namespace engine::test {
+
+// One layer, one head of 4: the smallest model shape a KvCache or PrefixCache can hold.
+inline HParams one_head_hparams() {
+  HParams hp;
+  hp.n_layer = 1;
+  hp.n_embd = 4;
+  hp.n_head = 1;
+  hp.n_head_kv = 1;
+  hp.head_dim_k = 4;
+  hp.head_dim_v = 4;
+  return hp;
+}
 
 using namespace std::chrono_literals;
 

@@ -24,22 +24,11 @@ using namespace engine::test;
 
 constexpr int32_t B = PrefixCache::kBlockTokens;
 
-HParams one_layer() {
-  HParams hp;
-  hp.n_layer = 1;
-  hp.n_embd = 4;
-  hp.n_head = 1;
-  hp.n_head_kv = 1;
-  hp.head_dim_k = 4;
-  hp.head_dim_v = 4;
-  return hp;
-}
-
 // The fake's logits, with the cells a forward pass would take from a KvCache shared through a
 // PrefixCache; counts the tokens evaluated per sequence.
 class SharingFakeEvaluator : public FakeEvaluator {
  public:
-  explicit SharingFakeEvaluator(int64_t n_cells) : kv_(one_layer(), n_cells), prefix_(kv_) {}
+  explicit SharingFakeEvaluator(int64_t n_cells) : kv_(one_head_hparams(), n_cells), prefix_(kv_) {}
 
   void eval(const Batch& batch) override {
     prefix_.make_room(batch.size());

@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -122,13 +124,36 @@ TEST_F(SchedulerTest, CancelledAndTimedOutRequestsEnd) {
   EXPECT_EQ(late->error(), "request deadline exceeded");
 }
 
+// A RecordingSink whose generated tokens wait until open() is called: holds the scheduler's
+// thread so that nothing finishes (and frees room) before the test has looked.
+class GatedSink : public RecordingSink {
+ public:
+  void on_token(TokenEvent&& event) override {
+    {
+      std::unique_lock lock(gate_mu_);
+      gate_cv_.wait_for(lock, 30s, [&] { return open_; });
+    }
+    RecordingSink::on_token(std::move(event));
+  }
+  void open() {
+    std::lock_guard lock(gate_mu_);
+    open_ = true;
+    gate_cv_.notify_all();
+  }
+
+ private:
+  std::mutex gate_mu_;
+  std::condition_variable gate_cv_;
+  bool open_ = false;
+};
+
 TEST_F(SchedulerTest, ChoicesOfOneRequestAreQueuedAllOrNone) {
   start();
-  std::vector<std::shared_ptr<RecordingSink>> sinks;
+  std::vector<std::shared_ptr<GatedSink>> sinks;
   auto batch = [&](int n) {
     std::vector<GenerationRequest> rs;
     for (int i = 0; i < n; ++i) {
-      sinks.push_back(std::make_shared<RecordingSink>());
+      sinks.push_back(std::make_shared<GatedSink>());
       rs.push_back(request(sinks.back(), 20));
     }
     return rs;
@@ -136,7 +161,9 @@ TEST_F(SchedulerTest, ChoicesOfOneRequestAreQueuedAllOrNone) {
   EXPECT_EQ(scheduler_->capacity(), 4);
   EXPECT_EQ(scheduler_->submit_all(batch(5)), SubmitStatus::kTooLarge);
   ASSERT_EQ(scheduler_->submit_all(batch(3)), SubmitStatus::kAccepted);
+  // (the gates keep all three unfinished, however slowly this thread runs)
   EXPECT_EQ(scheduler_->submit_all(batch(2)), SubmitStatus::kQueueFull) << "3 + 2 > 4: none of the 2 queued";
+  for (auto& s : sinks) s->open();
   for (size_t i = 5; i < 8; ++i) {
     EXPECT_EQ(sinks[i]->wait(), FinishReason::kLength);
     EXPECT_EQ(sinks[i]->text(), sinks[5]->text()) << "greedy choices of one prompt agree";

@@ -11,9 +11,12 @@
 #include <vector>
 
 #include "tests/server/fixture.h"
+#include "tests/support/vectors.h"
 
 namespace ggufd::test {
 namespace {
+
+using ggufd::test::cosine;
 
 using nlohmann::json;
 
@@ -23,12 +26,6 @@ double norm(const std::vector<float>& v) {
   double s = 0;
   for (float x : v) s += static_cast<double>(x) * x;
   return std::sqrt(s);
-}
-
-double cosine(const std::vector<float>& a, const std::vector<float>& b) {
-  double ab = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) ab += static_cast<double>(a[i]) * b[i];
-  return a.size() == b.size() ? ab / (norm(a) * norm(b)) : 0.0;
 }
 
 std::vector<float> decode_base64_floats(const std::string& s) {
@@ -168,6 +165,7 @@ TEST_F(BertEmbeddings, ModelsSayWhatTheModelIs) {
   EXPECT_EQ(m["capabilities"], json::array({"embeddings"}));
   EXPECT_EQ(m["pooling"], "cls");
   EXPECT_EQ(m["n_embd"], 128);
+  EXPECT_EQ(m["architecture"], "bert");
   EXPECT_EQ(http_request(running_->port(), "GET", "/props").json()["capabilities"], json::array({"embeddings"}));
   EXPECT_EQ(http_request(running_->port(), "GET", "/v1/models/bert/metadata").json()["pooling"], "cls");
 }
@@ -217,10 +215,11 @@ TEST(GenerationModelEmbeddings, OnlyWithPooling) {
   EXPECT_EQ(c.status, 200) << c.body;
   EXPECT_EQ(http_request(pooled->port(), "GET", "/v1/models").json()["data"][0]["capabilities"],
             json::array({"completion", "chat", "embeddings"}));
-  // rank pooling needs a classification head
+  // rank pooling needs a classification head, which llama has none of (as in llama.cpp)
   auto ranker = start_service([](server::ServiceOptions& o) { o.pooling = "rank"; });
   EXPECT_FALSE(ranker->ready());
-  EXPECT_NE(ranker->service().load_error().find("classification head"), std::string::npos) << ranker->service().load_error();
+  EXPECT_NE(ranker->service().load_error().find("architecture llama has no classification head"), std::string::npos)
+      << ranker->service().load_error();
 }
 
 }  // namespace

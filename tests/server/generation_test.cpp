@@ -187,7 +187,7 @@ TEST_F(Generation, DisconnectFreesTheSlot) {
     socket.read_some(net::buffer(buf));  // the stream has started
   }  // closed mid-stream
   bool freed = false;
-  for (int i = 0; i < 100 && !freed; ++i) {
+  for (int i = 0; i < 400 && !freed; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     const std::string m = http_request(port(), "GET", "/metrics").body;
     freed = m.find("ggufd_slots_active 0\n") != std::string::npos;

@@ -193,7 +193,7 @@ TEST_F(Hardening, CancelledRequestsTokensAreCounted) {
     ASSERT_TRUE(c.read_until("data: ", std::chrono::seconds(10)));  // the stream has started
   }  // closed mid-stream
   bool freed = false;
-  for (int i = 0; i < 100 && !freed; ++i) {
+  for (int i = 0; i < 400 && !freed; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     freed = http_request(port(), "GET", "/metrics").body.find("ggufd_slots_active 0\n") != std::string::npos;
   }

@@ -62,13 +62,18 @@ TEST(Limits, CorsHeadersAndPreflight) {
 
 TEST(Limits, ShutdownLetsInFlightRequestsFinish) {
   GGUFD_REQUIRE_SHARED(kStories);
-  auto s = start_service();
+  // (a generous grace: on a loaded CI machine 40 tokens may take seconds)
+  auto s = start_service([](server::ServiceOptions& o) { o.shutdown_grace_s = 60; });
   ASSERT_TRUE(s->ready());
   const uint16_t port = s->port();
   auto inflight = std::async(std::launch::async, [port] {
     return post_json(port, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 40}, {"ignore_eos", true}});
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  for (int i = 0; i < 2000; ++i) {  // until the request is in its slot (in flight, not refused) or done
+    if (inflight.wait_for(std::chrono::seconds(0)) == std::future_status::ready) break;
+    if (http_request(port, "GET", "/metrics").body.find("ggufd_slots_active 1\n") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   s.reset();  // shutdown() + wait()
   const HttpReply r = inflight.get();
   EXPECT_EQ(r.status, 200) << r.body;

@@ -14,9 +14,13 @@
 #include "gguf/file.h"
 #include "tests/support/shared.h"
 #include "tools/synth/synth.h"
+#include "tests/support/synth_plan.h"
 
 namespace engine {
 namespace {
+
+using ggufd::test::by_name;
+using ggufd::test::find_key;
 
 namespace fs = std::filesystem;
 using gguf::TensorType;
@@ -33,19 +37,6 @@ struct TempPath {
     fs::remove(path, ec);
   }
 };
-
-std::map<std::string, synth::TensorPlan> by_name(const std::vector<synth::TensorPlan>& plan) {
-  std::map<std::string, synth::TensorPlan> m;
-  for (const auto& t : plan) EXPECT_TRUE(m.emplace(t.name, t).second) << "duplicate " << t.name;
-  return m;
-}
-
-const gguf::OwnedValue* find_key(const synth::Metadata& meta, const std::string& key) {
-  for (const auto& [k, v] : meta) {
-    if (k == key) return &v;
-  }
-  return nullptr;
-}
 
 TEST(SynthBert, MiniLmShape) {
   const auto s = synth::find_shape("minilm-l6");

@@ -59,10 +59,10 @@ std::string notes_of(const engine::synth::Shape& s) {
 }
 
 void print_list() {
-  std::printf("%-14s %-8s %8s %6s %6s %5s %5s %6s %7s %s\n", "shape", "arch", "vocab", "embd",
+  std::printf("%-14s %-10s %8s %6s %6s %5s %5s %6s %7s %s\n", "shape", "arch", "vocab", "embd",
               "layers", "heads", "kv", "hdim", "ff", "notes");
   for (const engine::synth::Shape& s : engine::synth::shapes()) {
-    std::printf("%-14s %-8s %8lld %6lld %6lld %5lld %5lld %6lld %7lld %s\n", s.name.c_str(),
+    std::printf("%-14s %-10s %8lld %6lld %6lld %5lld %5lld %6lld %7lld %s\n", s.name.c_str(),
                 s.arch.c_str(), static_cast<long long>(s.n_vocab), static_cast<long long>(s.n_embd),
                 static_cast<long long>(s.n_layer), static_cast<long long>(s.n_head),
                 static_cast<long long>(s.n_head_kv), static_cast<long long>(s.head_size()),

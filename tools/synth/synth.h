@@ -1,12 +1,12 @@
 // Synthetic models: random-weight GGUF files in real model shapes (llama, qwen2, qwen3, qwen3moe,
-// gemma3, and bert encoders and cross-encoders), with our own byte-level BPE or WordPiece vocabulary,
-// for benchmarks, tests and the bundled demo (no third-party weights).
+// gemma3, bert, nomic-bert and jina-bert-v2 encoders, bert, jina and qwen3 rerankers), with our own byte-level BPE or
+// WordPiece vocabulary, for benchmarks, tests and the bundled demo (no third-party weights).
 //
 // Weights and biases are N(0, 0.02) from a seeded PRNG (RMS norm weights 1.0), identical for a
-// given seed whatever the thread count. Encoders' layer and head matrices are N(0, 1 / sqrt(fan
-// in)) and their LayerNorm weights 1 + N(0, 0.02): attention is then far from uniform, so outputs
-// (pooled vectors, rerank scores) depend on the whole input and on positions, and tests see
-// masking or position mistakes that N(0, 0.02) weights would hide. Files are GGUF v3 with the
+// given seed whatever the thread count. The layer and head matrices of encoders and rerankers are
+// N(0, 1 / sqrt(fan in)) and encoders' LayerNorm weights 1 + N(0, 0.02): attention is then far
+// from uniform, so outputs (pooled vectors, rerank scores) depend on the whole input and on
+// positions, and tests see masking or position mistakes that N(0, 0.02) weights would hide. Files are GGUF v3 with the
 // metadata llama.cpp requires (general.architecture / file_type / quantization_version = 2, the
 // arch hyperparameters and tokenizer.ggml.*), so llama.cpp loads them too.
 #pragma once
@@ -25,7 +25,7 @@ namespace engine::synth {
 // A model shape: the hyperparameters of one real model (or the tiny demo).
 struct Shape {
   std::string name;        // "llama-1b"
-  std::string arch;        // general.architecture: llama, qwen2, qwen3, qwen3moe, gemma3 or bert
+  std::string arch;        // general.architecture: llama, qwen2, qwen3, qwen3moe, gemma3, bert, nomic-bert, jina-bert-v2
   int64_t n_vocab = 0;     // padded to with filler tokens (the built-in vocabulary)
   int64_t n_embd = 0;
   int64_t n_layer = 0;
@@ -54,20 +54,31 @@ struct Shape {
   float rope_linear_factor = 0.0f;   // rope.scaling.factor of linear scaling; 0: none
   // Encoders (bert): learned position (n_ctx rows) and token-type embeddings, LayerNorm with biases
   // after the embeddings and after each sublayer, biases on every matrix, a GELU FFN (up, down),
-  // bidirectional attention, no output matrix.
+  // bidirectional attention, no output matrix. nomic-bert: no position table (NeoX RoPE, base
+  // rope_base), fused attn_qkv, a SwiGLU FFN (gate, up, down), no biases on matrices.
+  // jina-bert-v2: no position table (ALiBi), bert's biases, a fused GeGLU ffn_up of 2 * n_ff rows.
+  bool jina_norms = false;    // jina-bert-v2's optional LayerNorms: attn_{q,k}_norm, attn_norm_2
   int64_t n_token_types = 0;  // rows of token_types (tokenizer.ggml.token_type_count)
   uint32_t pooling_type = 0;  // {arch}.pooling_type: 1 mean, 2 cls, 3 last, 4 rank; 0: not written
-  // Classification head of a cross-encoder (pooling rank): cls (n_embd x n_embd) and cls.output
+  // Classification head (pooling rank). bert cross-encoder: cls (n_embd x n_embd) and cls.output
   // (n_cls_out x n_embd), with biases; llama.cpp scores the [CLS] row x as
-  // cls.output @ tanh(cls @ x + cls.bias) + cls.output.bias. 0: no head.
+  // cls.output @ tanh(cls @ x + cls.bias) + cls.output.bias. jina-bert-v2 (jina-reranker-v1): cls
+  // (n_cls_out x n_embd) and its bias alone, scored tanh(cls @ x + cls.bias). qwen3
+  // (Qwen3-Reranker as llama.cpp converts it): cls.output alone, 2 rows (labels "yes", "no"),
+  // softmaxed over the last token's row, and the rerank prompt as tokenizer.chat_template.rerank.
+  // 0: no head.
   int64_t n_cls_out = 0;
 
   int64_t head_size() const { return head_dim ? head_dim : n_embd / n_head; }
-  bool is_encoder() const { return arch == "bert"; }
+  bool is_encoder() const { return arch == "bert" || arch == "nomic-bert" || arch == "jina-bert-v2"; }
+  bool is_reranker() const { return n_cls_out > 0; }
 };
 
 // Built-in shapes: demo, llama-1b, tinyllama, qwen2.5-0.5b, qwen3-1.7b, llama-8b, qwen3-30b-a3b,
-// gemma3-4b, minilm-l6 (all-MiniLM-L6-v2, mean pooling), bert-rerank (a small cross-encoder).
+// gemma3-4b, minilm-l6 (all-MiniLM-L6-v2, mean pooling), bert-rerank (a small cross-encoder),
+// nomic-bert (a small nomic-embed-text-v1.5, mean pooling), jina-bert-v2 (a small
+// jina-embeddings-v2 with every optional LayerNorm, mean pooling), jina-rerank (a small
+// jina-reranker-v1), qwen3-rerank (a small Qwen3-Reranker).
 const std::vector<Shape>& shapes();
 std::optional<Shape> find_shape(std::string_view name);
 
@@ -106,6 +117,13 @@ struct TensorPlan {
 // * bert: token_embd, token_types, position_embd, token_embd_norm.{weight,bias}; per layer
 //   attn_{q,k,v,output}.{weight,bias}, attn_output_norm.{weight,bias}, ffn_{up,down}.{weight,bias},
 //   layer_output_norm.{weight,bias}; then cls.{weight,bias} and cls.output.{weight,bias} with a head.
+// * nomic-bert: token_embd, token_types, token_embd_norm.{weight,bias}; per layer attn_qkv,
+//   attn_output, attn_output_norm.{weight,bias}, ffn_{up,gate,down}, layer_output_norm.{weight,bias}.
+// * jina-bert-v2: token_embd, token_types, token_embd_norm.{weight,bias}; per layer
+//   attn_{q,k,v,output}.{weight,bias}, attn_{q,k}_norm.{weight,bias} and attn_norm_2.{weight,bias}
+//   (jina_norms), attn_output_norm.{weight,bias}, ffn_up.{weight,bias} of 2 * n_ff rows,
+//   ffn_down.{weight,bias}, layer_output_norm.{weight,bias}; then cls.{weight,bias} with a head.
+// * qwen3-rerank: qwen3's tensors, then cls.output (2 rows, typed like a layer matrix).
 // * Every other matrix has the base type; rows that are not a multiple of the block size fall
 //   back as llama.cpp does (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K/Q3_K/IQ4_XS ->
 //   IQ4_NL; still not a multiple -> F16; F16 not possible either -> F32).
@@ -120,7 +138,9 @@ using Metadata = std::vector<std::pair<std::string, gguf::OwnedValue>>;
 // rope.scaling.type/factor when rope_linear_factor is set). bert: no rope keys,
 // attention.layer_norm_epsilon, attention.causal = false, pooling_type,
 // classifier.output_labels ("LABEL_0", ... with a head) and tokenizer.ggml.token_type_count, the
-// one tokenizer key (write_model drops a copied vocabulary's own).
+// one tokenizer key (write_model drops a copied vocabulary's own); nomic-bert: also
+// rope.freq_base. Decoder rerankers: pooling_type 4, classifier.output_labels ["yes", "no"] and
+// tokenizer.chat_template.rerank, Qwen3-Reranker's prompt as llama.cpp's converter writes it.
 Metadata model_metadata(const Shape& shape, const FileType& type);
 
 // Our own byte-level BPE vocabulary ("gpt2" model, "default" pre-tokenizer): the 256 byte tokens

@@ -46,6 +46,25 @@ const std::vector<Shape>& shapes() {
       {.name = "bert-rerank", .arch = "bert", .n_vocab = 30522, .n_embd = 128, .n_layer = 2, .n_head = 4,
        .n_head_kv = 4, .n_ff = 512, .n_ctx = 512, .rms_eps = 1e-12f, .n_token_types = 2, .pooling_type = 4,
        .n_cls_out = 1},
+      // nomic-ai/nomic-embed-text-v1.5's block (fused QKV, NeoX RoPE base 1000, SwiGLU, no biases),
+      // made small; its 2048 positions and bert-base-uncased-sized vocabulary.
+      {.name = "nomic-bert", .arch = "nomic-bert", .n_vocab = 30522, .n_embd = 128, .n_layer = 2, .n_head = 4,
+       .n_head_kv = 4, .n_ff = 384, .n_ctx = 2048, .rope_base = 1000.0f, .rms_eps = 1e-12f, .n_token_types = 2,
+       .pooling_type = 1},
+      // jinaai/jina-embeddings-v2's block (ALiBi, biases, fused GeGLU) with every optional LayerNorm
+      // llama.cpp reads (Q/K norms, attn_norm_2), made small; its 8192 positions.
+      {.name = "jina-bert-v2", .arch = "jina-bert-v2", .n_vocab = 30522, .n_embd = 128, .n_layer = 2, .n_head = 4,
+       .n_head_kv = 4, .n_ff = 256, .n_ctx = 8192, .rms_eps = 1e-12f, .jina_norms = true, .n_token_types = 2,
+       .pooling_type = 1},
+      // jinaai/jina-reranker-v1-turbo-en's kind (jina-bert-v2, a classifier of one output), made small.
+      {.name = "jina-rerank", .arch = "jina-bert-v2", .n_vocab = 30522, .n_embd = 128, .n_layer = 2, .n_head = 4,
+       .n_head_kv = 4, .n_ff = 256, .n_ctx = 8192, .rms_eps = 1e-12f, .n_token_types = 2, .pooling_type = 4,
+       .n_cls_out = 1},
+      // Qwen3-Reranker as llama.cpp converts it (tied embeddings, a yes/no head, the rerank prompt),
+      // made small.
+      {.name = "qwen3-rerank", .arch = "qwen3", .n_vocab = 0, .n_embd = 64, .n_layer = 2, .n_head = 4,
+       .n_head_kv = 2, .head_dim = 16, .n_ff = 192, .n_ctx = 4096, .rope_base = 1e6f, .rms_eps = 1e-6f,
+       .tied = true, .qk_norm = true, .pooling_type = 4, .n_cls_out = 2},
   };
   return table;
 }
@@ -232,20 +251,38 @@ void layer_norm(Planner& p, const std::string& prefix, uint64_t n) {
 
 std::vector<TensorPlan> plan_encoder(const Shape& s, const FileType& ft) {
   const auto E = static_cast<uint64_t>(s.n_embd), F = static_cast<uint64_t>(s.n_ff);
+  const bool nomic = s.arch == "nomic-bert", jina = s.arch == "jina-bert-v2";
   Planner p(s, ft);
   p.mat(-1, "token_embd", static_cast<uint64_t>(s.n_vocab), E);
   if (s.n_token_types > 0) p.mat_f32("token_types", static_cast<uint64_t>(s.n_token_types), E);
-  p.mat_f32("position_embd", static_cast<uint64_t>(s.n_ctx), E);
+  if (!nomic && !jina) p.mat_f32("position_embd", static_cast<uint64_t>(s.n_ctx), E);
   layer_norm(p, "token_embd_norm", E);
   for (int64_t il = 0; il < s.n_layer; ++il) {
     const std::string b = "blk." + std::to_string(il) + ".";
+    if (nomic) {  // no biases; fused Q, K, V rows; SwiGLU
+      p.mat_fan_in(il, "attn_qkv", 3 * E, E);
+      p.mat_fan_in(il, "attn_output", E, E);
+      layer_norm(p, b + "attn_output_norm", E);
+      p.mat_fan_in(il, "ffn_up", F, E);
+      p.mat_fan_in(il, "ffn_gate", F, E);
+      p.mat_fan_in(il, "ffn_down", E, F);
+      layer_norm(p, b + "layer_output_norm", E);
+      continue;
+    }
     for (const char* role : {"attn_q", "attn_k", "attn_v", "attn_output"}) mat_bias(p, il, role, E, E);
+    if (s.jina_norms) {
+      layer_norm(p, b + "attn_q_norm", E);
+      layer_norm(p, b + "attn_k_norm", E);
+      layer_norm(p, b + "attn_norm_2", E);
+    }
     layer_norm(p, b + "attn_output_norm", E);
-    mat_bias(p, il, "ffn_up", F, E);
+    mat_bias(p, il, "ffn_up", jina ? 2 * F : F, E);  // jina: gate rows, then up rows (GeGLU)
     mat_bias(p, il, "ffn_down", E, F);
     layer_norm(p, b + "layer_output_norm", E);
   }
-  if (s.n_cls_out > 0) {
+  if (s.n_cls_out > 0 && jina) {  // jina-reranker: the classifier alone
+    mat_bias(p, -1, "cls", static_cast<uint64_t>(s.n_cls_out), E);
+  } else if (s.n_cls_out > 0) {
     mat_bias(p, -1, "cls", E, E);
     mat_bias(p, -1, "cls.output", static_cast<uint64_t>(s.n_cls_out), E);
   }
@@ -265,7 +302,14 @@ std::vector<TensorPlan> plan_tensors(const Shape& s, const FileType& ft) {
   }
   p.vec("output_norm.weight", E, Init::kOnes);
   if (!s.tied) p.mat(-1, "output", V, E);
-  return p.take();
+  if (s.is_reranker()) p.mat(-1, "cls.output", static_cast<uint64_t>(s.n_cls_out), E);
+  std::vector<TensorPlan> plan = p.take();
+  if (s.is_reranker()) {  // rerankers: the layer matrices and the head N(0, 1 / sqrt(fan in))
+    for (TensorPlan& t : plan) {
+      if (t.ne.size() == 2 && t.name != "token_embd.weight" && t.name != "output.weight") t.init = Init::kFanIn;
+    }
+  }
+  return plan;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -273,7 +317,15 @@ std::vector<TensorPlan> plan_tensors(const Shape& s, const FileType& ft) {
 
 namespace {
 
-// bert: the keys of llama.cpp's BertModel converter.
+// Qwen3-Reranker's prompt ({query}, {document}) as llama.cpp's Qwen3Model converter stores it.
+constexpr const char* kQwen3RerankPrompt =
+    "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct "
+    "provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n"
+    "<|im_start|>user\n<Instruct>: Given a web search query, retrieve relevant passages that answer the "
+    "query\n<Query>: {query}\n<Document>: {document}<|im_end|>\n"
+    "<|im_start|>assistant\n<think>\n\n</think>\n\n";
+
+// bert, nomic-bert, jina-bert-v2: the keys of llama.cpp's BertModel converter.
 Metadata encoder_metadata(const Shape& s, const FileType& ft) {
   const std::string p = s.arch + ".";
   auto u32 = [](int64_t v) { return OwnedValue::u32(static_cast<uint32_t>(v)); };
@@ -291,6 +343,7 @@ Metadata encoder_metadata(const Shape& s, const FileType& ft) {
       {p + "attention.layer_norm_epsilon", OwnedValue::f32(s.rms_eps)},
       {p + "attention.causal", OwnedValue::boolean(false)},
   };
+  if (s.arch == "nomic-bert") m.emplace_back(p + "rope.freq_base", OwnedValue::f32(s.rope_base));
   if (s.pooling_type != 0) m.emplace_back(p + "pooling_type", OwnedValue::u32(s.pooling_type));
   if (s.n_cls_out > 0) {
     std::vector<std::string> labels;
@@ -341,6 +394,11 @@ Metadata model_metadata(const Shape& s, const FileType& ft) {
     m.emplace_back(p + "expert_used_count", u32(s.n_expert_used));
     m.emplace_back(p + "expert_feed_forward_length", u32(s.n_ff_exp));
     m.emplace_back(p + "expert_weights_norm", OwnedValue::boolean(s.expert_weights_norm));
+  }
+  if (s.is_reranker()) {  // as llama.cpp's converter writes Qwen3-Reranker
+    m.emplace_back(p + "pooling_type", OwnedValue::u32(s.pooling_type));
+    m.emplace_back(p + "classifier.output_labels", OwnedValue::string_array({"yes", "no"}));
+    m.emplace_back("tokenizer.chat_template.rerank", OwnedValue::string(kQwen3RerankPrompt));
   }
   return m;
 }

@@ -1,0 +1,60 @@
+// References in tests/data/reference made from `ggufd synth` models: the JSON, and the model it
+// names rebuilt from its "synth" object (shape, seed, the ../shared vocabulary it copies) with
+// ggufd synth's library, in a temporary file removed at the end of the scope. Needs the test
+// target to link `synth`.
+#pragma once
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+
+#include "tests/support/shared.h"
+#include "tools/synth/synth.h"
+
+namespace ggufd::test {
+
+// tests/data/reference/<name>, parsed.
+inline nlohmann::json read_reference(const std::string& name) {
+  const std::string path = std::string(GGUFD_TEST_DATA_DIR) + "/reference/" + name;
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  return nlohmann::json::parse(in);
+}
+
+// The model `spec` ({"shape", "seed", "vocab_from"}) describes, of file type `type` ("F32"),
+// written for the lifetime of the object. The vocabulary file must exist (GGUFD_REQUIRE_SHARED
+// on spec["vocab_from"] first). Not copyable.
+class SynthReferenceModel {
+ public:
+  SynthReferenceModel(const nlohmann::json& spec, const std::string& type) {
+    engine::synth::Options o;
+    const auto shape = engine::synth::find_shape(spec.at("shape").get<std::string>());
+    const auto file_type = engine::synth::find_file_type(type);
+    if (!shape || !file_type) throw std::runtime_error("unknown synth shape or type in a reference: " + spec.dump());
+    o.shape = *shape;
+    o.type = *file_type;
+    o.seed = spec.at("seed").get<uint64_t>();
+    o.vocab_from = shared_path(spec.at("vocab_from").get<std::string>());
+    path_ = (std::filesystem::temp_directory_path() /
+             ("ggufd-ref-" + o.shape.name + "-" + type + "-" + std::to_string(::getpid()) + ".gguf"))
+                .string();
+    engine::synth::write_model(o, path_);
+  }
+  ~SynthReferenceModel() {
+    std::error_code ec;
+    std::filesystem::remove(path_, ec);
+  }
+  SynthReferenceModel(const SynthReferenceModel&) = delete;
+  SynthReferenceModel& operator=(const SynthReferenceModel&) = delete;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace ggufd::test
