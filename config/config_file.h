@@ -3,10 +3,11 @@
 // File format (a TOML subset, see toml_lite.h). Keys are the flag names without dashes, written
 // with '-' or '_' (ctx-size or ctx_size). Keys may be flat at the top level, or inside the section
 // of their --help group:
-//   [model] model alias chat-template-file
+//   [model] model alias chat-template-file pooling model-draft
 //   [http] host port api-key api-key-file cors-origin body-limit header-limit read-timeout
 //          idle-timeout request-timeout max-connections shutdown-grace
-//   [engine] threads ctx-size parallel queue-limit prefill-chunk kv-type cache-ram
+//   [engine] threads ctx-size parallel queue-limit prefill-chunk kv-type cache-ram spec draft-max
+//            draft-min
 //   [sampling] temperature top-p top-k min-p repeat-penalty max-tokens
 //   [log] log-level log-format metrics
 // A key in another section, an unknown section, an unknown key or a key set twice is an error.

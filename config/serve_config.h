@@ -19,6 +19,7 @@ struct ModelConfig {
   std::string alias;                // --alias; the id in /v1/models (default: file name)
   std::string chat_template_file;   // --chat-template-file: overrides the model's template
   std::string pooling;              // --pooling: embeddings' pooling; "": the model's pooling_type
+  std::string draft;                // --model-draft: a small model of the same vocabulary drafting tokens
 };
 
 struct HttpConfig {
@@ -48,6 +49,9 @@ struct EngineConfig {
   int prefill_chunk = 512;          // prompt tokens per step
   std::string kv_type = "f16";      // f16 | f32 | q8_0 (engine::kv_type_names)
   int cache_ram = 256;              // MiB of KV cache beyond the slots' for prompt prefixes all slots share; 0: no sharing
+  std::string spec = "auto";        // speculative decoding: auto | none | ngram | draft
+  int draft_max = 16;               // drafts verified per slot and step at most
+  int draft_min = 0;                // a shorter proposal is not verified
 };
 
 struct SamplingDefaults {

@@ -17,6 +17,8 @@ std::vector<Setting> model_settings(ModelConfig& m) {
       {"pooling", "--pooling", g, "model",
        "serve /v1/embeddings (or /v1/rerank: rank) with this pooling (default: the model's pooling_type)",
        &m.pooling, 0, 0, {"none", "mean", "cls", "last", "rank"}},
+      {"model-draft", "--model-draft", g, "model",
+       "small GGUF model of the same vocabulary that drafts tokens for speculative decoding (also -md)", &m.draft},
   };
 }
 
@@ -71,6 +73,15 @@ std::vector<Setting> engine_settings(EngineConfig& e) {
       {"cache-ram", "--cache-ram", g, "engine",
        "MiB of KV cache added for prompt prefixes shared by all slots (allocated at start; 0: no sharing)",
        &e.cache_ram, 0, 1048576},
+      {"spec", "--spec", g, "engine",
+       "speculative decoding (output unchanged): ngram drafts from the context, draft from --model-draft; "
+       "auto: draft with --model-draft, else none",
+       &e.spec, 0, 0, {"auto", "none", "ngram", "draft"}},
+      // at most the KV cache's window slack (KvCache::kWindowSlack), so rejected drafts can always go
+      {"draft-max", "--draft-max", g, "engine", "draft tokens verified per slot and step at most", &e.draft_max, 1,
+       64},
+      {"draft-min", "--draft-min", g, "engine", "fewest draft tokens worth verifying (shorter proposals are dropped)",
+       &e.draft_min, 0, 64},
   };
 }
 

@@ -44,6 +44,24 @@ bool is_origin(const std::string& s) {
   return false;
 }
 
+// --spec draft needs --model-draft, which nothing else uses; --draft-min at most --draft-max.
+void check_speculation(const ServeConfig& cfg, const std::map<std::string, std::string>& labels) {
+  const EngineConfig& e = cfg.engine;
+  if (!cfg.model.draft.empty()) {
+    check_readable_file(labels.at("model-draft"), cfg.model.draft);
+    if (e.spec != "auto" && e.spec != "draft") {
+      throw std::invalid_argument(labels.at("model-draft") + ": a draft model is used by --spec draft (or auto), not --spec " +
+                                  e.spec);
+    }
+  } else if (e.spec == "draft") {
+    throw std::invalid_argument(labels.at("spec") + ": 'draft' needs a draft model: --model-draft FILE");
+  }
+  if (e.draft_min > e.draft_max) {
+    throw std::invalid_argument(labels.at("draft-min") + ": " + std::to_string(e.draft_min) +
+                                " is more than --draft-max (" + std::to_string(e.draft_max) + ")");
+  }
+}
+
 }  // namespace
 
 void merge_api_key_file(HttpConfig& http, const std::string& label) {
@@ -68,6 +86,7 @@ void validate(const ServeConfig& cfg, const std::map<std::string, std::string>& 
   if (!cfg.model.chat_template_file.empty()) {
     check_readable_file(labels.at("chat-template-file"), cfg.model.chat_template_file);
   }
+  check_speculation(cfg, labels);
   if (cfg.http.host.empty()) {
     throw std::invalid_argument(labels.at("host") + ": '' is not allowed: expected an address such as 127.0.0.1");
   }

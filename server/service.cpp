@@ -38,11 +38,13 @@ struct Service::Impl {
   std::string pick_template(const gguf::File& file);
   net::awaitable<void> drain();
   void log_access(const AccessRecord& r);
+  void log_speculation(const engine::SchedulerOptions& so) const;
 
   ServiceOptions options;
   net::io_context io;
   App app;
   std::optional<engine::Model> model;
+  std::optional<engine::Model> draft_model;  // speculative decoding by a draft model
   std::optional<engine::Tokenizer> tokenizer;
   std::optional<engine::ChatTemplate> chat_template;
   std::unique_ptr<engine::Scheduler> scheduler;
@@ -158,7 +160,17 @@ void Service::Impl::load() {
     so.n_ctx = std::min<int64_t>(so.n_ctx, model->hparams().n_ctx_train);
     set_pooling(*model, options.pooling, app);
     if (!app.generates) so.n_slots = std::max(so.n_slots, kEncoderSlots);  // no cache: slots are free
-    scheduler = std::make_unique<engine::Scheduler>(*model, *tokenizer, so);
+    if (!app.generates) so.spec = engine::SpecMode::kNone;  // nothing to draft
+    if (so.spec == engine::SpecMode::kDraft) {
+      if (options.draft_model_path.empty()) throw std::runtime_error("speculative decoding by a draft model needs --model-draft");
+      try {
+        draft_model.emplace(engine::Model::load(options.draft_model_path));
+        draft_model->page_in(show_load_progress);
+      } catch (const std::exception& e) {
+        throw std::runtime_error(std::string("the draft model (--model-draft): ") + e.what());
+      }
+    }
+    scheduler = std::make_unique<engine::Scheduler>(*model, *tokenizer, so, draft_model ? &*draft_model : nullptr);
 
     const std::string& path = options.model_path;
     app.model_path = path;
@@ -218,6 +230,7 @@ void Service::Impl::load() {
       spdlog::info("prefix cache: off ({}); each slot reuses its own prompt prefix only",
                    options.engine.prefix_cache_bytes <= 0 ? "--cache-ram 0" : "the sliding-window layers keep a ring");
     }
+    log_speculation(so);
     app.ready = true;
   } catch (const std::exception& e) {
     failure = e.what();
@@ -232,6 +245,21 @@ void Service::Impl::load() {
     spdlog::error("cannot load model: {}", failure);
     net::post(io, [this] { io.stop(); });
   }
+}
+
+void Service::Impl::log_speculation(const engine::SchedulerOptions& so) const {
+  if (so.spec == engine::SpecMode::kNone) {
+    if (app.generates) spdlog::info("speculative decoding: off");
+    return;
+  }
+  std::string source = "n-gram prompt lookup";
+  if (so.spec == engine::SpecMode::kDraft) {
+    const engine::HParams& hp = draft_model->hparams();
+    source = fmt::format("draft model {} ({} layers, embedding {}, weights {:.1f} MiB)", options.draft_model_path,
+                         hp.n_layer, hp.n_embd, static_cast<double>(draft_model->weight_bytes()) / (1 << 20));
+  }
+  spdlog::info("speculative decoding: {}, up to {} drafts per slot and step verified with its next token{}", source,
+               so.draft_max, so.draft_min > 1 ? fmt::format(" (proposals under {} dropped)", so.draft_min) : "");
 }
 
 // Graceful shutdown: refuse new work, let running requests finish within the grace period,

@@ -18,6 +18,7 @@ struct ServiceOptions {
   std::string chat_template;          // template text overriding the model's; empty: the model's
   std::string chat_template_origin;   // for /props: where the override came from
   std::string pooling;                // --pooling: mean | cls | last | rank; "": the model's pooling_type
+  std::string draft_model_path;       // with engine.spec kDraft: the draft model (same vocabulary)
   HttpOptions http;
   engine::SchedulerOptions engine;
   engine::SamplingParams sampling_defaults = engine::serve_sampling_defaults();

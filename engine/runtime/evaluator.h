@@ -98,6 +98,8 @@ class ModelEvaluator final : public BatchEvaluator {
   const float* hidden(int64_t i) const override { return forward_.hidden(i); }
   std::vector<float> classify(std::vector<float> pooled) const override;
   bool rank_pools_last() const override { return engine::rank_pools_last(model_.hparams()); }
+  // The compute threads (a draft model runs on them too, between this evaluator's passes).
+  ThreadPool& pool() { return pool_; }
 
  private:
   // The KV cache's cells: n_seq * n_ctx plus `reserved` for the prefix cache when it `share`s;

@@ -2,18 +2,12 @@
 #include "engine/runtime/scheduler.h"
 
 #include <algorithm>
-#include <condition_variable>
-#include <deque>
-#include <optional>
 #include <stdexcept>
-#include <thread>
 
 #include "engine/model/arch.h"
-#include "engine/model/batch.h"
 #include "engine/model/pooling.h"
-#include "engine/runtime/sequence.h"
-#include "engine/runtime/thread_annotations.h"
-#include "engine/runtime/throughput.h"
+#include "engine/runtime/draft_model.h"
+#include "engine/runtime/scheduler_impl.h"
 #include "engine/text/tokenizer/tokenizer.h"
 
 namespace engine {
@@ -33,27 +27,6 @@ const char* finish_reason_name(FinishReason r) {
 
 namespace {
 
-// One of the n_slots sequences the evaluator caches. An idle slot keeps its cached tokens so
-// that the next request with the same prefix can skip them.
-struct Slot {
-  int index = 0;
-  std::vector<int32_t> cached;  // tokens whose K/V the evaluator holds, in position order
-  size_t published = 0;         // complete blocks of `cached` handed to the evaluator to share
-  uint64_t last_used = 0;       // for least-recently-used slot choice
-  std::optional<Sequence> seq;  // the request being served; empty: idle
-
-  bool active() const { return seq.has_value(); }
-  SeqId id() const { return index; }
-};
-
-// A logits row of the batch: its slot and, for a scored prompt row (prompt_logprobs), the prompt
-// position it was computed at, whose next prompt token it scores; -1 for a row to sample from.
-// A hidden-state row (embeddings): its slot and prompt position.
-struct Output {
-  Slot* slot;
-  int64_t prompt_pos;
-};
-
 size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
   const size_t n = std::min(a.size(), b.size());
   size_t i = 0;
@@ -63,70 +36,30 @@ size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& 
 
 }  // namespace
 
-struct Scheduler::Impl {
-  Impl(std::unique_ptr<BatchEvaluator> owned_, BatchEvaluator& ev, const Tokenizer& t, SchedulerOptions o)
-      : owned(std::move(owned_)), eval(ev), tokenizer(t), opt(o), slots(static_cast<size_t>(o.n_slots)) {
-    for (size_t i = 0; i < slots.size(); ++i) slots[i].index = static_cast<int>(i);
-    cache_use = eval.cache_use();
-    prefix_block = eval.prefix_block();
-    thread = std::thread([this] { loop(); });
+Scheduler::Impl::Impl(std::unique_ptr<BatchEvaluator> owned_, BatchEvaluator& ev, const Tokenizer& t,
+                      SchedulerOptions o, std::unique_ptr<DraftSource> owned_drafter_, DraftSource* drafter_)
+    : owned(std::move(owned_)),
+      eval(ev),
+      tokenizer(t),
+      opt(o),
+      owned_drafter(std::move(owned_drafter_)),
+      drafter(drafter_),
+      slots(static_cast<size_t>(o.n_slots)) {
+  for (size_t i = 0; i < slots.size(); ++i) slots[i].index = static_cast<int>(i);
+  cache_use = eval.cache_use();
+  prefix_block = eval.prefix_block();
+  spec.mode = drafter != nullptr ? opt.spec : SpecMode::kNone;
+  thread = std::thread([this] { loop(); });
+}
+
+Scheduler::Impl::~Impl() {
+  {
+    MutexLock lock(mu);
+    stopping = true;
   }
-
-  ~Impl() {
-    {
-      MutexLock lock(mu);
-      stopping = true;
-    }
-    cv.notify_all();
-    thread.join();
-  }
-
-  void loop();
-  void step();
-  void admit();
-  void start(Slot& slot, GenerationRequest&& req);
-  void check_cancelled(bool cancel_everything);
-  void build_batch(std::vector<std::pair<Slot*, int64_t>>& prefill, std::vector<Output>& outputs,
-                   std::vector<Output>& hidden);
-  void emit_output(const Output& out, const float* logits);
-  void score_prompt_token(Slot& slot, int64_t pos, const float* logits);
-  void emit_token(Slot& slot, const float* logits);
-  void finish_embedding(Slot& slot);
-  void publish(Slot& slot);
-  // How many prompt tokens of slot s go into this batch, given the budget left.
-  int64_t prefill_count(const Slot& s, int64_t budget, bool batch_empty) const;
-  void finish(Slot& slot, FinishReason reason, const std::string& error = {}, bool flush = true);
-  void fail(Slot& slot, const std::string& error);
-  void fail_all(const std::string& error);
-  bool has_work() const GGUFD_REQUIRES(mu) {
-    return stopping || cancel_requested || !queue.empty() || active_count > 0;
-  }
-  SubmitStatus admission(int64_t n_requests) const GGUFD_REQUIRES(mu);
-
-  std::unique_ptr<BatchEvaluator> owned;  // with a Model: the ModelEvaluator
-  BatchEvaluator& eval;
-  const Tokenizer& tokenizer;
-  const SchedulerOptions opt;
-
-  // The loop thread's own.
-  Batch batch;
-  std::vector<Slot> slots;
-  uint64_t tick = 0;
-  int32_t prefix_block = 0;  // tokens per block the evaluator shares; 0: none
-
-  // Shared with submitters and stats readers.
-  mutable Mutex mu;
-  std::condition_variable_any cv;  // wakes the loop: work queued, cancel_all(), stopping
-  std::deque<GenerationRequest> queue GGUFD_GUARDED_BY(mu);
-  bool stopping GGUFD_GUARDED_BY(mu) = false;
-  bool draining GGUFD_GUARDED_BY(mu) = false;
-  bool cancel_requested GGUFD_GUARDED_BY(mu) = false;
-  int64_t active_count GGUFD_GUARDED_BY(mu) = 0;
-  BatchEvaluator::CacheUse cache_use GGUFD_GUARDED_BY(mu);
-  Throughput throughput GGUFD_GUARDED_BY(mu);
-
-  std::thread thread;
-};
+  cv.notify_all();
+  thread.join();
+}
 
 void Scheduler::Impl::loop() {
   for (;;) {
@@ -150,19 +83,6 @@ void Scheduler::Impl::loop() {
     }
   }
   check_cancelled(true);
-}
-
-// Ends one request with an error, dropping its cached positions (their state is unknown).
-void Scheduler::Impl::fail(Slot& slot, const std::string& error) {
-  eval.truncate(slot.id(), 0);
-  slot.cached.clear();
-  finish(slot, FinishReason::kError, error);
-}
-
-void Scheduler::Impl::fail_all(const std::string& error) {
-  for (Slot& s : slots) {
-    if (s.active()) fail(s, error);
-  }
 }
 
 // Finishes requests whose client went away, whose deadline passed, or all of them.
@@ -247,6 +167,7 @@ void Scheduler::Impl::start(Slot& slot, GenerationRequest&& req) {
   }
   slot.cached.assign(req.prompt.begin(), req.prompt.begin() + static_cast<std::ptrdiff_t>(keep));
   slot.published = 0;
+  slot.draft_cap = opt.draft_max;
   const std::shared_ptr<TokenSink> sink = req.sink;  // the request moves into the sequence
   Usage usage;
   usage.prompt_tokens = static_cast<int64_t>(req.prompt.size());
@@ -277,17 +198,31 @@ void Scheduler::Impl::start(Slot& slot, GenerationRequest&& req) {
   }
 }
 
-// Decode tokens of generating slots first, then prompt chunks of prefilling slots within the
-// prefill budget. `outputs` gets the slot of each logits row in order, `hidden` of each hidden-state
-// row (embeddings); `prefill` the slots that advanced their prompt, and by how many tokens.
+// Decode tokens of generating slots first, each followed by its drafts, then prompt chunks of
+// prefilling slots within the prefill budget. `outputs` gets the slot of each logits row in order,
+// `hidden` of each hidden-state row (embeddings); `prefill` the slots that advanced their prompt,
+// and by how many tokens.
 void Scheduler::Impl::build_batch(std::vector<std::pair<Slot*, int64_t>>& prefill, std::vector<Output>& outputs,
                                   std::vector<Output>& hidden) {
   batch.clear();
+  std::vector<Slot*> generating;
   for (Slot& s : slots) {
+    s.draft.clear();
+    s.accepted = 0;
+    s.rejected = false;
     if (!s.active() || !s.seq->generating) continue;
-    batch.add(s.seq->next_token, s.id(), static_cast<int32_t>(s.cached.size()), true);
     s.cached.push_back(s.seq->next_token);
-    outputs.push_back({&s, -1});
+    generating.push_back(&s);
+  }
+  if (drafter != nullptr && !generating.empty()) propose_drafts(generating);
+  for (Slot* s : generating) {
+    const auto pos = static_cast<int32_t>(s->cached.size() - 1);
+    batch.add(s->seq->next_token, s->id(), pos, true);
+    outputs.push_back({s, -1, 0});
+    for (size_t j = 0; j < s->draft.size(); ++j) {
+      batch.add(s->draft[j], s->id(), pos + 1 + static_cast<int32_t>(j), true);
+      outputs.push_back({s, -1, j + 1});
+    }
   }
   int64_t budget = opt.prefill_chunk;
   for (Slot& s : slots) {
@@ -310,6 +245,40 @@ void Scheduler::Impl::build_batch(std::vector<std::pair<Slot*, int64_t>>& prefil
   }
 }
 
+// Rows j = 1.. of a slot are reached only when the request has neither ended nor run out of room:
+// with u tokens generated and the next token at position c - 1, row j emits token u + j + 1 at
+// the context's c + j. So drafts beyond max_tokens - u - 1 or n_ctx - c - 1 would never be used.
+// Within that, the slot's cap (see settle_drafts()).
+int32_t Scheduler::Impl::draft_room(const Slot& s) const {
+  const Sequence& seq = *s.seq;
+  int64_t room = std::min<int64_t>(s.draft_cap, opt.n_ctx - static_cast<int64_t>(s.cached.size()) - 1);
+  if (seq.req.max_tokens >= 0) room = std::min(room, seq.req.max_tokens - seq.usage.completion_tokens - 1);
+  return static_cast<int32_t>(std::max<int64_t>(room, 0));
+}
+
+// Asks the drafter for every generating slot with room at once, then keeps what is usable: at most
+// the room, token ids the model has, at least draft_min of them. A drafter that fails proposes
+// nothing: the slots decode plainly in this step.
+void Scheduler::Impl::propose_drafts(const std::vector<Slot*>& generating) {
+  draft_slots.clear();
+  for (Slot* s : generating) {
+    const int32_t room = draft_room(*s);
+    if (room < std::max(opt.draft_min, 1)) continue;
+    draft_slots.push_back({s->id(), s->cached, room, &s->seq->ngram, {}});
+  }
+  if (draft_slots.empty()) return;
+  try {
+    drafter->propose(draft_slots);
+  } catch (const std::exception&) {
+    return;
+  }
+  for (DraftSlot& d : draft_slots) {
+    std::vector<int32_t>& draft = slots[static_cast<size_t>(d.seq)].draft;
+    const size_t n = std::min(d.draft.size(), static_cast<size_t>(d.max));
+    for (size_t j = 0; j < n && d.draft[j] >= 0 && d.draft[j] < eval.n_vocab(); ++j) draft.push_back(d.draft[j]);
+    if (draft.size() < static_cast<size_t>(opt.draft_min)) draft.clear();
+  }
+}
 // A chunk of the prompt within the budget; an encoder's prompt goes in whole or waits for the next
 // batch (a batch of its own when it is longer than the budget).
 int64_t Scheduler::Impl::prefill_count(const Slot& s, int64_t budget, bool batch_empty) const {
@@ -347,17 +316,13 @@ void Scheduler::Impl::step() {
       slot->seq->generating = true;
     }
   }
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    if (!outputs[i].slot->active()) continue;  // ended by a failure on an earlier row
-    try {
-      emit_output(outputs[i], eval.logits(static_cast<int64_t>(i)));
-    } catch (const std::exception& e) {
-      fail(*outputs[i].slot, e.what());
-    }
-  }
+  step_generated = step_drafts = step_accepted = 0;
+  emit_outputs(outputs);
   const BatchEvaluator::CacheUse use = eval.cache_use();
   MutexLock lock(mu);
-  throughput.add(Clock::now(), static_cast<int64_t>(outputs.size()), n_prompt);
+  throughput.add(Clock::now(), step_generated, n_prompt);
+  spec.draft_tokens += step_drafts;
+  spec.accepted_tokens += step_accepted;
   cache_use = use;
 }
 
@@ -370,109 +335,6 @@ void Scheduler::Impl::publish(Slot& slot) {
   slot.published = blocks;
 }
 
-void Scheduler::Impl::emit_output(const Output& out, const float* logits) {
-  Slot& slot = *out.slot;
-  if (out.prompt_pos >= 0) {
-    score_prompt_token(slot, out.prompt_pos, logits);
-  } else if (slot.seq->req.max_tokens == 0) {
-    finish(slot, FinishReason::kLength);  // the prompt was only scored
-  } else {
-    emit_token(slot, logits);
-  }
-}
-
-// The logits at prompt position `pos` score prompt token pos + 1.
-void Scheduler::Impl::score_prompt_token(Slot& slot, int64_t pos, const float* logits) {
-  const GenerationRequest& req = slot.seq->req;
-  const int32_t next = req.prompt[static_cast<size_t>(pos + 1)];
-  const Sampled s = logprobs_of(logits, eval.n_vocab(), next, req.sampling.n_logprobs);
-  TokenEvent ev;
-  ev.token = next;
-  ev.prompt = true;
-  ev.logprob = s.logprob;
-  ev.top = s.top;
-  req.sink->on_token(std::move(ev));
-}
-
-// The slot's whole prompt is evaluated: its pooled vector (through the classification head for
-// rank pooling) goes to the sink, and the request ends.
-void Scheduler::Impl::finish_embedding(Slot& slot) {
-  Sequence& seq = *slot.seq;
-  try {
-    std::vector<float> pooled = seq.pooler->finish();
-    if (seq.req.pooling == PoolingType::kRank) pooled = eval.classify(std::move(pooled));
-    seq.req.sink->on_embedding(std::move(pooled));
-  } catch (const std::exception& e) {
-    finish(slot, FinishReason::kError, e.what());
-    return;
-  }
-  if (eval.encoder()) slot.cached.clear();  // nothing is cached
-  finish(slot, FinishReason::kStop);
-}
-
-// Samples the slot's next token from its logits row and emits its text.
-void Scheduler::Impl::emit_token(Slot& slot, const float* logits) {
-  Sequence& seq = *slot.seq;
-  const Sampled s = seq.sampler.sample(seq.constrain(logits));
-  if (seq.constraint && !seq.constraint->accept(s.id)) {
-    throw std::runtime_error("sampled token " + std::to_string(s.id) + " that the grammar does not allow");
-  }
-  // With a grammar the end token is allowed only when the text is complete: it always ends.
-  if (tokenizer.is_eog(s.id) && (!seq.req.ignore_eos || seq.constraint)) {
-    finish(slot, FinishReason::kStop);
-    return;
-  }
-  ++seq.usage.completion_tokens;
-  seq.watch_triggers(s.id, tokenizer);
-  TokenEvent ev;
-  ev.token = s.id;
-  ev.logprob = s.logprob;
-  ev.top = s.top;
-  StopMatcher::Result r = seq.stop.push(seq.decoder.push(s.id));
-  ev.text = std::move(r.text);
-  seq.req.sink->on_token(std::move(ev));
-  if (r.stopped) {
-    finish(slot, FinishReason::kStop, {}, false);  // the rest after a stop string is dropped
-  } else if (seq.constraint && seq.constraint->complete()) {
-    finish(slot, FinishReason::kStop);  // the grammar is satisfied and nothing may follow
-  } else if (seq.req.max_tokens >= 0 && seq.usage.completion_tokens >= seq.req.max_tokens) {
-    finish(slot, FinishReason::kLength);
-  } else if (static_cast<int64_t>(slot.cached.size()) + 1 >= opt.n_ctx) {
-    finish(slot, FinishReason::kLength);  // no position left for the next token
-  } else {
-    seq.next_token = s.id;
-  }
-}
-
-// Emits what the decoder and stop matcher hold back (with `flush`, for a normal end), then ends
-// the request. Never throws: whatever happens, the slot is idle afterwards.
-void Scheduler::Impl::finish(Slot& slot, FinishReason reason, const std::string& error, bool flush) {
-  Sequence& seq = *slot.seq;
-  std::string message = error;
-  if (flush && (reason == FinishReason::kStop || reason == FinishReason::kLength)) {
-    try {
-      StopMatcher::Result r = seq.stop.push(seq.decoder.flush());
-      std::string rest = r.text + (r.stopped ? std::string() : seq.stop.flush());
-      if (!rest.empty()) {
-        TokenEvent ev;
-        ev.text = std::move(rest);
-        seq.req.sink->on_token(std::move(ev));
-      }
-    } catch (const std::exception& e) {
-      reason = FinishReason::kError;
-      message = e.what();
-    }
-  }
-  try {
-    seq.req.sink->on_finish(reason, seq.usage, message);
-  } catch (...) {  // a sink that cannot take its end has nobody left to tell
-  }
-  slot.seq.reset();
-  slot.last_used = ++tick;
-  MutexLock lock(mu);
-  --active_count;
-}
-
 // Whether n more requests may be queued now.
 SubmitStatus Scheduler::Impl::admission(int64_t n_requests) const {
   if (draining || stopping) return SubmitStatus::kDraining;
@@ -482,22 +344,67 @@ SubmitStatus Scheduler::Impl::admission(int64_t n_requests) const {
   return SubmitStatus::kAccepted;
 }
 
-Scheduler::Scheduler(const Model& model, const Tokenizer& tokenizer, SchedulerOptions options) {
-  if (arch_traits(model.hparams().arch).encoder) {
-    auto owned = std::make_unique<EncoderEvaluator>(model, options.n_threads);
-    BatchEvaluator& ev = *owned;
-    impl_ = std::make_unique<Impl>(std::move(owned), ev, tokenizer, options);
-    return;
+namespace {
+
+// Throws std::invalid_argument for speculation settings the scheduler cannot honour.
+void check_spec(const SchedulerOptions& o, bool has_draft_model) {
+  if (o.spec == SpecMode::kNone) return;
+  if (o.draft_max < 1 || o.draft_max > KvCache::kWindowSlack) {
+    throw std::invalid_argument("speculative decoding: draft_max must be between 1 and " +
+                                std::to_string(KvCache::kWindowSlack) + ", found " + std::to_string(o.draft_max));
   }
-  auto owned = std::make_unique<ModelEvaluator>(model, options.n_ctx, options.n_slots, options.kv_type,
-                                                options.prefill_chunk + options.n_slots, options.n_threads,
-                                                options.prefix_cache_bytes);
-  BatchEvaluator& ev = *owned;
-  impl_ = std::make_unique<Impl>(std::move(owned), ev, tokenizer, options);
+  if (o.draft_min < 0 || o.draft_min > o.draft_max) {
+    throw std::invalid_argument("speculative decoding: draft_min must be between 0 and draft_max (" +
+                                std::to_string(o.draft_max) + "), found " + std::to_string(o.draft_min));
+  }
+  if (o.spec == SpecMode::kDraft && !has_draft_model) {
+    throw std::invalid_argument("speculative decoding with a draft model needs a draft model");
+  }
 }
 
-Scheduler::Scheduler(BatchEvaluator& evaluator, const Tokenizer& tokenizer, SchedulerOptions options)
-    : impl_(std::make_unique<Impl>(nullptr, evaluator, tokenizer, options)) {}
+}  // namespace
+
+Scheduler::Scheduler(const Model& model, const Tokenizer& tokenizer, SchedulerOptions options,
+                     const Model* draft_model) {
+  check_spec(options, draft_model != nullptr);
+  if (draft_model != nullptr && options.spec != SpecMode::kDraft) {
+    throw std::invalid_argument("a draft model is only used with speculative decoding by a draft model");
+  }
+  if (arch_traits(model.hparams().arch).encoder) {  // nothing to generate: nothing to draft
+    auto owned = std::make_unique<EncoderEvaluator>(model, options.n_threads);
+    BatchEvaluator& ev = *owned;
+    options.spec = SpecMode::kNone;
+    impl_ = std::make_unique<Impl>(std::move(owned), ev, tokenizer, options, nullptr, nullptr);
+    return;
+  }
+  const int64_t drafts = options.spec == SpecMode::kNone ? 0 : options.draft_max;
+  auto owned = std::make_unique<ModelEvaluator>(model, options.n_ctx, options.n_slots, options.kv_type,
+                                                options.prefill_chunk + options.n_slots * (1 + drafts),
+                                                options.n_threads, options.prefix_cache_bytes);
+  std::unique_ptr<DraftSource> drafter;
+  if (options.spec == SpecMode::kNgram) {
+    drafter = std::make_unique<NgramDrafter>();
+  } else if (options.spec == SpecMode::kDraft) {
+    drafter = std::make_unique<DraftModel>(*draft_model, tokenizer, owned->n_vocab(), options.n_ctx, options.n_slots,
+                                           options.kv_type, options.prefill_chunk, owned->pool());
+  }
+  BatchEvaluator& ev = *owned;
+  DraftSource* d = drafter.get();
+  impl_ = std::make_unique<Impl>(std::move(owned), ev, tokenizer, options, std::move(drafter), d);
+}
+
+Scheduler::Scheduler(BatchEvaluator& evaluator, const Tokenizer& tokenizer, SchedulerOptions options,
+                     DraftSource* drafter) {
+  check_spec(options, drafter != nullptr);
+  std::unique_ptr<DraftSource> own;
+  if (options.spec == SpecMode::kNgram) {
+    own = std::make_unique<NgramDrafter>();
+    drafter = own.get();
+  } else if (options.spec == SpecMode::kNone) {
+    drafter = nullptr;
+  }
+  impl_ = std::make_unique<Impl>(nullptr, evaluator, tokenizer, options, std::move(own), drafter);
+}
 
 Scheduler::~Scheduler() = default;
 
@@ -556,6 +463,7 @@ SchedulerStats Scheduler::stats() const {
   s.kv_window_cells = impl_->cache_use.window_cells;
   s.kv_bytes_without_window = impl_->cache_use.bytes_without_window;
   s.prefix_cache = impl_->cache_use.prefix;
+  s.spec = impl_->spec;
   std::tie(s.generation_tokens_per_second, s.prompt_tokens_per_second) = impl_->throughput.rates(Clock::now());
   return s;
 }

@@ -11,6 +11,7 @@
 #include "engine/model/model.h"
 #include "engine/runtime/evaluator.h"
 #include "engine/runtime/sampler.h"
+#include "engine/runtime/speculation.h"
 
 namespace engine::grammar {
 class CompiledGrammar;
@@ -98,6 +99,13 @@ struct SchedulerOptions {
   // cached blocks. 0: no sharing (each slot reuses its own prefix only). Models whose
   // sliding-window layers keep a ring never share (ModelEvaluator).
   int64_t prefix_cache_bytes = int64_t{256} << 20;
+  // Speculative decoding (speculation.h): each generating slot's next token is verified together
+  // with up to draft_max drafts (1..KvCache::kWindowSlack, so that a sliding-window ring can
+  // always drop the rejected ones); a proposal shorter than draft_min is not verified. kDraft
+  // needs a draft model (or, for tests, a DraftSource).
+  SpecMode spec = SpecMode::kNone;
+  int draft_max = 16;
+  int draft_min = 0;
 };
 
 // kTooLarge: more requests in one submit_all() than the scheduler can ever hold (capacity()).
@@ -115,6 +123,7 @@ struct SchedulerStats {
   double generation_tokens_per_second = 0;  // over the last few seconds
   double prompt_tokens_per_second = 0;
   PrefixCacheStats prefix_cache;  // block_tokens 0: prefixes are not shared
+  SpecStats spec;                 // mode kNone: nothing is drafted
 };
 
 // Runs the step loop on its own thread: admit queued requests into free slots (reusing the longest
@@ -129,15 +138,25 @@ struct SchedulerStats {
 // Embedding requests share the slots, the queue and the passes with generation; with an encoder
 // model (bert) they are all there is, each prompt goes into one pass whole, and slots cost no
 // cache (serve them with many).
-// Ownership: borrows the Tokenizer and the Model or evaluator (they must outlive it); with a Model
-// it owns a ModelEvaluator (the KV cache and compute threads). Owns its thread, which the
+// With speculative decoding (SchedulerOptions::spec) a generating slot's step may emit several
+// tokens: its drafts are verified in the same batch as everything else, and the output is what
+// plain decoding gives (speculation.h). Embeddings and prompt scoring never draft.
+// Ownership: borrows the Tokenizer, the Model (and draft model) or evaluator (and draft source);
+// they must outlive it. With a Model it owns a ModelEvaluator (the KV cache and compute threads)
+// and the drafter (a draft model's cache runs on the same threads). Owns its thread, which the
 // destructor stops after finishing every request with FinishReason::kCancelled.
 // Thread-safety: submit(), drain(), stats() and idle() may be called from any thread.
 class Scheduler {
  public:
-  Scheduler(const Model& model, const Tokenizer& tokenizer, SchedulerOptions options);
-  // On any evaluator (tests: a deterministic fake, no model).
-  Scheduler(BatchEvaluator& evaluator, const Tokenizer& tokenizer, SchedulerOptions options);
+  // draft_model: with spec kDraft, a small model of the same vocabulary (DraftModel), else null.
+  // Throws std::invalid_argument for speculation settings out of range, a missing or unused draft
+  // model, or one whose vocabulary differs from the target's.
+  Scheduler(const Model& model, const Tokenizer& tokenizer, SchedulerOptions options,
+            const Model* draft_model = nullptr);
+  // On any evaluator (tests: a deterministic fake, no model); `drafter` plays the draft model of
+  // spec kDraft (null otherwise).
+  Scheduler(BatchEvaluator& evaluator, const Tokenizer& tokenizer, SchedulerOptions options,
+            DraftSource* drafter = nullptr);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;

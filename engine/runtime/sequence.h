@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/model/pooling.h"
+#include "engine/runtime/ngram_index.h"
 #include "engine/runtime/sampler.h"
 #include "engine/runtime/scheduler.h"
 #include "engine/runtime/stop_strings.h"
@@ -19,7 +20,8 @@ namespace engine {
 class Tokenizer;
 
 // A request being served: its sampler (primed with the prompt's tail for the penalties), the
-// decoder and stop matcher its text goes through, its grammar state and its usage.
+// decoder and stop matcher its text goes through, its grammar state, its usage, and the n-gram
+// index prompt-lookup drafting keeps of its tokens.
 // Ownership: owns the request; its decoder borrows the Tokenizer, which must outlive it.
 // Thread-safety: none; the scheduler's thread only.
 struct Sequence {
@@ -49,6 +51,7 @@ struct Sequence {
   std::optional<Pooler> pooler;  // embedding requests: their hidden states so far
   bool generating = false;  // the whole prompt is cached: next_token goes in at the next step
   int32_t next_token = -1;
+  NgramIndex ngram;  // empty until the n-gram drafter first looks (speculation.h)
 };
 
 }  // namespace engine

@@ -50,6 +50,16 @@ void render_prefix_cache(const engine::PrefixCacheStats& p, std::string& out) {
   sample(out, "ggufd_prefix_cache_bytes", static_cast<double>(p.bytes));
 }
 
+// Speculative decoding: drafts verified and accepted (acceptance rate: their ratio). Zero when off.
+void render_speculation(const engine::SpecStats& s, std::string& out) {
+  header(out, "ggufd_spec_draft_tokens_total", "counter",
+         "Draft tokens verified by the model (speculative decoding: n-gram or draft model).");
+  sample(out, "ggufd_spec_draft_tokens_total", static_cast<double>(s.draft_tokens));
+  header(out, "ggufd_spec_accepted_tokens_total", "counter",
+         "Draft tokens accepted: sampled by the request too, and emitted without a step of their own.");
+  sample(out, "ggufd_spec_accepted_tokens_total", static_cast<double>(s.accepted_tokens));
+}
+
 }  // namespace
 
 Histogram::Histogram(std::vector<double> bounds)
@@ -142,6 +152,7 @@ std::string Metrics::render(const engine::SchedulerStats& g) const {
   header(out, "ggufd_kv_cache_total_cells", "gauge", "KV-cache capacity in cells (tokens).");
   sample(out, "ggufd_kv_cache_total_cells", static_cast<double>(g.kv_cells_total));
   render_prefix_cache(g.prefix_cache, out);
+  render_speculation(g.spec, out);
   header(out, "ggufd_time_to_first_token_seconds", "histogram", "Time to first generated token.");
   ttft_.render("ggufd_time_to_first_token_seconds", out);
   header(out, "ggufd_inter_token_latency_seconds", "histogram", "Time between generated tokens.");

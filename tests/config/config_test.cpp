@@ -219,6 +219,7 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
                                  "--idle-timeout", "6", "--request-timeout", "7", "--max-connections", "8",
                                  "--shutdown-grace", "9", "--strict-api", "--threads", "2", "--ctx-size", "128", "--parallel", "3",
                                  "--queue-limit", "4", "--prefill-chunk", "32", "--kv-type", "f32", "--cache-ram", "64",
+                                 "--model-draft", m, "--spec", "draft", "--draft-max", "8", "--draft-min", "2",
                                  "--temperature", "0", "--top-p", "0.5", "--top-k", "5", "--min-p", "0.1",
                                  "--repeat-penalty", "1.1", "--max-tokens", "99", "--reasoning-effort", "none", "--log-level", "debug",
                                  "--log-format", "json", "--no-metrics"});
@@ -249,6 +250,10 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
   EXPECT_EQ(cfg.engine.prefill_chunk, 32);
   EXPECT_EQ(cfg.engine.kv_type, "f32");
   EXPECT_EQ(cfg.engine.cache_ram, 64);
+  EXPECT_EQ(cfg.model.draft, m);
+  EXPECT_EQ(cfg.engine.spec, "draft");
+  EXPECT_EQ(cfg.engine.draft_max, 8);
+  EXPECT_EQ(cfg.engine.draft_min, 2);
   EXPECT_DOUBLE_EQ(cfg.sampling.temperature, 0);
   EXPECT_DOUBLE_EQ(cfg.sampling.top_p, 0.5);
   EXPECT_EQ(cfg.sampling.top_k, 5);
@@ -269,7 +274,8 @@ TEST_F(ConfigTest, EveryFieldHasAnEnvironmentVariable) {
   ServeConfig probe;
   for (const config::Setting& s : config::settings_of(probe)) {
     EXPECT_EQ(s.env_name().rfind("GGUFD_", 0), 0u);
-    const std::string value = s.name == "model" || s.name == "chat-template-file" ? file("f", "x")
+    const std::string value = s.name == "model" || s.name == "chat-template-file" || s.name == "model-draft"
+                                  ? file("f", "x")
                               : s.name == "api-key-file"                          ? file("keys", "k\n")
                               : s.name == "cors-origin"                           ? "*"
                               : s.choices.empty()                                 ? config::current_text(s)
@@ -370,6 +376,47 @@ TEST_F(ConfigTest, CacheRamFromEverySource) {
   EXPECT_EQ(error({"--config", p}),
             "--config " + p + ": key 'cache-ram' (line 2) belongs in [engine] or at the top level, not in [http]");
   EXPECT_EQ(error({"--cache-ram", "1048577"}), "--cache-ram: 1048577 is out of range 0..1048576");
+}
+
+// Speculative decoding: --spec, --draft-max, --draft-min in [engine], --model-draft in [model];
+// every source, and the combinations that cannot work.
+TEST_F(ConfigTest, SpeculationFromEverySource) {
+  const ServeConfig plain = parse({});
+  EXPECT_EQ(plain.engine.spec, "auto");
+  EXPECT_EQ(plain.engine.draft_max, 16);
+  EXPECT_EQ(plain.engine.draft_min, 0);
+  EXPECT_EQ(plain.model.draft, "");
+  const std::string d = file("draft.gguf", "GGUF");
+  const ServeConfig f = parse({"--config", file("c.toml", "[model]\nmodel-draft = '" + d +
+                                                              "'\n[engine]\nspec = 'draft'\ndraft_max = 4\ndraft-min = 2\n")});
+  EXPECT_EQ(f.model.draft, d);
+  EXPECT_EQ(f.engine.spec, "draft");
+  EXPECT_EQ(f.engine.draft_max, 4);
+  EXPECT_EQ(f.engine.draft_min, 2);
+  EXPECT_EQ(f.sources.at("model-draft"), "file");
+  env("GGUFD_SPEC", "none");
+  env("GGUFD_DRAFT_MAX", "32");
+  const ServeConfig e = parse({});
+  EXPECT_EQ(e.engine.spec, "none");
+  EXPECT_EQ(e.engine.draft_max, 32);
+  EXPECT_EQ(e.sources.at("spec"), "env");
+  EXPECT_EQ(parse({"--spec", "ngram", "--draft-min", "3"}).engine.spec, "ngram");
+  unsetenv("GGUFD_SPEC");
+  env("GGUFD_MODEL_DRAFT", d);
+  EXPECT_EQ(parse({}).model.draft, d) << "auto uses it";
+  unsetenv("GGUFD_MODEL_DRAFT");
+
+  EXPECT_EQ(error({"--spec", "draft"}), "--spec: 'draft' needs a draft model: --model-draft FILE");
+  EXPECT_EQ(error({"--spec", "ngram", "--model-draft", d}),
+            "--model-draft: a draft model is used by --spec draft (or auto), not --spec ngram");
+  EXPECT_EQ(error({"--model-draft", d + ".missing"}), "--model-draft: '" + d + ".missing' does not exist");
+  EXPECT_EQ(error({"--spec", "medusa"}), "--spec: 'medusa' is not one of auto, none, ngram, draft");
+  EXPECT_EQ(error({"--draft-max", "0"}), "--draft-max: 0 is not allowed: expected 1..64");
+  EXPECT_EQ(error({"--draft-max", "65"}), "--draft-max: 65 is out of range 1..64");
+  EXPECT_EQ(error({"--draft-max", "4", "--draft-min", "5"}), "--draft-min: 5 is more than --draft-max (4)");
+  const std::string p = file("c.toml", "[model]\ndraft-max = 4\n");
+  EXPECT_EQ(error({"--config", p}),
+            "--config " + p + ": key 'draft-max' (line 2) belongs in [engine] or at the top level, not in [model]");
 }
 
 TEST_F(ConfigTest, EmptyConfigFileIsFine) {

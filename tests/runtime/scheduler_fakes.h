@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -72,6 +73,7 @@ class FakeEvaluator : public BatchEvaluator {
   int32_t max_rewind = -1;  // >= 0: like a sliding-window ring, truncating further back drops all
   std::vector<int64_t> batch_sizes;
   std::map<SeqId, int32_t> cached;  // sequence -> cached positions
+  int32_t max_pos = -1;             // the highest position ever evaluated
 
   int64_t n_vocab() const override { return kLetters + 1; }
   void eval(const Batch& batch) override {
@@ -85,6 +87,7 @@ class FakeEvaluator : public BatchEvaluator {
     for (int64_t i = 0; i < batch.size(); ++i) {
       if (batch.pos[i] != cached[batch.seq[i]]) throw std::logic_error("position out of order");
       cached[batch.seq[i]] = batch.pos[i] + 1;
+      max_pos = std::max(max_pos, batch.pos[i]);
       if (!batch.logits[i]) continue;
       std::vector<float> row(static_cast<size_t>(n_vocab()), 0.0f);
       const int32_t t = batch.tokens[i];

@@ -36,6 +36,10 @@ TEST(Defaults, ConfigDefaultsAreTheLibrariesDefaults) {
   EXPECT_EQ(c.engine.prefill_chunk, s.engine.prefill_chunk);
   EXPECT_EQ(engine::kv_type_from_name(c.engine.kv_type), s.engine.kv_type);
   EXPECT_EQ(int64_t{c.engine.cache_ram} << 20, s.engine.prefix_cache_bytes);
+  EXPECT_EQ(c.model.draft, s.draft_model_path);
+  EXPECT_EQ(c.engine.spec, "auto");  // without --model-draft: the scheduler's default, s.engine.spec
+  EXPECT_EQ(c.engine.draft_max, s.engine.draft_max);
+  EXPECT_EQ(c.engine.draft_min, s.engine.draft_min);
 
   EXPECT_FLOAT_EQ(static_cast<float>(c.sampling.temperature), s.sampling_defaults.temperature);
   EXPECT_FLOAT_EQ(static_cast<float>(c.sampling.top_p), s.sampling_defaults.top_p);

@@ -1,10 +1,16 @@
 // ggufd: serve GGUF models over an OpenAI-compatible HTTP API. This file only dispatches.
 #include <cstdio>
+#include <cstring>
 #include <exception>
 
 #include "tools/ggufd/commands.h"
 
 int main(int argc, char** argv) {
+  // llama-server's -md (--model-draft): CLI11 takes single-letter short options only.
+  static char model_draft[] = "--model-draft";
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "-md") == 0) argv[i] = model_draft;
+  }
   CLI::App app{"ggufd: serve LLMs stored as GGUF files, on CPUs"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "ggufd " GGUFD_VERSION);

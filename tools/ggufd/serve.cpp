@@ -83,6 +83,16 @@ server::ServiceOptions to_options(const config::ServeConfig& c) {
   o.engine.prefill_chunk = c.engine.prefill_chunk;
   o.engine.kv_type = engine::kv_type_from_name(c.engine.kv_type);
   o.engine.prefix_cache_bytes = int64_t{c.engine.cache_ram} << 20;
+  o.draft_model_path = c.model.draft;
+  if (c.engine.spec == "none") {
+    o.engine.spec = engine::SpecMode::kNone;
+  } else if (c.engine.spec == "ngram") {
+    o.engine.spec = engine::SpecMode::kNgram;
+  } else if (c.engine.spec == "draft" || !c.model.draft.empty()) {
+    o.engine.spec = engine::SpecMode::kDraft;
+  }  // auto without a draft model: the scheduler's default
+  o.engine.draft_max = c.engine.draft_max;
+  o.engine.draft_min = c.engine.draft_min;
   o.sampling_defaults.temperature = static_cast<float>(c.sampling.temperature);
   o.sampling_defaults.top_p = static_cast<float>(c.sampling.top_p);
   o.sampling_defaults.top_k = c.sampling.top_k;
