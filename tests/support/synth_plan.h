@@ -26,4 +26,13 @@ inline const gguf::OwnedValue* find_key(const engine::synth::Metadata& meta, con
   return nullptr;
 }
 
+// Checks that the plan (by_name's map) has tensor `name` of this type and shape.
+inline void expect_tensor(const std::map<std::string, engine::synth::TensorPlan>& plan, const std::string& name,
+                          gguf::TensorType type, const std::vector<uint64_t>& ne) {
+  const auto it = plan.find(name);
+  ASSERT_NE(it, plan.end()) << name;
+  EXPECT_EQ(it->second.type, type) << name;
+  EXPECT_EQ(it->second.ne, ne) << name;
+}
+
 }  // namespace ggufd::test

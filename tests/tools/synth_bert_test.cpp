@@ -65,10 +65,7 @@ TEST(SynthBert, MiniLmQ8Plan) {
   EXPECT_EQ(plan.size(), 5u + 6u * 16u);
   const auto t = by_name(plan);
   auto expect = [&t](const std::string& name, TensorType type, std::vector<uint64_t> ne) {
-    const auto it = t.find(name);
-    ASSERT_NE(it, t.end()) << name;
-    EXPECT_EQ(it->second.type, type) << name;
-    EXPECT_EQ(it->second.ne, ne) << name;
+    ggufd::test::expect_tensor(t, name, type, ne);
   };
   expect("token_embd.weight", TensorType::Q8_0, {384, 30522});
   expect("token_types.weight", TensorType::F32, {384, 2});

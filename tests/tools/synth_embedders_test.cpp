@@ -28,10 +28,7 @@ TEST(SynthNomicBert, Plan) {
   EXPECT_EQ(plan.size(), 4u + 2u * 9u);
   const auto t = by_name(plan);
   auto expect = [&t](const std::string& name, TensorType type, std::vector<uint64_t> ne) {
-    const auto it = t.find(name);
-    ASSERT_NE(it, t.end()) << name;
-    EXPECT_EQ(it->second.type, type) << name;
-    EXPECT_EQ(it->second.ne, ne) << name;
+    ggufd::test::expect_tensor(t, name, type, ne);
   };
   expect("token_embd.weight", TensorType::Q8_0, {128, 30522});
   expect("token_types.weight", TensorType::F32, {128, 2});
