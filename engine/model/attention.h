@@ -38,16 +38,23 @@ struct FlashWorker {
 // read once per tile instead of once per head and token; items run on the pool from a shared
 // counter, costliest first. A sequence with one token in the chunk (decode) and fewer K/V heads
 // than threads also splits its keys into runs whose partial softmax states are merged.
-// The accumulation: with an F16 cache, the f16 one of llama.cpp's one-row CPU path (what the
-// reference logits in ../shared/golden come from) for every token, so a token's result does not
+// The accumulation is chosen per token by its position alone, so a token's result does not
 // depend on how its sequence was cut into chunks (prefix sharing, engine/runtime/prefix_cache.h,
-// relies on that: an attached prefix gives the logits of computing everything); F32 and Q8_0
-// caches accumulate in f32 (the faster tiled path). Never on other sequences in the batch.
+// relies on that: an attached prefix gives the logits of computing everything), nor on other
+// sequences in the batch. With an F16 cache, tokens at positions below kF16AccumPositions take
+// the f16 accumulation of llama.cpp's one-row CPU path (what it runs for decode and for batches
+// of fewer than 64 tokens, and what the reference logits in ../shared/golden come from: small
+// random models amplify any rounding difference); later tokens accumulate in f32 as llama.cpp's
+// tiled path does for longer batches (3-4x fewer instructions per query-key pair, and more
+// precise). F32 and Q8_0 caches always accumulate in f32.
 //
 // Ownership: borrows the HParams (must outlive it); owns its scratch. Thread-safety: none.
 class Attention {
  public:
   explicit Attention(const HParams& hp);
+
+  // F16 caches: tokens at positions below this take the f16 accumulation (see above).
+  static constexpr int32_t kF16AccumPositions = 128;
 
   // Groups the chunk's n tokens by sequence and reads their sequences' cache entries (every
   // pool); call once per chunk, after the tokens' cells are assigned. seq, pos: (n,).
@@ -79,6 +86,7 @@ class Attention {
     int32_t split;       //   of one tile have states partial - split .. partial - split + n_split - 1)
     int32_t n_split;
     int64_t cost;        // rows x keys: costliest items start first
+    bool f16_accum;      // every row's token is below kF16AccumPositions (F16 cache)
   };
   void plan(int64_t il, const KvCache& cache, int n_threads);
   void ensure_workers(int n);
