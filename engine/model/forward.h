@@ -64,7 +64,7 @@ class Forward {
   // The router's top-k experts of each token: sel_ (n, k) ids and selw_ (n, k) weights.
   void route(const LayerWeights& l, int64_t n, ThreadPool& pool);
   // Block output xb2 (n, E): the post-norm (gemma) and residual scale (granite), then x += xb2.
-  void add_residual(const std::vector<float>& post_norm, int64_t n);
+  void add_residual(const std::vector<float>& post_norm, int64_t n, ThreadPool& pool);
   // gate (n,) = act(gate) * up (n,) with the model's FFN activation.
   void ffn_act(float* gate, const float* up, int64_t n) const;
   RopeParams rope_params(float base, float scale, const float* factors) const;

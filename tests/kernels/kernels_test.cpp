@@ -443,6 +443,29 @@ TEST(Quantize, Avx2ActivationsAreBitIdentical) {
   }
 }
 
+// SwiGLU: the SIMD exp is a polynomial, within a few ulp of std::exp; past +-87 it clamps (the
+// products are then below 1e-36 either way).
+TEST(Activation, SimdSiluMulMatchesTheReference) {
+  const kernels::Dispatch* simd = kernels::avx2_dispatch();
+  if (!simd) GTEST_SKIP() << "no AVX2 on this CPU";
+  EXPECT_EQ(kernels::scalar_dispatch().silu_mul, &kernels::ref::silu_mul);
+  std::vector<float> gate(1021), up(gate.size());
+  for (size_t i = 0; i < gate.size(); ++i) {
+    gate[i] = -95.0f + 190.0f * static_cast<float>(i) / static_cast<float>(gate.size());
+    up[i] = 0.5f + static_cast<float>(i % 7);
+  }
+  const float special[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 88.5f, -88.5f, 1e6f, -1e6f, 0.6931472f, -20.0f};
+  std::copy(std::begin(special), std::end(special), gate.begin() + 500);
+  for (int64_t n : {1021, 8, 3}) {
+    std::vector<float> want = gate, got = gate;
+    kernels::ref::silu_mul(want.data(), up.data(), n);
+    simd->silu_mul(got.data(), up.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_NEAR(got[i], want[i], 1e-6f * std::abs(want[i]) + 1e-30f) << "gate " << gate[i] << " n=" << n;
+    }
+  }
+}
+
 TEST(Dispatch, ChoosesTheWidestTableTheCpuRuns) {
   const CpuFeatures& f = cpu_features();
   const bool avx2 = f.avx2 && f.fma && f.f16c;
