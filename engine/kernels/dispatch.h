@@ -3,6 +3,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
 
 #include "engine/kernels/blocks.h"
 #include "engine/kernels/flash_attn.h"
@@ -60,8 +63,19 @@ struct Dispatch {
   TileFn packed_tile_for(gguf::TensorType type) const;
 };
 
-// The table for this CPU (detected on first call; thread-safe).
+// The table for this CPU (detected on first call; thread-safe): the best one it runs, or the one
+// the environment variable GGUFD_ISA names (choose_dispatch), read once. Throws
+// std::invalid_argument when GGUFD_ISA is set to something this CPU can't run (every call
+// until it is fixed: nothing is cached then).
 const Dispatch& dispatch();
+// The names GGUFD_ISA accepts, from the portable table to the widest.
+inline constexpr std::string_view kIsaNames[] = {"scalar", "avx2", "avxvnni", "avx512vnni"};
+// The tables this CPU runs, best first (the scalar one last, always there).
+std::vector<const Dispatch*> available_dispatches();
+// The table named `requested` (one of kIsaNames) among `available` (best first), or the best
+// (the first) when `requested` is empty. Throws std::invalid_argument naming the value and what
+// is allowed when it is no table's name, or what this CPU runs when `available` lacks it.
+const Dispatch& choose_dispatch(std::string_view requested, std::span<const Dispatch* const> available);
 // The portable scalar table (the reference; tests compare against it).
 const Dispatch& scalar_dispatch();
 // The AVX2+FMA+F16C table, or nullptr when this CPU lacks those features.

@@ -4,11 +4,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <limits>
 #include <random>
+#include <span>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/kernels/blocks.h"
@@ -448,9 +452,65 @@ TEST(Dispatch, ChoosesTheWidestTableTheCpuRuns) {
   const bool avx2 = f.avx2 && f.fma && f.f16c;
   const bool vnni = avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512_vnni;
   const bool avx_vnni = avx2 && f.avx_vnni;
-  EXPECT_STREQ(kernels::dispatch().name, vnni ? "avx512vnni" : avx_vnni ? "avxvnni" : avx2 ? "avx2" : "scalar");
+  const char* isa = std::getenv("GGUFD_ISA");  // set: the table it names (GGUFD_ISA tests below)
+  EXPECT_STREQ(kernels::dispatch().name, isa != nullptr && *isa != '\0' ? isa
+                                         : vnni                          ? "avx512vnni"
+                                         : avx_vnni                      ? "avxvnni"
+                                         : avx2                          ? "avx2"
+                                                                         : "scalar");
   EXPECT_EQ(kernels::avx512_dispatch() != nullptr, vnni);
   EXPECT_EQ(kernels::avxvnni_dispatch() != nullptr, avx_vnni);
+  const std::vector<const kernels::Dispatch*> tables = kernels::available_dispatches();
+  ASSERT_FALSE(tables.empty());
+  EXPECT_STREQ(tables.front()->name, vnni ? "avx512vnni" : avx_vnni ? "avxvnni" : avx2 ? "avx2" : "scalar");
+  EXPECT_EQ(tables.back(), &kernels::scalar_dispatch());
+}
+
+// The message of the std::invalid_argument choose_dispatch throws for `requested`, or "" if none.
+std::string choose_error(std::string_view requested, std::span<const kernels::Dispatch* const> available) {
+  try {
+    kernels::choose_dispatch(requested, available);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Dispatch, GgufdIsaNamesATableTheCpuRuns) {
+  const std::vector<const kernels::Dispatch*> tables = kernels::available_dispatches();
+  EXPECT_EQ(&kernels::choose_dispatch("", tables), tables.front());  // unset or empty: the best
+  for (const kernels::Dispatch* t : tables) {
+    EXPECT_EQ(&kernels::choose_dispatch(t->name, tables), t);
+  }
+  EXPECT_EQ(&kernels::choose_dispatch("scalar", tables), &kernels::scalar_dispatch());
+  for (std::string_view name : kernels::kIsaNames) {  // every accepted name is some table's
+    const bool runs = std::any_of(tables.begin(), tables.end(), [&](const kernels::Dispatch* t) { return t->name == name; });
+    if (runs) {
+      EXPECT_EQ(kernels::choose_dispatch(name, tables).name, name);
+    }
+  }
+}
+
+TEST(Dispatch, GgufdIsaRejectsUnknownNamesAndTablesTheCpuLacks) {
+  const std::vector<const kernels::Dispatch*> tables = kernels::available_dispatches();
+  for (std::string_view bad : {"avx512", "AVX2", " avx2", "avx2 ", "sse", "native", "scalar,avx2"}) {
+    const std::string msg = choose_error(bad, tables);
+    EXPECT_NE(msg.find("GGUFD_ISA=\"" + std::string(bad) + "\": unknown instruction set"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("expected one of scalar, avx2, avxvnni, avx512vnni"), std::string::npos) << msg;
+  }
+  // Hostile values are shown cut to 32 characters, unprintable bytes as '?'.
+  const std::string msg = choose_error(std::string(100, 'x') + "\n", tables);
+  EXPECT_NE(msg.find("GGUFD_ISA=\"" + std::string(32, 'x') + "...\""), std::string::npos) << msg;
+  EXPECT_EQ(choose_error(std::string_view("a\0\x1b", 3), tables).find("GGUFD_ISA=\"a??\""), 0u);
+  // A CPU with only the scalar table: every SIMD name is known but not runnable.
+  const kernels::Dispatch* scalar_only[] = {&kernels::scalar_dispatch()};
+  EXPECT_EQ(&kernels::choose_dispatch("", scalar_only), &kernels::scalar_dispatch());
+  for (std::string_view name : {"avx2", "avxvnni", "avx512vnni"}) {
+    const std::string lacks = choose_error(name, scalar_only);
+    EXPECT_NE(lacks.find("GGUFD_ISA=\"" + std::string(name) + "\": this CPU can't run that instruction set"),
+              std::string::npos) << lacks;
+    EXPECT_NE(lacks.find("it runs scalar"), std::string::npos) << lacks;
+  }
 }
 
 TEST(Matmul, SupportsTable) {
