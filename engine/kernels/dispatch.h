@@ -39,6 +39,8 @@ using QuantizeQ8AFn = void (*)(const float* x, ActQ8A* y, int64_t cols);
 using QuantizeQ8KFn = void (*)(const float* x, ActQ8K* y, int64_t cols);
 // x (cols,) f32 -> y (cols,) f32, each rounded to the weights' 16-bit precision
 using RoundFn = void (*)(const float* x, float* y, int64_t cols);
+// gate (n,) = silu(gate) * up (n,): the gated FFN's activation, silu(g) = g / (1 + e^-g)
+using GluFn = void (*)(float* gate, const float* up, int64_t n);
 
 // Which columns of the type table (traits.h) a dispatch table reads.
 enum class Isa : uint8_t { kScalar, kAvx2, kAvxVnni, kAvx512Vnni };
@@ -52,6 +54,7 @@ struct Dispatch {
   RoundFn round_f16;
   RoundFn round_bf16;
   FlashFn flash;  // tiled attention (flash_attn.h)
+  GluFn silu_mul;
 
   // The tile over the file layout for `type`: this instruction set's (AVX-512 ones where the
   // table and type have them, else AVX2), else the reference tile; nullptr for types the kernels

@@ -57,6 +57,13 @@ void round_bf16(const float* x, float* y, int64_t cols) {
   for (int64_t i = 0; i < cols; ++i) y[i] = bf16_to_fp32(fp32_to_bf16(x[i]));
 }
 
+void silu_mul(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Unpacking one block to the canonical form
 

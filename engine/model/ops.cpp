@@ -5,6 +5,7 @@
 #include <numbers>
 #include <vector>
 
+#include "engine/kernels/dispatch.h"
 #include "engine/kernels/fp16.h"
 
 namespace engine {
@@ -24,12 +25,8 @@ void scale(float* x, float s, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] *= s;
 }
 
-void silu_mul(float* gate, const float* up, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
-  }
-}
+// Through the dispatch table: expf per element took ~1.5 % of a decode step (8192 per layer).
+void silu_mul(float* gate, const float* up, int64_t n) { kernels::dispatch().silu_mul(gate, up, n); }
 
 void swiglu_oai_mul(float* gate, const float* up, int64_t n) {
   constexpr float kAlpha = 1.702f, kLimit = 7.0f;

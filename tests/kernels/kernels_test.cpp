@@ -447,6 +447,46 @@ TEST(Quantize, Avx2ActivationsAreBitIdentical) {
   }
 }
 
+// Every table's silu_mul against the reference's expf: within 4 ulp on normal gate values (and
+// up = 1, so the product adds no rounding of its own), and the same limits at the extremes.
+TEST(SiluMul, EveryTableMatchesTheReference) {
+  std::vector<float> g;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.0f, 4.0f);
+  for (int i = 0; i < 1000; ++i) g.push_back(nd(rng));
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 20.0f, -20.0f, 80.0f, -80.0f, 87.5f, -87.5f, 88.5f, -88.5f, 88.8f, -88.8f,
+                  100.0f, -100.0f, 1e30f, -1e30f, std::numeric_limits<float>::infinity(),
+                  -std::numeric_limits<float>::infinity()}) {
+    g.push_back(v);
+  }
+  g.push_back(std::numeric_limits<float>::quiet_NaN());
+  for (const kernels::Dispatch* d : kernels::available_dispatches()) {
+    for (size_t n : {g.size(), size_t{7}, size_t{9}, size_t{0}}) {  // tails shorter than a vector
+      const std::vector<float> up(n, 1.0f);
+      std::vector<float> want(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(n)), got = want;
+      kernels::ref::silu_mul(want.data(), up.data(), static_cast<int64_t>(n));
+      d->silu_mul(got.data(), up.data(), static_cast<int64_t>(n));
+      for (size_t i = 0; i < n; ++i) {
+        if (std::isnan(want[i])) {
+          EXPECT_TRUE(std::isnan(got[i])) << d->name << " g=" << g[i];
+        } else if (std::isinf(want[i])) {
+          EXPECT_EQ(got[i], want[i]) << d->name << " g=" << g[i];
+        } else if (std::fabs(want[i]) < 1e-30f) {  // silu of a very negative g: -0 or a tiny value
+          EXPECT_LT(std::fabs(got[i]), 1e-30f) << d->name << " g=" << g[i];
+        } else {
+          EXPECT_NEAR(got[i], want[i], 4 * std::numeric_limits<float>::epsilon() * std::fabs(want[i]))
+              << d->name << " g=" << g[i];
+        }
+      }
+    }
+  }
+  // up multiplies: silu(2) * 3
+  float gate = 2.0f;
+  const float three = 3.0f;
+  kernels::dispatch().silu_mul(&gate, &three, 1);
+  EXPECT_NEAR(gate, 2.0f / (1.0f + std::exp(-2.0f)) * 3.0f, 1e-6f);
+}
+
 TEST(Dispatch, ChoosesTheWidestTableTheCpuRuns) {
   const CpuFeatures& f = cpu_features();
   const bool avx2 = f.avx2 && f.fma && f.f16c;
