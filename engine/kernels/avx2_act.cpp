@@ -3,10 +3,10 @@
 #include "engine/kernels/avx2.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "engine/kernels/avx2_common.h"
 #include "engine/kernels/fp16.h"
-#include "engine/kernels/ref.h"
 
 namespace engine::kernels::avx2 {
 
@@ -141,15 +141,28 @@ void round_bf16(const float* x, float* y, int64_t cols) {
   for (; i < cols; ++i) y[i] = bf16_to_fp32(fp32_to_bf16(x[i]));
 }
 
-// gate (n,) = gate / (1 + e^-gate) * up (n,)
+namespace {
+
+// 8 of gate / (1 + e^-gate) * up
+inline __m256 silu_mul8(__m256 g, __m256 u) {
+  const __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), g));
+  return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), u);
+}
+
+}  // namespace
+
+// gate (n,) = gate / (1 + e^-gate) * up (n,). The tail goes through the same vector code (via a
+// padded copy): an element's result must not depend on where it sits, or a batch's rows (n = rows
+// * n_ff, n_ff not always a multiple of 8) would differ from the same tokens decoded one by one.
 void silu_mul(float* gate, const float* up, int64_t n) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 g = _mm256_loadu_ps(gate + i);
-    const __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), g));
-    _mm256_storeu_ps(gate + i, _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), _mm256_loadu_ps(up + i)));
-  }
-  ref::silu_mul(gate + i, up + i, n - i);
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(gate + i, silu_mul8(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
+  if (i == n) return;
+  alignas(32) float g[8] = {}, u[8] = {};
+  std::memcpy(g, gate + i, static_cast<size_t>(n - i) * sizeof(float));
+  std::memcpy(u, up + i, static_cast<size_t>(n - i) * sizeof(float));
+  _mm256_store_ps(g, silu_mul8(_mm256_load_ps(g), _mm256_load_ps(u)));
+  std::memcpy(gate + i, g, static_cast<size_t>(n - i) * sizeof(float));
 }
 
 }  // namespace engine::kernels::avx2
