@@ -11,7 +11,7 @@ void quantize_q8a(const float* x, ActQ8A* y, int64_t cols);
 void quantize_q8k(const float* x, ActQ8K* y, int64_t cols);
 void round_f16(const float* x, float* y, int64_t cols);
 void round_bf16(const float* x, float* y, int64_t cols);
-// ref::silu_mul with a polynomial exp (within a few ulp of std::exp)
+// ref::silu_mul within a few ulp (a polynomial e^x instead of expf).
 void silu_mul(float* gate, const float* up, int64_t n);
 
 // Tiles over the file layout: f32-family (avx2_float.cpp), 32-element blocks against Q8A

@@ -1,33 +1,16 @@
 // AVX2 activation quantization and rounding (bit-identical to ref::quantize_q8a / quantize_q8k /
-// round_f16 / round_bf16).
+// round_f16 / round_bf16), and the SwiGLU activation (within a few ulp of ref::silu_mul).
 #include "engine/kernels/avx2.h"
+
+#include <cmath>
+#include <cstring>
+
 #include "engine/kernels/avx2_common.h"
-#include "engine/kernels/ref.h"
 #include "engine/kernels/fp16.h"
 
 namespace engine::kernels::avx2 {
 
 namespace {
-
-// e^x, within a few ulp of expf for x in [-87, 88] (Cephes' polynomial after x = n ln2 + r); the
-// input is clamped to that range first, so e^x stays a normal float (>= 1.6e-38, <= 1.7e38).
-inline __m256 exp8(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
-  // 2^n for n in [-126, 127]: the exponent field n + 127
-  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
-}
 
 inline float hmax(__m256 v) {
   __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -37,6 +20,27 @@ inline float hmax(__m256 v) {
 }
 
 inline __m256 fabs8(__m256 v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+
+// e^x within about 2 ulp of expf for x >= -87 (Cephes' polynomial after x = n ln2 + r, the 2^n
+// built in the exponent bits); +inf above 88.72 where expf overflows; below -87 it stays about
+// e^-87 (expf's subnormals: 1 + either is 1, all silu needs). NaN in: some finite value out.
+inline __m256 exp8(__m256 x) {
+  const __m256 over = _mm256_cmp_ps(x, _mm256_set1_ps(88.7228f), _CMP_GT_OQ);
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);  // -126..127
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);  // x - n ln2, in two parts
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_blendv_ps(_mm256_mul_ps(y, _mm256_castsi256_ps(e)), _mm256_set1_ps(INFINITY), over);
+}
 
 // 8 floats * id, rounded to nearest even -> 8 int32
 inline __m256i round8(const float* x, __m256 id) {
@@ -137,15 +141,28 @@ void round_bf16(const float* x, float* y, int64_t cols) {
   for (; i < cols; ++i) y[i] = bf16_to_fp32(fp32_to_bf16(x[i]));
 }
 
+namespace {
+
+// 8 of gate / (1 + e^-gate) * up
+inline __m256 silu_mul8(__m256 g, __m256 u) {
+  const __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), g));
+  return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), u);
+}
+
+}  // namespace
+
+// gate (n,) = gate / (1 + e^-gate) * up (n,). The tail goes through the same vector code (via a
+// padded copy): an element's result must not depend on where it sits, or a batch's rows (n = rows
+// * n_ff, n_ff not always a multiple of 8) would differ from the same tokens decoded one by one.
 void silu_mul(float* gate, const float* up, int64_t n) {
   int64_t i = 0;
-  const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
-  for (; i + 8 <= n; i += 8) {
-    const __m256 g = _mm256_loadu_ps(gate + i);
-    const __m256 e = exp8(_mm256_xor_ps(g, sign));  // e^-g
-    _mm256_storeu_ps(gate + i, _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, e)), _mm256_loadu_ps(up + i)));
-  }
-  if (i < n) ref::silu_mul(gate + i, up + i, n - i);
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(gate + i, silu_mul8(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
+  if (i == n) return;
+  alignas(32) float g[8] = {}, u[8] = {};
+  std::memcpy(g, gate + i, static_cast<size_t>(n - i) * sizeof(float));
+  std::memcpy(u, up + i, static_cast<size_t>(n - i) * sizeof(float));
+  _mm256_store_ps(g, silu_mul8(_mm256_load_ps(g), _mm256_load_ps(u)));
+  std::memcpy(gate + i, g, static_cast<size_t>(n - i) * sizeof(float));
 }
 
 }  // namespace engine::kernels::avx2

@@ -1,5 +1,12 @@
 #include "engine/kernels/dispatch.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+
 #include "engine/kernels/avx2.h"
 #include "engine/kernels/cpu_features.h"
 #include "engine/kernels/ref.h"
@@ -63,11 +70,48 @@ const Dispatch* avxvnni_dispatch() {
 }
 
 // AVX-512 VNNI before AVX-VNNI: the same ymm instruction, and a CPU with both runs either.
+std::vector<const Dispatch*> available_dispatches() {
+  std::vector<const Dispatch*> tables;
+  for (const Dispatch* t : {avx512_dispatch(), avxvnni_dispatch(), avx2_dispatch()}) {
+    if (t != nullptr) tables.push_back(t);
+  }
+  tables.push_back(&scalar_dispatch());
+  return tables;
+}
+
+namespace {
+
+// `v` as an error message may show it: quoted, at most 32 characters, unprintable bytes as '?'.
+std::string quoted(std::string_view v) {
+  std::string q = "\"";
+  for (size_t i = 0; i < v.size() && i < 32; ++i) q += std::isprint(static_cast<unsigned char>(v[i])) ? v[i] : '?';
+  return q + (v.size() > 32 ? "...\"" : "\"");
+}
+
+}  // namespace
+
+const Dispatch& choose_dispatch(std::string_view requested, std::span<const Dispatch* const> available) {
+  if (requested.empty()) return *available.front();
+  for (const Dispatch* t : available) {
+    if (t->name == requested) return *t;
+  }
+  std::string names;
+  const bool known = std::find(std::begin(kIsaNames), std::end(kIsaNames), requested) != std::end(kIsaNames);
+  if (known) {
+    for (const Dispatch* t : available) names += std::string(names.empty() ? "" : ", ") + t->name;
+    throw std::invalid_argument("GGUFD_ISA=" + quoted(requested) + ": this CPU can't run that instruction set (" +
+                                cpu_features().to_string() + "); it runs " + names);
+  }
+  for (std::string_view n : kIsaNames) names += std::string(names.empty() ? "" : ", ") + std::string(n);
+  throw std::invalid_argument("GGUFD_ISA=" + quoted(requested) + ": unknown instruction set; expected one of " + names +
+                              " (or unset: the best this CPU runs)");
+}
+
 const Dispatch& dispatch() {
-  static const Dispatch& chosen = avx512_dispatch()    ? *avx512_dispatch()
-                                  : avxvnni_dispatch() ? *avxvnni_dispatch()
-                                  : avx2_dispatch()    ? *avx2_dispatch()
-                                                       : scalar_dispatch();
+  static const Dispatch& chosen = [] () -> const Dispatch& {
+    const char* isa = std::getenv("GGUFD_ISA");
+    return choose_dispatch(isa != nullptr ? isa : "", available_dispatches());
+  }();
   return chosen;
 }
 

@@ -3,6 +3,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
 
 #include "engine/kernels/blocks.h"
 #include "engine/kernels/flash_attn.h"
@@ -36,8 +39,8 @@ using QuantizeQ8AFn = void (*)(const float* x, ActQ8A* y, int64_t cols);
 using QuantizeQ8KFn = void (*)(const float* x, ActQ8K* y, int64_t cols);
 // x (cols,) f32 -> y (cols,) f32, each rounded to the weights' 16-bit precision
 using RoundFn = void (*)(const float* x, float* y, int64_t cols);
-// SwiGLU: gate[i] = silu(gate[i]) * up[i] = gate[i] / (1 + e^-gate[i]) * up[i], i < n
-using SiluMulFn = void (*)(float* gate, const float* up, int64_t n);
+// gate (n,) = silu(gate) * up (n,): the gated FFN's activation, silu(g) = g / (1 + e^-g)
+using GluFn = void (*)(float* gate, const float* up, int64_t n);
 
 // Which columns of the type table (traits.h) a dispatch table reads.
 enum class Isa : uint8_t { kScalar, kAvx2, kAvxVnni, kAvx512Vnni };
@@ -51,7 +54,7 @@ struct Dispatch {
   RoundFn round_f16;
   RoundFn round_bf16;
   FlashFn flash;  // tiled attention (flash_attn.h)
-  SiluMulFn silu_mul;
+  GluFn silu_mul;
 
   // The tile over the file layout for `type`: this instruction set's (AVX-512 ones where the
   // table and type have them, else AVX2), else the reference tile; nullptr for types the kernels
@@ -63,8 +66,19 @@ struct Dispatch {
   TileFn packed_tile_for(gguf::TensorType type) const;
 };
 
-// The table for this CPU (detected on first call; thread-safe).
+// The table for this CPU (detected on first call; thread-safe): the best one it runs, or the one
+// the environment variable GGUFD_ISA names (choose_dispatch), read once. Throws
+// std::invalid_argument when GGUFD_ISA is set to something this CPU can't run (every call
+// until it is fixed: nothing is cached then).
 const Dispatch& dispatch();
+// The names GGUFD_ISA accepts, from the portable table to the widest.
+inline constexpr std::string_view kIsaNames[] = {"scalar", "avx2", "avxvnni", "avx512vnni"};
+// The tables this CPU runs, best first (the scalar one last, always there).
+std::vector<const Dispatch*> available_dispatches();
+// The table named `requested` (one of kIsaNames) among `available` (best first), or the best
+// (the first) when `requested` is empty. Throws std::invalid_argument naming the value and what
+// is allowed when it is no table's name, or what this CPU runs when `available` lacks it.
+const Dispatch& choose_dispatch(std::string_view requested, std::span<const Dispatch* const> available);
 // The portable scalar table (the reference; tests compare against it).
 const Dispatch& scalar_dispatch();
 // The AVX2+FMA+F16C table, or nullptr when this CPU lacks those features.

@@ -47,7 +47,7 @@ void quantize_q8k(const float* x, ActQ8K* y, int64_t cols);
 // x (cols,) -> y (cols,), each rounded to binary16 / bfloat16 precision (as f32).
 void round_f16(const float* x, float* y, int64_t cols);
 void round_bf16(const float* x, float* y, int64_t cols);
-// gate[i] = gate[i] / (1 + e^-gate[i]) * up[i], i < n (std::exp)
+// gate (n,) = silu(gate) * up (n,), silu(g) = g / (1 + expf(-g))
 void silu_mul(float* gate, const float* up, int64_t n);
 
 // W row (cols,) . x (cols,) -> float. `x` is f32 for F32/F16/BF16, Q8A or Q8K blocks otherwise.

@@ -22,7 +22,7 @@ void add(float* x, const float* y, int64_t n);
 // x (n,) *= s
 void scale(float* x, float s, int64_t n);
 
-// gate (n,) = silu(gate) * up (n,)   (SwiGLU; the dispatch table's kernel)
+// gate (n,) = silu(gate) * up (n,)   (SwiGLU)
 void silu_mul(float* gate, const float* up, int64_t n);
 
 // gate (n,) = gelu(gate) * up (n,)   (GeGLU), GELU's tanh approximation evaluated as ggml's CPU

@@ -4,11 +4,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <limits>
 #include <random>
+#include <span>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/kernels/blocks.h"
@@ -443,27 +447,57 @@ TEST(Quantize, Avx2ActivationsAreBitIdentical) {
   }
 }
 
-// SwiGLU: the SIMD exp is a polynomial, within a few ulp of std::exp; past +-87 it clamps (the
-// products are then below 1e-36 either way).
-TEST(Activation, SimdSiluMulMatchesTheReference) {
-  const kernels::Dispatch* simd = kernels::avx2_dispatch();
-  if (!simd) GTEST_SKIP() << "no AVX2 on this CPU";
-  EXPECT_EQ(kernels::scalar_dispatch().silu_mul, &kernels::ref::silu_mul);
-  std::vector<float> gate(1021), up(gate.size());
-  for (size_t i = 0; i < gate.size(); ++i) {
-    gate[i] = -95.0f + 190.0f * static_cast<float>(i) / static_cast<float>(gate.size());
-    up[i] = 0.5f + static_cast<float>(i % 7);
+// Every table's silu_mul against the reference's expf: within 4 ulp on normal gate values (and
+// up = 1, so the product adds no rounding of its own), and the same limits at the extremes.
+TEST(SiluMul, EveryTableMatchesTheReference) {
+  std::vector<float> g;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.0f, 4.0f);
+  for (int i = 0; i < 1000; ++i) g.push_back(nd(rng));
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 20.0f, -20.0f, 80.0f, -80.0f, 87.5f, -87.5f, 88.5f, -88.5f, 88.8f, -88.8f,
+                  100.0f, -100.0f, 1e30f, -1e30f, std::numeric_limits<float>::infinity(),
+                  -std::numeric_limits<float>::infinity()}) {
+    g.push_back(v);
   }
-  const float special[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 88.5f, -88.5f, 1e6f, -1e6f, 0.6931472f, -20.0f};
-  std::copy(std::begin(special), std::end(special), gate.begin() + 500);
-  for (int64_t n : {1021, 8, 3}) {
-    std::vector<float> want = gate, got = gate;
-    kernels::ref::silu_mul(want.data(), up.data(), n);
-    simd->silu_mul(got.data(), up.data(), n);
-    for (int64_t i = 0; i < n; ++i) {
-      ASSERT_NEAR(got[i], want[i], 1e-6f * std::abs(want[i]) + 1e-30f) << "gate " << gate[i] << " n=" << n;
+  g.push_back(std::numeric_limits<float>::quiet_NaN());
+  for (const kernels::Dispatch* d : kernels::available_dispatches()) {
+    for (size_t n : {g.size(), size_t{7}, size_t{9}, size_t{0}}) {  // tails shorter than a vector
+      const std::vector<float> up(n, 1.0f);
+      std::vector<float> want(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(n)), got = want;
+      kernels::ref::silu_mul(want.data(), up.data(), static_cast<int64_t>(n));
+      d->silu_mul(got.data(), up.data(), static_cast<int64_t>(n));
+      for (size_t i = 0; i < n; ++i) {
+        if (std::isnan(want[i])) {
+          EXPECT_TRUE(std::isnan(got[i])) << d->name << " g=" << g[i];
+        } else if (std::isinf(want[i])) {
+          EXPECT_EQ(got[i], want[i]) << d->name << " g=" << g[i];
+        } else if (std::fabs(want[i]) < 1e-30f) {  // silu of a very negative g: -0 or a tiny value
+          EXPECT_LT(std::fabs(got[i]), 1e-30f) << d->name << " g=" << g[i];
+        } else {
+          EXPECT_NEAR(got[i], want[i], 4 * std::numeric_limits<float>::epsilon() * std::fabs(want[i]))
+              << d->name << " g=" << g[i];
+        }
+      }
     }
   }
+  // An element's result does not depend on its position (a batch of rows of n_ff not a multiple of
+  // 8 against the same rows one by one): the tail goes through the same code as the body.
+  for (const kernels::Dispatch* d : kernels::available_dispatches()) {
+    const int64_t F = 172;  // stories260K's n_ff
+    std::vector<float> batch(g.begin(), g.begin() + 3 * F), up(3 * F, 1.5f);
+    std::vector<float> rows = batch;
+    d->silu_mul(batch.data(), up.data(), 3 * F);
+    for (int64_t r = 0; r < 3; ++r) d->silu_mul(rows.data() + r * F, up.data() + r * F, F);
+    for (int64_t i = 0; i < 3 * F; ++i) {
+      ASSERT_EQ(std::memcmp(&batch[static_cast<size_t>(i)], &rows[static_cast<size_t>(i)], sizeof(float)), 0)
+          << d->name << " element " << i;
+    }
+  }
+  // up multiplies: silu(2) * 3
+  float gate = 2.0f;
+  const float three = 3.0f;
+  kernels::dispatch().silu_mul(&gate, &three, 1);
+  EXPECT_NEAR(gate, 2.0f / (1.0f + std::exp(-2.0f)) * 3.0f, 1e-6f);
 }
 
 TEST(Dispatch, ChoosesTheWidestTableTheCpuRuns) {
@@ -471,9 +505,65 @@ TEST(Dispatch, ChoosesTheWidestTableTheCpuRuns) {
   const bool avx2 = f.avx2 && f.fma && f.f16c;
   const bool vnni = avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512_vnni;
   const bool avx_vnni = avx2 && f.avx_vnni;
-  EXPECT_STREQ(kernels::dispatch().name, vnni ? "avx512vnni" : avx_vnni ? "avxvnni" : avx2 ? "avx2" : "scalar");
+  const char* isa = std::getenv("GGUFD_ISA");  // set: the table it names (GGUFD_ISA tests below)
+  EXPECT_STREQ(kernels::dispatch().name, isa != nullptr && *isa != '\0' ? isa
+                                         : vnni                          ? "avx512vnni"
+                                         : avx_vnni                      ? "avxvnni"
+                                         : avx2                          ? "avx2"
+                                                                         : "scalar");
   EXPECT_EQ(kernels::avx512_dispatch() != nullptr, vnni);
   EXPECT_EQ(kernels::avxvnni_dispatch() != nullptr, avx_vnni);
+  const std::vector<const kernels::Dispatch*> tables = kernels::available_dispatches();
+  ASSERT_FALSE(tables.empty());
+  EXPECT_STREQ(tables.front()->name, vnni ? "avx512vnni" : avx_vnni ? "avxvnni" : avx2 ? "avx2" : "scalar");
+  EXPECT_EQ(tables.back(), &kernels::scalar_dispatch());
+}
+
+// The message of the std::invalid_argument choose_dispatch throws for `requested`, or "" if none.
+std::string choose_error(std::string_view requested, std::span<const kernels::Dispatch* const> available) {
+  try {
+    kernels::choose_dispatch(requested, available);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Dispatch, GgufdIsaNamesATableTheCpuRuns) {
+  const std::vector<const kernels::Dispatch*> tables = kernels::available_dispatches();
+  EXPECT_EQ(&kernels::choose_dispatch("", tables), tables.front());  // unset or empty: the best
+  for (const kernels::Dispatch* t : tables) {
+    EXPECT_EQ(&kernels::choose_dispatch(t->name, tables), t);
+  }
+  EXPECT_EQ(&kernels::choose_dispatch("scalar", tables), &kernels::scalar_dispatch());
+  for (std::string_view name : kernels::kIsaNames) {  // every accepted name is some table's
+    const bool runs = std::any_of(tables.begin(), tables.end(), [&](const kernels::Dispatch* t) { return t->name == name; });
+    if (runs) {
+      EXPECT_EQ(kernels::choose_dispatch(name, tables).name, name);
+    }
+  }
+}
+
+TEST(Dispatch, GgufdIsaRejectsUnknownNamesAndTablesTheCpuLacks) {
+  const std::vector<const kernels::Dispatch*> tables = kernels::available_dispatches();
+  for (std::string_view bad : {"avx512", "AVX2", " avx2", "avx2 ", "sse", "native", "scalar,avx2"}) {
+    const std::string msg = choose_error(bad, tables);
+    EXPECT_NE(msg.find("GGUFD_ISA=\"" + std::string(bad) + "\": unknown instruction set"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("expected one of scalar, avx2, avxvnni, avx512vnni"), std::string::npos) << msg;
+  }
+  // Hostile values are shown cut to 32 characters, unprintable bytes as '?'.
+  const std::string msg = choose_error(std::string(100, 'x') + "\n", tables);
+  EXPECT_NE(msg.find("GGUFD_ISA=\"" + std::string(32, 'x') + "...\""), std::string::npos) << msg;
+  EXPECT_EQ(choose_error(std::string_view("a\0\x1b", 3), tables).find("GGUFD_ISA=\"a??\""), 0u);
+  // A CPU with only the scalar table: every SIMD name is known but not runnable.
+  const kernels::Dispatch* scalar_only[] = {&kernels::scalar_dispatch()};
+  EXPECT_EQ(&kernels::choose_dispatch("", scalar_only), &kernels::scalar_dispatch());
+  for (std::string_view name : {"avx2", "avxvnni", "avx512vnni"}) {
+    const std::string lacks = choose_error(name, scalar_only);
+    EXPECT_NE(lacks.find("GGUFD_ISA=\"" + std::string(name) + "\": this CPU can't run that instruction set"),
+              std::string::npos) << lacks;
+    EXPECT_NE(lacks.find("it runs scalar"), std::string::npos) << lacks;
+  }
 }
 
 TEST(Matmul, SupportsTable) {

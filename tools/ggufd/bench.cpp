@@ -274,6 +274,8 @@ Command add_bench(CLI::App& app) {
   app.add_flag("!--no-repack", o->repack, "keep the weights in the file layout (to measure what repacking gives)");
   app.add_option("--probe-mib", o->probe_mib, "bandwidth probe buffer in MiB (default 1024)")
       ->check(CLI::Range(1, 65536));
+  app.footer("Environment: GGUFD_ISA=scalar|avx2|avxvnni|avx512vnni runs that kernel table instead of the best\n"
+             "this CPU has (e.g. the AVX2 path on an AVX-512 machine); the output names it (\"kernels\").");
   return [o] { return run_bench(*o); };
 }
 
