@@ -59,7 +59,6 @@ void quantize_q8a(const float* x, ActQ8A* y, int64_t cols) {
     const int sum = quant32(x, _mm256_set1_ps(id), y[i].qs);
     y[i].d = d;
     y[i].s = d * static_cast<float>(sum);
-    y[i].off128 = -128 * sum;
   }
 }
 

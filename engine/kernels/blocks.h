@@ -73,13 +73,10 @@ inline void q3k_scales(const uint8_t* packed, int8_t out[16]) {
 }
 
 // Activation blocks (our own layouts, not stored in files).
-// Q8_0-style: 32 int8 with scale d and d * sum(qs), for the offset/min term of Q4_0/Q4_1/Q5_x;
-// off128 is the same sum as an integer, for kernels that make signed weights unsigned by adding
-// 128 (or 8, off128 / 16): sum(q x) = sum((q + 128) x) + off128, a vpdpbusd chain's start value.
+// Q8_0-style: 32 int8 with scale d and d * sum(qs), for the offset/min term of Q4_0/Q4_1/Q5_x.
 struct ActQ8A {
   float d;
-  float s;          // d * sum(qs)
-  int32_t off128;   // -128 * sum(qs)
+  float s;  // d * sum(qs)
   int8_t qs[32];
 };
 // Q8_K: 256 int8, f32 scale, sums of each 16-element group (for K-quant mins / offsets): ggml's

@@ -27,7 +27,6 @@ void quantize_q8a(const float* x, ActQ8A* y, int64_t cols) {
     }
     y[i].d = d;
     y[i].s = d * static_cast<float>(sum);
-    y[i].off128 = -128 * sum;
   }
 }
 

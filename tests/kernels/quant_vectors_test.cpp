@@ -67,7 +67,6 @@ std::vector<uint8_t> ggml_act(ActFormat fmt, const std::vector<float>& x) {
       for (int j = 0; j < 32; ++j) sum += y[b].qs[j] = static_cast<int8_t>(std::nearbyint(x[32 * b + j] * id));
       y[b].d = kernels::round_fp16(amax / 127.0f);
       y[b].s = y[b].d * static_cast<float>(sum);
-      y[b].off128 = -128 * sum;
     }
     return out;
   }
