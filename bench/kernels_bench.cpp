@@ -2,7 +2,9 @@
 // the file layout and ("Q4_0x16", "Q4_0x8") in the packed layout of the dispatch table this CPU
 // runs (groups of its pack_rows rows, as a loaded model has them); and each SIMD table's packed
 // tile alone ("tile/avx2/Q4_0x8/..."), one thread, so every table this CPU can run is measured,
-// not only the one dispatch() picks.
+// not only the one dispatch() picks. "pp/Q4_0x16/8192x2048/n:512/..." is engine::matmul on the
+// packed layout with a 512-row activation block: the FFN shapes of a Llama-3.2-1B-sized model in
+// `ggufd bench`'s pp512.
 //
 // Reports weight bytes streamed per second (GB/s, the decode bound) and multiply-adds per second
 // (GMAC/s, the prefill bound), and both as a percentage of the machine's peak measured at start
@@ -27,6 +29,7 @@
 #include <new>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/dot_peak.h"
@@ -200,6 +203,19 @@ int register_all() {
                 ->UseRealTime();
           }
         }
+      }
+    }
+  }
+  // prefill: a 512-token prompt through a Llama-3.2-1B-shaped projection (the pp512 of `ggufd bench`)
+  for (TensorType type : kTypes) {
+    if (!engine::kernels::packable(type) || !d.packed_tile_for(type)) continue;
+    for (const auto& s : {std::pair<int64_t, int64_t>{8192, 2048}, {2048, 8192}}) {  // FFN gate/up, down
+      for (int threads = 1; threads <= kMaxThreads; ++threads) {
+        const std::string name = "pp/" + layout_name(type, d.pack_rows) + "/" + std::to_string(s.first) + "x" +
+                                 std::to_string(s.second) + "/n:512/threads:" + std::to_string(threads);
+        benchmark::RegisterBenchmark(name.c_str(), BM_matmul, type, s.first, s.second, int64_t{512}, threads, true)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
       }
     }
   }

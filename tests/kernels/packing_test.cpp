@@ -76,7 +76,8 @@ void check_packed_tiles(const std::function<kernels::TileFn(TensorType)>& packed
           const size_t at = static_cast<size_t>(g * R) * row_bytes;
           kernels::pack_group(type, R, w.data() + at, row_bytes, cols, packed.data() + at);
         }
-        for (int64_t n = 1; n <= 10; ++n) {
+        // every count up to 13, past the tallest activation tile (12 rows), then two tiles and a tail
+        for (int64_t n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 27}) {
           const std::vector<float> x = random_activations(n, cols, rng);
           const int64_t xr = kernels::act_row_bytes(t->act, cols);
           std::vector<uint8_t> xq(static_cast<size_t>(xr * n));
