@@ -77,6 +77,13 @@ class EventReader {
     if (payload == "[DONE]") return;
     const json j = json::parse(payload, nullptr, false);
     if (j.is_discarded() || !j.is_object()) return;
+    // An error event ends a stream that has already answered 200 (llama-server sends
+    // {"error": {"code": 500, "message": ...}}): the request failed, with the server's reason.
+    if (const auto e = j.find("error"); e != j.end() && s_.error.empty()) {
+      const auto m = e->is_object() ? e->find("message") : e->end();
+      const std::string why = m != e->end() && m->is_string() ? m->get<std::string>() : e->dump();
+      s_.error = "stream error event: " + why.substr(0, 200);
+    }
     if (const auto u = j.find("usage"); u != j.end() && u->is_object()) read_usage(*u);
     const auto choices = j.find("choices");
     if (choices == j.end() || !choices->is_array() || choices->empty() || !carries_token((*choices)[0])) return;
@@ -144,8 +151,8 @@ Sample stream_one(const Options& o, const std::string& target, json body) {
       if (ec && ec != http::error::need_buffer) throw boost::system::system_error(ec);
       events.feed(chunk, sizeof chunk - parser.get().body().size);
     }
-    s.ok = s.tokens > 0;
-    if (!s.ok) s.error = "no usage chunk in the stream";
+    s.ok = s.tokens > 0 && s.error.empty();
+    if (!s.ok && s.error.empty()) s.error = "no usage chunk in the stream";
   } catch (const std::exception& e) {
     s.error = e.what();
   }
