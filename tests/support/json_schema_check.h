@@ -14,7 +14,7 @@
 // says), minLength/maxLength (in code points), pattern (std::regex, ECMAScript, unanchored search
 // over the UTF-8 bytes: fine for ASCII patterns), format date / time / date-time / uuid / email,
 // minimum/maximum, exclusiveMinimum/exclusiveMaximum as numbers (draft 6+) or as booleans that make
-// minimum/maximum exclusive (draft 4). Boolean schemas: true accepts anything, false nothing.
+// minimum/maximum exclusive (draft 4), multipleOf (in long double, to a relative 1e-9). Boolean schemas: true accepts anything, false nothing.
 // Every other keyword (description, title, default, examples, $schema, strict, ...) is ignored, as
 // are unknown formats. Nesting deeper than kMaxDepth subschemas (a $ref loop) is reported, not
 // followed. A malformed schema yields a message, never an exception.
@@ -256,6 +256,12 @@ class Checker {
       if (b.upper ? (b.exclusive ? x < y : x <= y) : (b.exclusive ? x > y : x >= y)) continue;
       std::string op = std::string(b.upper ? "<" : ">") + (b.exclusive ? "" : "=");
       return fail(ptr, b.key, shown(inst) + " is not " + op + " " + shown(*m));
+    }
+    if (const json* m = number_member(s, "multipleOf"); m && as_number(*m) > 0) {
+      const long double q = as_number(inst) / as_number(*m);
+      if (std::fabs(q - std::round(q)) > 1e-9L * std::max(1.0L, std::fabs(q))) {
+        return fail(ptr, "multipleOf", shown(inst) + " is not a multiple of " + shown(*m));
+      }
     }
     return "";
   }

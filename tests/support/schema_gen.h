@@ -6,9 +6,10 @@
 //       objects (1-5 properties, names with unicode and characters JSON must escape, a random
 //       required subset, sometimes additionalProperties false); arrays (items, or prefixItems with
 //       items false / a schema / absent; small minItems/maxItems); strings (minLength/maxLength
-//       <= 20, enum, const, format date/time/date-time/uuid/email, a few simple patterns);
-//       integers and numbers with inclusive/exclusive bounds (draft 6, now and then draft 4),
-//       never an empty range; booleans; null; type arrays like ["string","null"]; anyOf of two
+//       <= 20, enum, const, format date/time/date-time/uuid/email, a few simple patterns, a format
+//       or pattern with length bounds its examples meet); integers and numbers with
+//       inclusive/exclusive bounds (draft 6, now and then draft 4), narrow ones such as (0, 1e-9),
+//       and multipleOf (5, 7, 0.25, ...), alone or within bounds, never an empty range; booleans; null; type arrays like ["string","null"]; anyOf of two
 //       schemas; nullable: true; $defs/definitions with $ref; recursive tree nodes ("children" is
 //       an optional array of nodes, at most 1-3 of them) referenced as "#/$defs/node" or "#".
 //   example_instance(schema, rng)    a random instance of a schema random_schema made.
@@ -68,6 +69,26 @@ struct Pattern {
   std::string regex;
   Strings examples;
 };
+
+// The shortest and longest example of a pattern or format, in characters (random_format below).
+struct Lengths {
+  int lo, hi;
+};
+inline Lengths example_lengths(const Strings& examples) {
+  Lengths l{1 << 30, 0};
+  for (const std::string& e : examples) {
+    l.lo = std::min(l.lo, static_cast<int>(e.size()));
+    l.hi = std::max(l.hi, static_cast<int>(e.size()));
+  }
+  return l;
+}
+inline Lengths format_lengths(const std::string& format) {
+  if (format == "date") return {10, 10};
+  if (format == "time") return {9, 21};
+  if (format == "date-time") return {20, 32};
+  if (format == "email") return {10, 21};
+  return {36, 36};  // uuid
+}
 inline const std::vector<Pattern>& patterns() {
   static const std::vector<Pattern> list = {
       {"^[a-z]{2,5}$", {"ab", "xyz", "hello"}},
@@ -155,7 +176,7 @@ class Gen {
 
   json string_schema() {
     json s = {{"type", "string"}};
-    switch (uniform(rng_, 0, 5)) {
+    switch (uniform(rng_, 0, 6)) {
       case 0: {
         int lo = uniform(rng_, 0, 5), hi = lo + uniform(rng_, 0, 15);
         if (chance(rng_, 0.6)) s["minLength"] = lo;
@@ -166,6 +187,20 @@ class Gen {
       case 2: s["const"] = pick(rng_, string_values()); break;
       case 3: s["format"] = pick(rng_, kFormats); break;
       case 4: s["pattern"] = pick(rng_, patterns()).regex; break;
+      case 5: {  // a format or pattern with length bounds that every example meets
+        Lengths l{0, 0};
+        if (chance(rng_, 0.5)) {
+          s["format"] = pick(rng_, kFormats);
+          l = format_lengths(s["format"]);
+        } else {
+          const Pattern& p = pick(rng_, patterns());
+          s["pattern"] = p.regex;
+          l = example_lengths(p.examples);
+        }
+        if (chance(rng_, 0.6)) s["minLength"] = uniform(rng_, 0, l.lo);
+        if (!s.contains("minLength") || chance(rng_, 0.6)) s["maxLength"] = l.hi + uniform(rng_, 0, 3);
+        break;
+      }
       default: break;
     }
     if ((s.contains("enum") || s.contains("const")) && chance(rng_, 0.4)) s.erase("type");
@@ -187,6 +222,12 @@ class Gen {
       default:  // draft 4
         s["minimum"] = lo, s["exclusiveMinimum"] = true, s["maximum"] = lo + std::max(gap, 1);
     }
+    if (chance(rng_, 0.25)) {  // a multipleOf, with room for one of its multiples within bounds
+      const int m = pick(rng_, std::vector<int>{2, 3, 5, 7, 10, 25});
+      s["multipleOf"] = m;
+      if (s.contains("maximum")) s["maximum"] = s["maximum"].get<int>() + m;
+      if (s.contains("exclusiveMaximum")) s["exclusiveMaximum"] = s["exclusiveMaximum"].get<int>() + m;
+    }
     return s;
   }
 
@@ -194,6 +235,15 @@ class Gen {
   json number_schema() {
     json s = {{"type", "number"}};
     double lo = uniform(rng_, -400, 400) / 4.0, hi = lo + uniform(rng_, 1, 400) / 4.0;
+    if (chance(rng_, 0.1)) {  // very narrow, next to zero
+      s["exclusiveMinimum"] = 0, s["exclusiveMaximum"] = 1e-9;
+      return s;
+    }
+    if (chance(rng_, 0.2)) {  // a multipleOf exact in binary, with room for one of its multiples
+      const double m = pick(rng_, std::vector<double>{0.25, 0.5, 5});
+      s["multipleOf"] = m;
+      hi = lo + m * uniform(rng_, 2, 20);
+    }
     switch (uniform(rng_, 0, 5)) {
       case 0: break;
       case 1: s["minimum"] = lo; break;
@@ -394,12 +444,26 @@ class Example {
     Range r = range(s);
     int lo = static_cast<int>(r.lo_open ? std::floor(r.lo) + 1 : std::ceil(r.lo));
     int hi = static_cast<int>(r.hi_open ? std::ceil(r.hi) - 1 : std::floor(r.hi));
+    if (s.contains("multipleOf")) {  // a multiple within [lo, hi] (the generator leaves room for one)
+      const int m = s["multipleOf"].get<int>();
+      const int first = static_cast<int>(std::ceil(lo / static_cast<double>(m))) * m;
+      const int count = first > hi ? 0 : (hi - first) / m;
+      return first + m * uniform(rng_, 0, count);
+    }
     return uniform(rng_, lo, std::max(lo, hi));
   }
 
-  // A multiple of 1/8 past the lower bound (exact in binary), inside the range.
+  // A multiple of 1/8 past the lower bound (exact in binary), inside the range; of multipleOf when
+  // there is one; inside (0, 1e-9), a binary fraction.
   json number(const json& s) {
     Range r = range(s);
+    if (r.hi <= 1e-9 && r.lo == 0) return std::ldexp(1.0, -uniform(rng_, 31, 60));
+    if (s.contains("multipleOf")) {
+      const double m = s["multipleOf"].get<double>();
+      const double first = (std::floor(r.lo / m) + 1) * m;  // past lo, so never on an open bound
+      const int count = static_cast<int>(std::floor((r.hi - first) / m)) - 1;
+      return first + m * uniform(rng_, 0, std::max(0, count));
+    }
     int steps = static_cast<int>(std::floor((r.hi - r.lo) * 8));
     int first = r.lo_open ? 1 : 0;
     int last = r.hi_open && r.lo + steps / 8.0 >= r.hi ? steps - 1 : steps;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <regex>
 
 #include "engine/text/grammar/json_schema.h"
 #include "engine/text/grammar/token_masks.h"
@@ -84,7 +85,8 @@ TEST(GrammarSchemaProperty, ExampleInstancesAreAccepted) {
     for (int k = 0; k < 3; ++k) {
       const json example = test_support::example_instance(schema, rng);
       const std::string text = example.dump();
-      if (text.find_first_of("eE") != std::string::npos && example.is_number()) continue;  // exponent forms
+      // Exponent forms (bounded numbers are written without one): 4.6e-10 for a number in (0, 1e-9).
+      if (std::regex_search(text, std::regex("[0-9][eE][-+]?[0-9]"))) continue;
       ASSERT_EQ(test_support::schema_violation(example, schema), "");
       EXPECT_TRUE(matches(g, text)) << "seed " << seed << " schema " << schema.dump() << "\ninstance " << text;
       ++checked;

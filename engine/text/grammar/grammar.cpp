@@ -24,6 +24,18 @@ CharClass CharClass::any() {
   return c;
 }
 
+CharClass CharClass::from_sorted(const std::vector<Range>& ranges) {
+  CharClass c;
+  for (const Range& r : ranges) {
+    if (!c.ranges_.empty() && r.lo <= c.ranges_.back().hi + 1) {
+      c.ranges_.back().hi = std::max(c.ranges_.back().hi, r.hi);
+    } else {
+      c.ranges_.push_back(r);
+    }
+  }
+  return c;
+}
+
 CharClass& CharClass::add(uint32_t lo, uint32_t hi) {
   hi = std::min(hi, kMaxCodePoint);
   if (lo > hi) return *this;
@@ -71,6 +83,18 @@ CharClass CharClass::complement() const {
     if (r.hi > 0xDFFF) clean.ranges_.push_back({0xE000, r.hi});
   }
   return clean;
+}
+
+CharClass CharClass::intersect(const CharClass& other) const {
+  CharClass out;
+  size_t j = 0;
+  for (const Range& r : ranges_) {
+    while (j < other.ranges_.size() && other.ranges_[j].hi < r.lo) ++j;
+    for (size_t k = j; k < other.ranges_.size() && other.ranges_[k].lo <= r.hi; ++k) {
+      out.ranges_.push_back({std::max(r.lo, other.ranges_[k].lo), std::min(r.hi, other.ranges_[k].hi)});
+    }
+  }
+  return out;  // sorted, disjoint and non-adjacent, as both inputs are
 }
 
 bool CharClass::contains(uint32_t cp) const {
@@ -126,6 +150,19 @@ Expr cls(CharClass c) {
   e.kind = Expr::Kind::kClass;
   e.cls = std::move(c);
   return e;
+}
+
+Expr never(std::string why) {
+  Expr e;
+  e.kind = Expr::Kind::kClass;
+  e.text = std::move(why);
+  return e;
+}
+
+Expr explain(Expr e, std::string why) {
+  // An alternation whose first branch is never(why): build() reports the first dead branch of a
+  // rule with no live one, so `why` is what a dead `e` says; a live `e` drops the never().
+  return alt({never(std::move(why)), std::move(e)});
 }
 
 Expr ref(uint32_t rule) {
@@ -184,286 +221,6 @@ void GrammarBuilder::define(uint32_t r, Expr e) {
   if (rules_.at(r).defined) throw GrammarError("rule '" + rules_[r].name + "' is defined twice");
   rules_[r].defined = true;
   rules_[r].expr = std::move(e);
-}
-
-// Lowers the builder's rules into a Grammar, creating auxiliary rules for nested alternatives and
-// repetitions. Builder rule ids map to grammar rule ids on first reference.
-class GrammarBuilder::Lowering {
- public:
-  Lowering(const GrammarBuilder& b, Grammar& g) : b_(b), g_(g) {}
-
-  void run(uint32_t root) {
-    map(root);
-    // Lower rules in order of first reference; lowering may reference (append) more.
-    for (size_t i = 0; i < pending_.size(); ++i) {
-      const uint32_t src = pending_[i];
-      const RuleDef& def = b_.rules_[src];
-      if (!def.defined) throw GrammarError("rule '" + def.name + "' is used but never defined");
-      define_alternatives(mapped_.at(src), def.expr);
-    }
-  }
-
- private:
-  using Seq = std::vector<Element>;
-
-  // The grammar rule for builder rule `src`.
-  uint32_t map(uint32_t src) {
-    auto it = mapped_.find(src);
-    if (it != mapped_.end()) return it->second;
-    const uint32_t id = new_rule(b_.rules_[src].name);
-    mapped_[src] = id;
-    pending_.push_back(src);
-    return id;
-  }
-
-  uint32_t new_rule(const std::string& name) {
-    if (g_.rules_.size() >= b_.limits_.max_rules) {
-      throw GrammarError("the grammar has more than " + std::to_string(b_.limits_.max_rules) + " rules");
-    }
-    g_.rules_.emplace_back();
-    g_.names_.push_back(name);
-    return static_cast<uint32_t>(g_.rules_.size() - 1);
-  }
-
-  uint32_t aux_rule(uint32_t parent, const char* what) {
-    return new_rule(g_.names_[parent] + "-" + what + std::to_string(++aux_count_));
-  }
-
-  void define_alternatives(uint32_t rule, const Expr& e) {
-    if (e.kind == Expr::Kind::kAlt) {
-      for (const Expr& item : e.items) add_alternative(rule, lower_seq(rule, item));
-    } else {
-      add_alternative(rule, lower_seq(rule, e));
-    }
-  }
-
-  void add_alternative(uint32_t rule, const Seq& seq) {
-    if (g_.elements_.size() + seq.size() + 1 > b_.limits_.max_elements) {
-      throw GrammarError("the grammar is too large (more than " + std::to_string(b_.limits_.max_elements) +
-                         " symbols)");
-    }
-    g_.rules_[rule].push_back(static_cast<uint32_t>(g_.elements_.size()));
-    g_.elements_.insert(g_.elements_.end(), seq.begin(), seq.end());
-    g_.elements_.push_back(Element{Element::Kind::kEnd, false, 0});
-  }
-
-  uint32_t class_id(const CharClass& c) {
-    std::vector<uint32_t> key;
-    for (const auto& r : c.ranges()) key.insert(key.end(), {r.lo, r.hi});
-    auto it = classes_.find(key);
-    if (it != classes_.end()) return it->second;
-    const auto id = static_cast<uint32_t>(g_.classes_.size());
-    g_.classes_.push_back(c);
-    std::array<uint64_t, 2> ascii{0, 0};
-    for (uint32_t cp = 0; cp < 128; ++cp) {
-      if (c.contains(cp)) ascii[cp >> 6] |= uint64_t{1} << (cp & 63);
-    }
-    g_.ascii_.push_back(ascii);
-    classes_[key] = id;
-    return id;
-  }
-
-  Element class_element(const CharClass& c, bool star) { return Element{Element::Kind::kClass, star, class_id(c)}; }
-  static Element rule_element(uint32_t r) { return Element{Element::Kind::kRule, false, r}; }
-
-  Seq lower_seq(uint32_t rule, const Expr& e) {
-    Seq out;
-    append(rule, e, out);
-    return out;
-  }
-
-  void append(uint32_t rule, const Expr& e, Seq& out) {
-    if (out.size() > b_.limits_.max_elements) throw GrammarError("the grammar is too large");
-    switch (e.kind) {
-      case Expr::Kind::kEmpty: return;
-      case Expr::Kind::kLiteral: {
-        size_t i = 0;
-        uint32_t cp = 0;
-        while (i < e.text.size() && tokenizer::decode_utf8(e.text, i, cp)) out.push_back(class_element(CharClass::of(cp), false));
-        return;
-      }
-      case Expr::Kind::kClass: out.push_back(class_element(e.cls, false)); return;
-      case Expr::Kind::kRef: out.push_back(rule_element(map(e.rule))); return;
-      case Expr::Kind::kSeq:
-        for (const Expr& item : e.items) append(rule, item, out);
-        return;
-      case Expr::Kind::kAlt: {
-        const uint32_t a = aux_rule(rule, "alt");
-        define_alternatives(a, e);
-        out.push_back(rule_element(a));
-        return;
-      }
-      case Expr::Kind::kRepeat: append_repeat(rule, e, out); return;
-    }
-  }
-
-  // x{min,max}: min copies of x, then either a star (a class: one looping element; otherwise a
-  // right-recursive rule R ::= x R | "") or max-min nested optional rules O ::= x O' | "".
-  void append_repeat(uint32_t rule, const Expr& e, Seq& out) {
-    const Expr& x = e.items.at(0);
-    if (e.min > e.max) throw GrammarError("repetition {" + std::to_string(e.min) + "," + std::to_string(e.max) + "}: min exceeds max");
-    const uint32_t bound = e.max == Expr::kUnbounded ? e.min : e.max;
-    if (bound > b_.limits_.max_repeat) {
-      throw GrammarError("repetition count " + std::to_string(bound) + " exceeds the limit of " +
-                         std::to_string(b_.limits_.max_repeat));
-    }
-    const bool is_class = x.kind == Expr::Kind::kClass;
-    const bool simple = is_class || x.kind == Expr::Kind::kRef || x.kind == Expr::Kind::kLiteral;
-    // The loop rules below repeat x through a tail call after each of x's alternatives, inlined
-    // (R ::= x1 R | x2 R | ""), not through a rule of its own (R ::= X R, X ::= x1 | x2): then a
-    // token spanning several repetitions stays inside one rule, which is what makes the masks
-    // of ( [^"\\] | "\\" escape )* cheap (token_masks.h).
-    std::vector<Seq> bodies;
-    if (x.kind == Expr::Kind::kAlt) {
-      for (const Expr& a : x.items) bodies.push_back(lower_seq(rule, a));
-    } else {
-      bodies.push_back(lower_seq(rule, x));
-    }
-    if (e.min > 0) {
-      // A sequence is copied in place (so what follows it stays in this rule); an alternation, or
-      // a long sequence repeated often, is lowered once as its own rule that each copy references.
-      Seq item = bodies[0];
-      if (!simple && (bodies.size() > 1 || bodies[0].size() * e.min > 256)) {
-        const uint32_t r = aux_rule(rule, "item");
-        for (const Seq& b : bodies) add_alternative(r, b);
-        item = {rule_element(r)};
-      }
-      for (uint32_t i = 0; i < e.min; ++i) {
-        out.insert(out.end(), item.begin(), item.end());
-        if (out.size() > b_.limits_.max_elements) throw GrammarError("the grammar is too large");
-      }
-    }
-    if (e.max == Expr::kUnbounded) {
-      if (is_class) {
-        out.push_back(class_element(x.cls, true));
-        return;
-      }
-      const uint32_t r = aux_rule(rule, "star");
-      add_loop(r, bodies, r, true);
-      out.push_back(rule_element(r));
-      return;
-    }
-    if (e.max == e.min) return;
-    // Build the optional chain from the innermost: O_k ::= x1 O_{k+1} | x2 O_{k+1} | "".
-    uint32_t next = 0;
-    bool has_next = false;
-    for (uint32_t k = e.max - e.min; k > 0; --k) {
-      const uint32_t r = aux_rule(rule, "opt");
-      add_loop(r, bodies, next, has_next);
-      next = r;
-      has_next = true;
-    }
-    out.push_back(rule_element(next));
-  }
-
-  // r ::= body_1 tail | body_2 tail | ... | ""   (tail omitted when !with_tail)
-  void add_loop(uint32_t r, const std::vector<Seq>& bodies, uint32_t tail, bool with_tail) {
-    for (const Seq& b : bodies) {
-      Seq body = b;
-      if (with_tail) body.push_back(rule_element(tail));
-      add_alternative(r, body);
-    }
-    add_alternative(r, {});
-  }
-
-  const GrammarBuilder& b_;
-  Grammar& g_;
-  std::map<uint32_t, uint32_t> mapped_;
-  std::vector<uint32_t> pending_;
-  std::map<std::vector<uint32_t>, uint32_t> classes_;
-  uint32_t aux_count_ = 0;
-};
-
-namespace {
-
-// Refuses left recursion: a rule that can reach itself without consuming a code point would make
-// the matcher's expansion loop forever.
-void check_left_recursion(const Grammar& g) {
-  const size_t n = g.n_rules();
-  std::vector<char> nullable(n, 0);
-  auto element_nullable = [&](const Element& el) {
-    if (el.kind == Element::Kind::kClass) return el.star;
-    return el.kind == Element::Kind::kRule ? nullable[el.arg] != 0 : true;
-  };
-  // Nullable rules by a work list, in time linear in the grammar (a fixpoint of passes over all
-  // rules takes one pass per link of a chain r1 ::= r2, r2 ::= r3, ..., rn ::= "": quadratic).
-  // Per alternative: how many of its rule references are not known nullable yet (kDead: it has a
-  // class that must match a code point); per rule: the alternatives that reference it.
-  constexpr uint32_t kDead = std::numeric_limits<uint32_t>::max();
-  std::vector<uint32_t> unknown, owner, queue;
-  std::vector<std::vector<uint32_t>> users(n);
-  auto mark = [&](uint32_t r) {
-    if (!nullable[r]) nullable[r] = 1, queue.push_back(r);
-  };
-  for (uint32_t r = 0; r < n; ++r) {
-    for (uint32_t start : g.alternatives(r)) {
-      const auto a = static_cast<uint32_t>(unknown.size());
-      uint32_t count = 0;
-      for (uint32_t i = start; g.element(i).kind != Element::Kind::kEnd && count != kDead; ++i) {
-        const Element& el = g.element(i);
-        if (el.kind == Element::Kind::kClass && !el.star) count = kDead;
-        if (el.kind == Element::Kind::kRule) ++count;
-      }
-      unknown.push_back(count);
-      owner.push_back(r);
-      if (count == 0) mark(r);
-      if (count == 0 || count == kDead) continue;
-      for (uint32_t i = start; g.element(i).kind != Element::Kind::kEnd; ++i) {
-        if (g.element(i).kind == Element::Kind::kRule) users[g.element(i).arg].push_back(a);
-      }
-    }
-  }
-  while (!queue.empty()) {
-    const uint32_t s = queue.back();
-    queue.pop_back();
-    for (uint32_t a : users[s]) {
-      if (--unknown[a] == 0) mark(owner[a]);
-    }
-  }
-  // Edges r -> s: s can come first in r. Iterative DFS for a cycle.
-  std::vector<std::vector<uint32_t>> first(n);
-  for (uint32_t r = 0; r < n; ++r) {
-    for (uint32_t start : g.alternatives(r)) {
-      for (uint32_t i = start; g.element(i).kind != Element::Kind::kEnd; ++i) {
-        const Element& el = g.element(i);
-        if (el.kind == Element::Kind::kRule) first[r].push_back(el.arg);
-        if (!element_nullable(el)) break;
-      }
-    }
-  }
-  std::vector<char> color(n, 0);  // 0 new, 1 on the path, 2 done
-  for (uint32_t s = 0; s < n; ++s) {
-    if (color[s]) continue;
-    std::vector<std::pair<uint32_t, size_t>> stack{{s, 0}};
-    color[s] = 1;
-    while (!stack.empty()) {
-      auto& [r, next] = stack.back();
-      if (next == first[r].size()) {
-        color[r] = 2;
-        stack.pop_back();
-        continue;
-      }
-      const uint32_t t = first[r][next++];
-      if (color[t] == 1) {
-        throw GrammarError("rule '" + g.rule_name(t) +
-                           "' is left-recursive: it can reach itself without consuming a character");
-      }
-      if (color[t] == 0) {
-        color[t] = 1;
-        stack.emplace_back(t, 0);
-      }
-    }
-  }
-}
-
-}  // namespace
-
-std::shared_ptr<const Grammar> GrammarBuilder::build(uint32_t root) {
-  auto g = std::make_shared<Grammar>();
-  if (root >= rules_.size()) throw GrammarError("the grammar has no root rule");
-  Lowering(*this, *g).run(root);
-  check_left_recursion(*g);
-  return g;
 }
 
 std::string Grammar::dump() const {

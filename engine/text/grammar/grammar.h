@@ -50,10 +50,13 @@ class CharClass {
   static CharClass of(uint32_t cp) { return range(cp, cp); }
   static CharClass range(uint32_t lo, uint32_t hi);
   static CharClass any();  // every code point except the UTF-16 surrogates
+  // From sorted, disjoint ranges without surrogates (adjacent ones are merged).
+  static CharClass from_sorted(const std::vector<Range>& ranges);
 
   CharClass& add(uint32_t lo, uint32_t hi);
   CharClass& add(const CharClass& other);
   CharClass complement() const;  // within any()
+  CharClass intersect(const CharClass& other) const;
   bool contains(uint32_t cp) const;
   bool empty() const { return ranges_.empty(); }
   const std::vector<Range>& ranges() const { return ranges_; }
@@ -71,7 +74,7 @@ struct Expr {
   static constexpr uint32_t kUnbounded = std::numeric_limits<uint32_t>::max();
 
   Kind kind = Kind::kEmpty;
-  std::string text;         // kLiteral: UTF-8
+  std::string text;         // kLiteral: UTF-8; an empty kClass (never()): why it matches nothing
   CharClass cls;            // kClass
   uint32_t rule = 0;        // kRef: a GrammarBuilder rule id
   std::vector<Expr> items;  // kSeq, kAlt; kRepeat: exactly one
@@ -81,6 +84,11 @@ struct Expr {
 Expr empty();
 Expr lit(std::string_view utf8);  // throws GrammarError for invalid UTF-8
 Expr cls(CharClass c);
+// Matches nothing: an alternative that holds it is dropped when the grammar is built. `why` is
+// what a grammar with nothing left says (GrammarBuilder::build).
+Expr never(std::string why);
+// `e`, and `why` as the reason when `e` turns out to match nothing.
+Expr explain(Expr e, std::string why);
 Expr ref(uint32_t rule);
 Expr seq(std::vector<Expr> items);
 Expr alt(std::vector<Expr> items);
@@ -107,6 +115,11 @@ struct GrammarLimits {
 // The compiled, immutable program. Rule 0 is the root. Thread-safety: immutable; share freely.
 class Grammar {
  public:
+  // A copy of `g` whose classes keep only the code points of `allowed`, without the alternatives
+  // that can then never complete. Throws GrammarError naming what can no longer be written when
+  // nothing is left.
+  static std::shared_ptr<const Grammar> restricted(const Grammar& g, const CharClass& allowed);
+
   const std::vector<Element>& elements() const { return elements_; }
   const Element& element(uint32_t i) const { return elements_[i]; }
   // Start element of each alternative of rule r.
@@ -124,6 +137,7 @@ class Grammar {
 
  private:
   friend class GrammarBuilder;
+  friend class GrammarPruner;
   std::vector<Element> elements_;
   std::vector<std::vector<uint32_t>> rules_;
   std::vector<std::string> names_;
@@ -134,6 +148,12 @@ class Grammar {
 // Collects rules, then lowers them into a Grammar. Rules may be referenced before they are defined
 // (GBNF allows it); build() refuses undefined rules, left recursion (the matcher would expand it
 // forever) and a grammar larger than the limits.
+//
+// Alternatives that share a first symbol are factored (a trie of their common prefixes), so an
+// enum of 20,000 strings or many patterns behind one prefix stay one parse, not thousands. And the
+// built grammar has no dead ends: alternatives that can never complete (they hold never(), an
+// empty class, or a rule that cannot complete) are removed, so every state the matcher reaches
+// can still reach the end. A grammar left with nothing is refused with the reason never() gave.
 class GrammarBuilder {
  public:
   explicit GrammarBuilder(GrammarLimits limits = {}) : limits_(limits) {}
@@ -144,6 +164,10 @@ class GrammarBuilder {
   bool defined(uint32_t rule) const { return rules_[rule].defined; }
   bool has_rule(std::string_view name) const;
   const std::string& name(uint32_t rule) const { return rules_[rule].name; }
+  // The expression of a defined rule, or null.
+  const Expr* expr(uint32_t rule) const { return rules_.at(rule).defined ? &rules_[rule].expr : nullptr; }
+  size_t n_rules() const { return rules_.size(); }
+  const GrammarLimits& limits() const { return limits_; }
   // Gives `rule` its expression; throws GrammarError if already defined.
   void define(uint32_t rule, Expr e);
   // Lowers everything reachable from `root` (which becomes rule 0 of the result).

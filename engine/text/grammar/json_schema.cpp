@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "engine/text/grammar/intersect.h"
 #include "engine/text/grammar/json_strings.h"
 #include "engine/text/grammar/number_ranges.h"
 #include "engine/text/grammar/regex.h"
@@ -21,12 +22,16 @@ constexpr int kMaxSchemaDepth = 64;
 const std::set<std::string> kRefused = {
     "not", "if", "then", "else", "patternProperties", "propertyNames", "minProperties", "maxProperties",
     "contains", "minContains", "maxContains", "dependentRequired", "dependentSchemas", "dependencies",
-    "unevaluatedProperties", "unevaluatedItems", "multipleOf", "additionalItems", "contentSchema"};
+    "unevaluatedProperties", "unevaluatedItems", "additionalItems", "contentSchema"};
 // Keywords that constrain values (so they cannot sit beside $ref, whose target we use alone).
 const std::set<std::string> kValidation = {
     "type", "enum", "const", "properties", "required", "additionalProperties", "items", "prefixItems",
     "minItems", "maxItems", "anyOf", "oneOf", "allOf", "minLength", "maxLength", "pattern", "format",
-    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "nullable"};
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "nullable"};
+// Products of two constraints (intersect.h): at most this many rules each, and a multipleOf of at
+// most this many automaton states (its digits times its fraction digits).
+constexpr size_t kMaxProductRules = 20000;
+constexpr uint64_t kMaxMultipleOfStates = 4096;
 
 class SchemaCompiler {
  public:
@@ -106,7 +111,8 @@ class SchemaCompiler {
     if (s.contains("properties") || s.contains("additionalProperties") || s.contains("required")) return {"object"};
     if (s.contains("items") || s.contains("prefixItems") || s.contains("minItems") || s.contains("maxItems")) return {"array"};
     if (s.contains("minLength") || s.contains("maxLength") || s.contains("pattern") || s.contains("format")) return {"string"};
-    if (s.contains("minimum") || s.contains("maximum") || s.contains("exclusiveMinimum") || s.contains("exclusiveMaximum")) {
+    if (s.contains("minimum") || s.contains("maximum") || s.contains("exclusiveMinimum") || s.contains("exclusiveMaximum") ||
+        s.contains("multipleOf")) {
       return {"number"};
     }
     return {"any"};
@@ -173,33 +179,47 @@ class SchemaCompiler {
     return merged;
   }
 
+  // A pattern or a format, each with length bounds or not; length bounds alone. Lengths count
+  // characters as JSON Schema does (an escape is one), through the product with JsonLengthDfa.
   Expr string_schema(const ojson& s, const std::string& at) {
     const auto min_len = count(s, "minLength", at), max_len = count(s, "maxLength", at);
     const bool has_pattern = s.contains("pattern"), has_format = s.contains("format");
-    if (has_pattern + has_format + (min_len || max_len) > 1) {
-      fail(at, "combining 'pattern', 'format' and 'minLength'/'maxLength' is not supported");
-    }
+    if (has_pattern && has_format) fail(at, "combining 'pattern' and 'format' is not supported");
+    if (max_len && min_len.value_or(0) > *max_len) fail(at, "'minLength' exceeds 'maxLength'");
+    const uint32_t lo = static_cast<uint32_t>(min_len.value_or(0));
+    const uint32_t hi = max_len ? static_cast<uint32_t>(*max_len) : Expr::kUnbounded;
+    std::string what;
+    std::optional<Expr> contents;  // without the quotes
     if (has_pattern) {
       if (!s["pattern"].is_string()) fail(at, "'pattern' must be a string");
+      what = "'pattern'";
       try {
-        return seq({lit("\""), regex_to_expr(s["pattern"].get<std::string>(), true), lit("\"")});
+        contents = regex_to_expr(s["pattern"].get<std::string>(), true);
       } catch (const GrammarError& e) {
         fail(at, e.what());  // "pattern: ... at offset N
       }
-    }
-    if (has_format) {
+    } else if (has_format) {
       if (!s["format"].is_string()) fail(at, "'format' must be a string");
-      auto f = strings_.format(s["format"].get<std::string>());
-      if (!f) fail(at, "format '" + s["format"].get<std::string>() + "' is not supported");
-      return seq({lit("\""), std::move(*f), lit("\"")});
+      what = "format '" + s["format"].get<std::string>() + "'";
+      contents = strings_.format(s["format"].get<std::string>());
+      if (!contents) fail(at, what + " is not supported");
+    } else if (min_len || max_len) {
+      return ref(strings_.bounded_string(lo, hi));
+    } else {
+      return ref(strings_.string());
     }
     if (min_len || max_len) {
-      const uint32_t lo = static_cast<uint32_t>(min_len.value_or(0));
-      const uint32_t hi = max_len ? static_cast<uint32_t>(*max_len) : Expr::kUnbounded;
-      if (max_len && lo > hi) fail(at, "'minLength' exceeds 'maxLength'");
-      return ref(strings_.bounded_string(lo, hi));
+      const std::string bounds = (min_len ? "'minLength' " + std::to_string(lo) : std::string()) +
+                                 (min_len && max_len ? " and " : "") +
+                                 (max_len ? "'maxLength' " + std::to_string(hi) : std::string());
+      try {
+        contents = intersect(*contents, JsonLengthDfa(lo, hi), b_, kMaxProductRules);
+      } catch (const GrammarError& e) {
+        fail(at, bounds + " with " + what + ": " + e.what());
+      }
+      contents = explain(std::move(*contents), at + ": no string of " + what + " satisfies " + bounds);
     }
-    return ref(strings_.string());
+    return seq({lit("\""), std::move(*contents), lit("\"")});
   }
 
   std::optional<uint64_t> count(const ojson& s, const char* key, const std::string& at) {
@@ -227,8 +247,26 @@ class SchemaCompiler {
       lo = tighter_lower(lo, Bound{number("exclusiveMinimum"), true});
     }
     if (s.contains("exclusiveMaximum") && !s["exclusiveMaximum"].is_boolean()) hi = tighter_upper(hi, Bound{number("exclusiveMaximum"), true});
-    if (!lo && !hi) return ref(integer ? strings_.integer() : strings_.number());
-    return number_in_range(lo, hi, integer);
+    const bool multiple = s.contains("multipleOf");
+    if (!lo && !hi && !multiple) return ref(integer ? strings_.integer() : strings_.number());
+    Expr e = number_in_range(lo, hi, integer);
+    if (multiple) {
+      const Decimal m = number("multipleOf");
+      if (m.negative || m.is_zero()) fail(at, "'multipleOf' must be greater than 0");
+      const auto dfa = MultipleOfDfa::make(m, kMaxMultipleOfStates);
+      if (!dfa) fail(at, "'multipleOf' " + s["multipleOf"].dump() + " is not supported: enforcing it needs more than " +
+                     std::to_string(kMaxMultipleOfStates) + " remainders (multiples of 5, 250 or 0.01 work)");
+      try {
+        e = intersect(e, *dfa, b_, kMaxProductRules);
+      } catch (const GrammarError& err) {
+        fail(at, "'multipleOf' " + s["multipleOf"].dump() + " within these bounds: " + err.what());
+      }
+    }
+    std::string keywords;
+    for (const char* key : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "multipleOf"}) {
+      if (s.contains(key)) keywords += std::string(keywords.empty() ? "" : ", ") + "'" + key + "' " + s[key].dump();
+    }
+    return explain(std::move(e), at + ": no " + (integer ? "integer" : "number") + " satisfies " + keywords);
   }
 
   // Exactly, on the digits (as doubles, bounds of 400 digits overflow and close ones compare equal).

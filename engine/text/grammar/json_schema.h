@@ -6,11 +6,13 @@
 // additionalProperties (false, true or a schema; absent: no extra properties), items, prefixItems,
 // minItems, maxItems, anyOf, oneOf (as anyOf), allOf of object schemas, $ref into the schema
 // (#, #/$defs/..., #/definitions/..., any JSON pointer; recursion allowed), string minLength /
-// maxLength / pattern / format (date, time, date-time, uuid, email, ipv4, hostname, uri),
-// minimum / maximum / exclusiveMinimum / exclusiveMaximum (draft 4 booleans too). Annotations
-// (title, description, default, examples, ...) and unknown keywords are ignored; a known keyword
-// that cannot be enforced (not, if/then/else, uniqueItems, multipleOf, minProperties, ...) is an
-// error, never silently dropped.
+// maxLength / pattern / format (date, time, date-time, uuid, email, ipv4, hostname, uri), length
+// bounds together with a pattern or a format, minimum / maximum / exclusiveMinimum /
+// exclusiveMaximum (draft 4 booleans too) and multipleOf, alone or together. Annotations (title,
+// description, default, examples, ...) and unknown keywords are ignored; a known keyword that
+// cannot be enforced (not, if/then/else, uniqueItems, minProperties, pattern with format, ...) is
+// an error, never silently dropped. A schema no value satisfies (exclusiveMinimum 1 with
+// exclusiveMaximum 1, a required property of such a schema) is an error naming the keywords.
 #pragma once
 
 #include <memory>

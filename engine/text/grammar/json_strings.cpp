@@ -104,8 +104,10 @@ Expr JsonRules::make_escape() {
 }
 
 Expr JsonRules::make_number() {
+  // Exponents of at most two digits: every value then fits a double (1e400 is valid JSON that
+  // JavaScript, Python and most parsers turn into infinity or an error).
   return seq({ref(integer()), opt(seq({lit("."), plus(digit())})),
-              opt(seq({cls(chars("eE")), opt(cls(chars("+-"))), plus(digit())}))});
+              opt(seq({cls(chars("eE")), opt(cls(chars("+-"))), repeat(digit(), 1, 2)}))});
 }
 
 Expr JsonRules::make_integer() {

@@ -267,4 +267,45 @@ Expr number_in_range(const std::optional<Bound>& lo, const std::optional<Bound>&
   return alts.empty() ? nothing() : alt(std::move(alts));
 }
 
+std::optional<MultipleOfDfa> MultipleOfDfa::make(const Decimal& m, uint64_t max_states) {
+  const std::string digits = m.int_digits + m.frac_digits;
+  const size_t nz = digits.find_first_not_of('0');
+  if (m.negative || nz == std::string::npos || digits.size() - nz > 9) return std::nullopt;
+  const uint64_t p = std::stoull(digits.substr(nz));
+  const uint64_t q = m.frac_digits.size();
+  if (p * (q + 2) > max_states) return std::nullopt;
+  return MultipleOfDfa(static_cast<uint32_t>(p), static_cast<uint32_t>(q));
+}
+
+void MultipleOfDfa::split(uint32_t state, const CharClass& c, std::vector<std::pair<CharClass, uint32_t>>& out) const {
+  const uint32_t width = q_ + 2, r = state / width, f = state % width;
+  const size_t first = out.size();
+  auto add = [&](uint32_t cp, uint32_t to) {
+    for (size_t i = first; i < out.size(); ++i) {
+      if (out[i].second == to) {
+        out[i].first.add(cp, cp);
+        return;
+      }
+    }
+    out.emplace_back(CharClass::of(cp), to);
+  };
+  if (f == 0 && r == 0 && c.contains('-')) add('-', state);
+  if (f == 0 && c.contains('.')) add('.', r * width + 1);
+  for (uint32_t d = 0; d <= 9; ++d) {
+    if (!c.contains('0' + d)) continue;
+    const uint32_t next = static_cast<uint32_t>((uint64_t{r} * 10 + d) % p_);
+    if (f == 0) add('0' + d, next * width);
+    else if (f <= q_) add('0' + d, next * width + f + 1);
+    else if (d == 0) add('0', state);  // past q digits, only zeros keep the value a multiple
+  }
+}
+
+bool MultipleOfDfa::accepting(uint32_t state) const {
+  const uint32_t width = q_ + 2, f = state % width;
+  uint64_t r = state / width;
+  // The digits read stand for x * 10^(read fraction digits); scale to x * 10^q.
+  for (uint32_t k = f == 0 ? 0 : f - 1; k < q_; ++k) r = r * 10 % p_;
+  return r == 0;
+}
+
 }  // namespace engine::grammar

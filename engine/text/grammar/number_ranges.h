@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "engine/text/grammar/grammar.h"
+#include "engine/text/grammar/intersect.h"
 
 namespace engine::grammar {
 
@@ -34,5 +35,23 @@ struct Bound {
 // exponent when bounded) within [lo, hi]; an absent side is unbounded. Compact: no "+", no
 // leading zeros. Returns a class that matches nothing when the range is empty.
 Expr number_in_range(const std::optional<Bound>& lo, const std::optional<Bound>& hi, bool integer);
+
+// Accepts the JSON numbers without exponent ("-12", "0.75") that are multiples of a positive
+// decimal m = p / 10^q: those whose digits, read as x * 10^q, leave no remainder mod p. State:
+// the remainder so far and how many fraction digits were read (past q, only zeros may follow).
+// Intersected with number_in_range() (intersect.h), it enforces multipleOf within bounds.
+class MultipleOfDfa : public Dfa {
+ public:
+  // nullopt when m is not positive or p * (q + 2) (the number of states) exceeds max_states.
+  static std::optional<MultipleOfDfa> make(const Decimal& m, uint64_t max_states);
+  uint32_t start() const override { return 0; }
+  void split(uint32_t state, const CharClass& c, std::vector<std::pair<CharClass, uint32_t>>& out) const override;
+  bool accepting(uint32_t state) const override;
+
+ private:
+  MultipleOfDfa(uint32_t p, uint32_t q) : p_(p), q_(q) {}
+  // state = remainder * (q + 2) + f, f = 0 in the integer part, 1 + fraction digits read after it.
+  uint32_t p_, q_;
+};
 
 }  // namespace engine::grammar

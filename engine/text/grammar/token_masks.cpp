@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <numeric>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "engine/text/tokenizer/tokenizer.h"
+#include "engine/text/tokenizer/utf8.h"
 
 namespace engine::grammar {
 
@@ -15,6 +17,84 @@ namespace {
 // Trie nodes all the position walks of one compilation may visit (about 5 s of CPU): beyond it a
 // grammar is refused, so no request can make the server compile for minutes.
 constexpr size_t kMaxCompileVisits = size_t{1} << 30;
+
+// The code points that tokens can write (writable()). A token may end inside a character (its
+// last bytes begin one: "a\xC3"); the matcher then needs tokens of continuation bytes to finish
+// it. So a character counts when some tokens write it exactly (one token, or one that begins it and
+// continuation tokens after), and when every incomplete beginning of it that a token can leave
+// behind can still be finished with continuation tokens: then no token the grammar allows leads to
+// a state without a way out.
+CharClass writable_code_points(const std::vector<std::string>& bytes, const std::vector<int32_t>& ids,
+                               bool& everything) {
+  auto length_of = [](uint8_t lead) -> size_t {
+    if (lead < 0x80) return 1;
+    if (lead >= 0xC2 && lead <= 0xDF) return 2;
+    if (lead >= 0xE0 && lead <= 0xEF) return 3;
+    if (lead >= 0xF0 && lead <= 0xF4) return 4;
+    return 0;
+  };
+  auto continuation = [](char c) { return (static_cast<uint8_t>(c) & 0xC0) == 0x80; };
+  std::vector<char> single(256, 0);
+  for (int32_t id : ids) {
+    if (bytes[static_cast<size_t>(id)].size() == 1) single[static_cast<uint8_t>(bytes[static_cast<size_t>(id)][0])] = 1;
+  }
+  everything = true;
+  for (unsigned b = 0; b < 256; ++b) everything &= single[b] || (b >= 0xC0 && b <= 0xC1) || b >= 0xF5;
+  if (everything) return CharClass::any();
+
+  std::unordered_set<std::string> conts;     // tokens of 1-3 continuation bytes
+  std::unordered_set<std::string> partials;  // incomplete characters that tokens can leave
+  std::vector<std::string> todo;
+  std::vector<uint32_t> reached;
+  auto whole = [&](std::string_view c) {
+    size_t i = 0;
+    uint32_t cp = 0;
+    if (tokenizer::decode_utf8(c, i, cp) && i == c.size()) reached.push_back(cp);
+  };
+  for (int32_t id : ids) {
+    const std::string& t = bytes[static_cast<size_t>(id)];
+    whole(t);
+    if (t.size() <= 3 && std::all_of(t.begin(), t.end(), continuation)) conts.insert(t);
+    size_t i = t.size();
+    while (i > 0 && continuation(t[i - 1])) --i;
+    if (i == 0) continue;
+    const size_t n = length_of(static_cast<uint8_t>(t[i - 1]));
+    if (n > 1 && t.size() - (i - 1) < n && partials.insert(t.substr(i - 1)).second) todo.push_back(t.substr(i - 1));
+  }
+  while (!todo.empty()) {  // partials grow by continuation tokens
+    const std::string p = std::move(todo.back());
+    todo.pop_back();
+    const size_t n = length_of(static_cast<uint8_t>(p[0]));
+    for (const std::string& t : conts) {
+      if (p.size() + t.size() == n) whole(p + t);
+      if (p.size() + t.size() < n && partials.insert(p + t).second) todo.push_back(p + t);
+    }
+  }
+  // Whether continuation tokens write c[k:].
+  auto finishes = [&](const std::string& c, size_t k) {
+    std::vector<char> at(c.size() + 1, 0);
+    at[k] = 1;
+    for (size_t i = k; i < c.size(); ++i) {
+      for (size_t len = 1; at[i] && len <= 3 && i + len <= c.size(); ++len) {
+        if (conts.count(c.substr(i, len))) at[i + len] = 1;
+      }
+    }
+    return at[c.size()] != 0;
+  };
+  std::sort(reached.begin(), reached.end());
+  reached.erase(std::unique(reached.begin(), reached.end()), reached.end());
+  std::vector<CharClass::Range> ranges;
+  for (uint32_t cp : reached) {
+    std::string c;
+    tokenizer::append_utf8(c, cp);
+    bool ok = true;
+    for (size_t k = 1; ok && k < c.size(); ++k) ok = !partials.count(c.substr(0, k)) || finishes(c, k);
+    if (!ok || (cp >= 0xD800 && cp <= 0xDFFF)) continue;
+    if (!ranges.empty() && ranges.back().hi + 1 == cp) ranges.back().hi = cp;
+    else ranges.push_back({cp, cp});
+  }
+  return CharClass::from_sorted(ranges);
+}
 
 size_t bitmap_threshold(int32_t n_vocab) { return static_cast<size_t>(n_vocab) / 32 + 1; }
 
@@ -59,6 +139,7 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<int32_t
     prev = s;
   }
   close_to(0, static_cast<uint32_t>(sorted_.size()));
+  writable_ = writable_code_points(bytes_, sorted_, writes_everything_);
 }
 
 std::shared_ptr<const TokenVocab> TokenVocab::from_tokenizer(const Tokenizer& tokenizer, const std::vector<int32_t>& shown) {
@@ -159,6 +240,7 @@ size_t walk_vocab(Automaton& automaton, const TokenVocab& vocab, const StackSet&
 
 CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocab> vocab)
     : grammar_(std::move(grammar)), vocab_(std::move(vocab)) {
+  if (!vocab_->writes_everything()) grammar_ = Grammar::restricted(*grammar_, vocab_->writable());
   const Grammar& g = *grammar_;
   Automaton automaton(g);
   masks_.resize(g.elements().size());

@@ -59,6 +59,10 @@ class TokenVocab {
   std::string_view bytes(int32_t id) const { return bytes_[static_cast<size_t>(id)]; }
   const std::vector<int32_t>& eog_ids() const { return eog_; }
   const std::vector<Node>& nodes() const { return nodes_; }
+  // The code points whose UTF-8 bytes some sequence of tokens writes exactly, and whether that is
+  // every code point (a byte-level or byte-fallback vocabulary: every byte a token of its own).
+  const CharClass& writable() const { return writable_; }
+  bool writes_everything() const { return writes_everything_; }
   int32_t sorted_id(uint32_t i) const { return sorted_[i]; }
   size_t max_depth() const { return max_depth_; }
 
@@ -68,6 +72,8 @@ class TokenVocab {
   std::vector<int32_t> sorted_;  // ids of tokens with bytes, by bytes
   std::vector<Node> nodes_;
   size_t max_depth_ = 0;
+  CharClass writable_;
+  bool writes_everything_ = false;
 };
 
 // A grammar prepared for one vocabulary. Thread-safety: immutable after construction.
@@ -80,7 +86,10 @@ class CompiledGrammar {
     std::vector<int32_t> uncertain; // ids to check against the full stack
   };
 
-  // Precomputes every position's mask. Throws GrammarError from the automaton's limits.
+  // Precomputes every position's mask. When the vocabulary cannot write every character, the
+  // grammar is first restricted to those it can (Grammar::restricted), so no state is reached
+  // that no token can leave: grammar() is that restricted grammar. Throws GrammarError when
+  // nothing the grammar allows can be written, or from the automaton's limits.
   CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocab> vocab);
 
   const std::shared_ptr<const Grammar>& grammar() const { return grammar_; }
@@ -133,6 +142,7 @@ class TokenConstraint {
   TokenBits scratch_;
   StackSet one_, out_;
   std::vector<uint32_t> tops_done_;  // allowed(): stack tops whose accepted set is in the mask
+
 };
 
 }  // namespace engine::grammar
