@@ -256,7 +256,9 @@ void walk_number(const std::shared_ptr<const g::Grammar>& grammar, const NumberC
     return;
   }
   const auto x = g::Decimal::parse(text);
-  if (!x || text.find_first_of("eE") != std::string::npos) bug("not a plain decimal", text);
+  if (!x) bug("not a JSON number", text);
+  const bool constrained = c.lo || c.hi || c.multiple;  // written without an exponent, then
+  if (constrained && text.find_first_of("eE") != std::string::npos) bug("an exponent in a bounded number", text);
   if (c.integer && text.find('.') != std::string::npos) bug("an integer with a fraction", text);
   if (c.lo && (c.lo->exclusive ? g::compare(*x, c.lo->value) <= 0 : g::compare(*x, c.lo->value) < 0)) {
     bug("below the lower bound", text + " " + c.schema.dump());
