@@ -308,9 +308,7 @@ const TokenBits& TokenConstraint::allowed() {
       }
       for (int32_t id : pm->accepted) set_bit(mask_, id);
     }
-    for (int32_t id : pm->uncertain) {
-      if (!test_bit(mask_, id) && automaton_.advance(one_, vocab.bytes(id), out_)) set_bit(mask_, id);
-    }
+    add_uncertain(pm->uncertain);
   }
   if (matcher_.can_end()) {
     for (int32_t id : vocab.eog_ids()) {
@@ -318,6 +316,34 @@ const TokenBits& TokenConstraint::allowed() {
     }
   }
   return mask_;
+}
+
+// The uncertain tokens come in byte order (a preorder walk of the trie), so they are walked as a
+// trie too: the states after each prefix of the previous token are kept (walk_[d]: after d bytes),
+// a token starts from the longest prefix it shares with it, and every token behind a prefix the
+// stack cannot take is skipped unchecked. After a number, that is all but the few tokens that
+// begin with , } or ].
+void TokenConstraint::add_uncertain(const std::vector<int32_t>& ids) {
+  const TokenVocab& vocab = compiled_->vocab();
+  if (walk_.size() < vocab.max_depth() + 1) walk_.resize(vocab.max_depth() + 1);
+  walk_[0] = one_;
+  std::string_view prev;
+  size_t alive = 0;  // walk_[0..alive] hold prev's prefixes; prev dies at byte `alive` unless whole
+  for (int32_t id : ids) {
+    if (test_bit(mask_, id)) continue;  // accepted already (through another stack)
+    const std::string_view bytes = vocab.bytes(id);
+    size_t lcp = 0;
+    while (lcp < bytes.size() && lcp < prev.size() && bytes[lcp] == prev[lcp]) ++lcp;
+    prev = bytes;
+    if (lcp > alive) continue;  // behind the prefix where the previous token died
+    size_t d = lcp;
+    for (; d < bytes.size(); ++d) {
+      automaton_.advance(walk_[d], static_cast<uint8_t>(bytes[d]), walk_[d + 1]);
+      if (walk_[d + 1].empty()) break;
+    }
+    alive = d;
+    if (d == bytes.size()) set_bit(mask_, id);
+  }
 }
 
 bool TokenConstraint::accept(int32_t token) {

@@ -83,7 +83,7 @@ class CompiledGrammar {
   struct PositionMask {
     std::vector<int32_t> accepted;  // ids, when few
     TokenBits accepted_bits;        // when many (then `accepted` is empty)
-    std::vector<int32_t> uncertain; // ids to check against the full stack
+    std::vector<int32_t> uncertain; // ids to check against the full stack, in byte order
   };
 
   // Precomputes every position's mask. When the vocabulary cannot write every character, the
@@ -142,7 +142,10 @@ class TokenConstraint {
   TokenBits scratch_;
   StackSet one_, out_;
   std::vector<uint32_t> tops_done_;  // allowed(): stack tops whose accepted set is in the mask
+  std::vector<StackSet> walk_;       // add_uncertain(): the states after each prefix of a token
 
+  // Sets the bits of the uncertain `ids` (in byte order) that the stack in one_ accepts.
+  void add_uncertain(const std::vector<int32_t>& ids);
 };
 
 }  // namespace engine::grammar
