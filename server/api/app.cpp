@@ -19,26 +19,32 @@ void require_model(const App& app, const std::string& id) {
   }
 }
 
-ChatFeatures detect_chat_features(const App& app) {
+ChatFeatures detect_chat_features(const engine::ChatTemplate& tmpl, const engine::Tokenizer* tok) {
   ChatFeatures f;
-  const std::string& src = app.chat_template->source();
-  f.syntax = engine::tools::detect_tool_syntax(src, engine::HarmonyParser::applies_to(*app.tokenizer));
+  const std::string& src = tmpl.source();
+  f.syntax = engine::tools::detect_tool_syntax(src, tok != nullptr && engine::HarmonyParser::applies_to(*tok));
   f.thinks = engine::template_thinks(src);
   for (const auto& m : engine::tools::call_markers(f.syntax)) {
-    const int32_t id = app.tokenizer->find_token(m.text);
-    if (id >= 0 && app.tokenizer->is_control(id) && !app.tokenizer->is_eog(id)) f.marker_tokens.push_back(id);
+    const int32_t id = tok != nullptr ? tok->find_token(m.text) : -1;
+    if (id >= 0 && tok->is_control(id) && !tok->is_eog(id)) f.marker_tokens.push_back(id);
   }
   std::sort(f.marker_tokens.begin(), f.marker_tokens.end());
   // a system message the template renders: its text shows in the prompt
   const std::string probe = "ggufd system probe 7Q";
-  const nlohmann::ordered_json messages = {{{"role", "system"}, {"content", probe}}, {{"role", "user"}, {"content", "hi"}}};
+  engine::ChatInput in;
+  in.messages = to_jinja(nlohmann::ordered_json{{{"role", "system"}, {"content", probe}}, {{"role", "user"}, {"content", "hi"}}});
+  in.add_generation_prompt = true;
+  if (tok != nullptr && tok->bos() >= 0) in.bos_token = std::string(tok->token_text(tok->bos()));
+  if (tok != nullptr && tok->eos() >= 0) in.eos_token = std::string(tok->token_text(tok->eos()));
   try {
-    f.system_role = render_chat(app, messages, nullptr).text.find(probe) != std::string::npos;
+    f.system_role = tmpl.render(in).find(probe) != std::string::npos;
   } catch (const std::exception&) {
     f.system_role = false;
   }
   return f;
 }
+
+ChatFeatures detect_chat_features(const App& app) { return detect_chat_features(*app.chat_template, app.tokenizer); }
 
 void require_ready(const App& app) {
   if (!app.ready) {

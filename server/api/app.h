@@ -85,6 +85,10 @@ struct App {
 // with a system message, <think>, the markers' tokens). Call once the tokenizer and template are
 // set, before the grammar vocabulary is built (it includes marker_tokens).
 ChatFeatures detect_chat_features(const App& app);
+// The same for a template and the model's tokenizer, or none (`ggufd template --template`: the
+// syntax is then read from the template alone, and there are no marker tokens), so that the
+// command renders as the server does.
+ChatFeatures detect_chat_features(const engine::ChatTemplate& tmpl, const engine::Tokenizer* tok);
 
 // Throws a 404 (model_not_found) unless `id` names the served model.
 void require_model(const App& app, const std::string& id);

@@ -31,31 +31,6 @@ const std::set<std::string> kKnown = {
     "tools", "tool_choice", "functions", "function_call", "reasoning_effort"};
 const std::set<std::string> kUnsupported = {"audio", "web_search_options", "verbosity"};
 
-// `reasoning_effort` (or the server's default) and chat_template_kwargs as template variables:
-// gpt-oss reads reasoning_effort (low / medium / high); "none" turns thinking off
-// (enable_thinking = false) in templates that think, unless the kwargs say otherwise.
-ojson template_variables(const ojson& body, const App& app) {
-  ojson vars = ojson::object();
-  if (auto k = body.find("chat_template_kwargs"); k != body.end() && !k->is_null()) {
-    if (!k->is_object()) {
-      throw invalid_field("chat_template_kwargs", "'chat_template_kwargs' must be an object, found " + json_type_name(*k));
-    }
-    vars = *k;
-  }
-  std::string effort = app.settings.reasoning_effort;
-  if (auto e = body.find("reasoning_effort"); e != body.end() && !e->is_null()) {
-    static const std::set<std::string> kEfforts = {"none", "minimal", "low", "medium", "high"};
-    if (!e->is_string() || kEfforts.count(e->get<std::string>()) == 0) {
-      throw invalid_field("reasoning_effort", "'reasoning_effort' must be one of none, minimal, low, medium, high");
-    }
-    effort = e->get<std::string>();
-  }
-  if (effort.empty()) return vars;
-  if (!vars.contains("reasoning_effort")) vars["reasoning_effort"] = effort == "none" || effort == "minimal" ? "low" : effort;
-  if (effort == "none" && !vars.contains("enable_thinking")) vars["enable_thinking"] = false;
-  return vars;
-}
-
 // The grammar of a request's tool calls (forced for "required" or a named function, lazy for
 // "auto"), or nothing when the client constrains the output itself (response_format) under "auto".
 void constrain_tool_calls(const App& app, ChatRequest& r) {
@@ -89,7 +64,7 @@ RenderedChat render_conversation(const App& app, const ojson& body, ChatRequest&
   check_messages(messages == body.end() ? kAbsent : *messages);
   const ojson conversation = template_messages(*messages, r.tools, features);
   const bool template_tools = engine::tools::template_renders_tools(features.syntax) && !r.tools.tools.empty();
-  RenderedChat chat = render_chat(app, conversation, template_variables(body, app),
+  RenderedChat chat = render_chat(app, conversation, template_variables(body, app.settings.reasoning_effort),
                                   template_tools ? &r.tools.tools_json : nullptr);
   engine::tools::AnswerOptions& a = r.answer;
   if (features.syntax == engine::tools::ToolSyntax::kHarmony) a.reasoning = engine::tools::AnswerOptions::Reasoning::kHarmony;
@@ -102,6 +77,28 @@ RenderedChat render_conversation(const App& app, const ojson& body, ChatRequest&
 }
 
 }  // namespace
+
+ojson template_variables(const ojson& body, const std::string& default_effort) {
+  ojson vars = ojson::object();
+  if (auto k = body.find("chat_template_kwargs"); k != body.end() && !k->is_null()) {
+    if (!k->is_object()) {
+      throw invalid_field("chat_template_kwargs", "'chat_template_kwargs' must be an object, found " + json_type_name(*k));
+    }
+    vars = *k;
+  }
+  std::string effort = default_effort;
+  if (auto e = body.find("reasoning_effort"); e != body.end() && !e->is_null()) {
+    static const std::set<std::string> kEfforts = {"none", "minimal", "low", "medium", "high"};
+    if (!e->is_string() || kEfforts.count(e->get<std::string>()) == 0) {
+      throw invalid_field("reasoning_effort", "'reasoning_effort' must be one of none, minimal, low, medium, high");
+    }
+    effort = e->get<std::string>();
+  }
+  if (effort.empty()) return vars;
+  if (!vars.contains("reasoning_effort")) vars["reasoning_effort"] = effort == "none" || effort == "minimal" ? "low" : effort;
+  if (effort == "none" && !vars.contains("enable_thinking")) vars["enable_thinking"] = false;
+  return vars;
+}
 
 ChatRequest prepare_chat(const App& app, std::string_view text) {
   json body = parse_object(text, app.settings.max_json_depth);

@@ -25,4 +25,11 @@ struct ChatRequest {
 // Throws ApiError (4xx) naming what is wrong.
 ChatRequest prepare_chat(const App& app, std::string_view body);
 
+// A chat body's `reasoning_effort` (else `default_effort`, the server's --reasoning-effort; "" for
+// none) and `chat_template_kwargs` as template variables: gpt-oss reads reasoning_effort (low /
+// medium / high; "none" and "minimal" as low); "none" turns thinking off (enable_thinking = false)
+// in templates that think, unless the kwargs say otherwise. Throws ApiError 400 for a bad value.
+// prepare_chat and `ggufd template` both use it.
+nlohmann::ordered_json template_variables(const nlohmann::ordered_json& body, const std::string& default_effort);
+
 }  // namespace server

@@ -30,7 +30,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { startServer, importPackage, requireFile, binary, model } from './server.mjs';
+import { startServer, importPackage, requireFile, missingData, binary, model } from './server.mjs';
 
 const { default: OpenAI } = await importPackage('openai');
 const { OpenAIEmbeddings } = await importPackage('@langchain/openai');
@@ -354,7 +354,7 @@ let rerankSkip = false;
 const rerankUrl = process.env.GGUFD_COMPAT_RERANK_URL;
 if (!rerankUrl) {
   if (rerankModel) {
-    if (!existsSync(rerankModel)) rerankSkip = `GGUFD_RERANK_MODEL not found: ${rerankModel}`;
+    if (!existsSync(rerankModel)) rerankSkip = missingData(`GGUFD_RERANK_MODEL not found: ${rerankModel}`);
   } else {
     const { stdout } = await promisify(execFile)(binary, ['synth', '--list']);
     if (/^bert-rerank\s/m.test(stdout)) {

@@ -5,6 +5,10 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
+// GGUFD_REQUIRE_TEST_DATA=1 (.ci/run sets it): missing test data fails the test instead of
+// skipping it, so that a CI run that lost its data is not green.
+export const testDataRequired = !['', '0'].includes(process.env.GGUFD_REQUIRE_TEST_DATA ?? '');
+
 export const binary = process.env.GGUFD_BINARY;
 export const model = process.env.GGUFD_MODEL;
 requireFile(model, 'shared test model');
@@ -23,13 +27,25 @@ export const qwen3TemplateFile = existsSync(qwen3Template) ? qwen3Template : nul
 export const toolServers = [
   { name: 'generic tool format', args: [], skip: false },
   { name: 'Qwen3 template', args: qwen3TemplateFile ? ['--chat-template-file', qwen3TemplateFile] : [],
-    skip: qwen3TemplateFile ? false : `chat template not found: ${qwen3Template}` },
+    skip: qwen3TemplateFile ? false : missingData(`chat template not found: ${qwen3Template}`) },
 ];
 
+// A reason to skip for missing test data, returned as the skip reason; under
+// GGUFD_REQUIRE_TEST_DATA=1 the process fails (exit 1) saying what is missing instead.
+export function missingData(reason) {
+  if (testDataRequired) {
+    console.error(`FAILED: test data missing: ${reason} (GGUFD_REQUIRE_TEST_DATA=1: a test may not skip for missing data)`);
+    process.exit(1);
+  }
+  return reason;
+}
+
 // Exits the process with 77 (ctest: skipped) saying why when `file` is absent (the shared models;
-// a test's other models, such as an embedding model next to stories260K).
+// a test's other models, such as an embedding model next to stories260K); exits 1 instead under
+// GGUFD_REQUIRE_TEST_DATA=1.
 export function requireFile(file, what) {
   if (!existsSync(file ?? '')) {
+    missingData(`${what} not found: ${file}`);
     console.log(`skipped: ${what} not found: ${file}`);
     process.exit(77);
   }

@@ -25,6 +25,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 DOCKER = os.path.join(ROOT, "docker")
 BINARY = os.environ.get("GGUFD_BINARY", "")
 MODEL = os.environ.get("GGUFD_MODEL", "")
+# GGUFD_REQUIRE_TEST_DATA=1 (.ci/run sets it): a missing test model fails instead of skipping.
+DATA_REQUIRED = os.environ.get("GGUFD_REQUIRE_TEST_DATA", "") not in ("", "0")
 
 
 def server_env_names():
@@ -147,10 +149,12 @@ def wait_healthy(port, proc, seconds=60):
     raise RuntimeError(f"nothing healthy on port {port} after {seconds} s")
 
 
-@unittest.skipUnless(os.path.exists(MODEL), f"shared test model not found: {MODEL}")
+@unittest.skipUnless(os.path.exists(MODEL) or DATA_REQUIRED, f"shared test model not found: {MODEL}")
 @unittest.skipUnless(shutil.which("nginx"), "nginx not installed (scripts/install-deps --test installs it)")
 class NginxScaleOut(unittest.TestCase):
     def setUp(self):
+        self.assertTrue(os.path.exists(MODEL), f"test data missing: shared test model not found: {MODEL} "
+                        "(GGUFD_REQUIRE_TEST_DATA=1: a test may not skip for missing data)")
         self.dir = tempfile.mkdtemp(prefix="ggufd-nginx-")
         self.procs = []
         self.logs = []

@@ -19,6 +19,7 @@
 #include "engine/kernels/packing.h"
 #include "engine/kernels/traits.h"
 #include "tests/support/quantized.h"
+#include "tests/support/shared.h"
 
 namespace engine {
 namespace {
@@ -149,7 +150,7 @@ TEST(Packing, VnniEmulatedTilesMatchTheReference) {
   check_packed_tiles([&tiles](TensorType type) { return tiles.count(type) ? tiles.at(type) : nullptr; }, 8,
                      kPackedTypes, "vnni-emulated");
 #else
-  GTEST_SKIP() << "SIMDe (libsimde-dev) was not found at configure time; scripts/install-deps --test installs it";
+  GGUFD_MISSING_TEST_DATA("SIMDe (libsimde-dev) was not found at configure time; scripts/install-deps --test installs it");
 #endif
 }
 
@@ -166,7 +167,7 @@ TEST(Packing, ZmmEmulatedTilesMatchTheReference) {
   check_packed_tiles([&tiles](TensorType type) { return tiles.count(type) ? tiles.at(type) : nullptr; }, 16,
                      kPackedTypes, "zmm-emulated");
 #else
-  GTEST_SKIP() << "SIMDe (libsimde-dev) was not found at configure time; scripts/install-deps --test installs it";
+  GGUFD_MISSING_TEST_DATA("SIMDe (libsimde-dev) was not found at configure time; scripts/install-deps --test installs it");
 #endif
 }
 

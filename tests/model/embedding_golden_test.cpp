@@ -15,6 +15,7 @@
 #include "engine/model/forward.h"
 #include "engine/model/model.h"
 #include "engine/model/pooling.h"
+#include "tests/support/isa.h"
 #include "tests/support/shared.h"
 #include "tests/support/synth_reference.h"
 #include "tests/support/vectors.h"
@@ -84,6 +85,7 @@ void expect_close(const std::vector<std::vector<float>>& ours, const std::vector
 }
 
 TEST(EmbeddingGolden, BertClsPooling) {
+  GGUFD_REQUIRE_ISA();
   GGUFD_REQUIRE_SHARED("models/synth/synth-bert-Q8_0.gguf");
   const Model model = Model::load(shared_path("models/synth/synth-bert-Q8_0.gguf"));
   ASSERT_EQ(model.hparams().pooling, PoolingType::kCls);
@@ -105,6 +107,7 @@ TEST(EmbeddingGolden, BertClsPooling) {
 }
 
 TEST(EmbeddingGolden, Qwen3LastTokenPooling) {
+  GGUFD_REQUIRE_ISA();
   GGUFD_REQUIRE_SHARED("models/synth/synth-qwen3emb-F32.gguf");
   const Model model = Model::load(shared_path("models/synth/synth-qwen3emb-F32.gguf"));
   ASSERT_EQ(model.hparams().pooling, PoolingType::kLast);
@@ -120,9 +123,10 @@ TEST(EmbeddingGolden, Qwen3LastTokenPooling) {
 // An encoder of ggufd's references against llama.cpp's pooled vectors (tests/data/reference/
 // embeddings-<arch>.json; mean pooling): all prompts in one pass, then each alone.
 void check_encoder(const std::string& reference, Arch arch, const std::string& type, double min_cosine) {
+  GGUFD_REQUIRE_ISA();
   const nlohmann::json ref = read_reference(reference);
   GGUFD_REQUIRE_SHARED(ref.at("synth").at("vocab_from").get<std::string>());
-  const SynthReferenceModel file(ref.at("synth"), type);
+  const SynthReferenceModel file(ref, type);
   const Model model = Model::load(file.path());
   const HParams& hp = model.hparams();
   ASSERT_EQ(hp.arch, arch);
@@ -157,9 +161,10 @@ TEST(EmbeddingGolden, JinaBertV2Q8_0) { check_encoder("embeddings-jina-bert-v2.j
 // pass, the last token's final-normed state through the yes/no head and a softmax; score 0 (yes)
 // against llama-server's relevance_score. One set's documents share a batch.
 void check_qwen3_rerank(const std::string& type, KvType kv, double tolerance) {
+  GGUFD_REQUIRE_ISA();
   const nlohmann::json ref = read_reference("rerank-qwen3.json");
   GGUFD_REQUIRE_SHARED(ref.at("synth").at("vocab_from").get<std::string>());
-  const SynthReferenceModel file(ref.at("synth"), type);
+  const SynthReferenceModel file(ref, type);
   const Model model = Model::load(file.path());
   const HParams& hp = model.hparams();
   ASSERT_EQ(hp.arch, Arch::kQwen3);
@@ -198,6 +203,7 @@ TEST(RerankGolden, Qwen3F32CacheF16) { check_qwen3_rerank("F32", KvType::kF16, 3
 TEST(RerankGolden, Qwen3Q8_0) { check_qwen3_rerank("Q8_0", KvType::kF32, 1.5e-2); }
 
 TEST(EmbeddingGolden, EncoderRefusesPartialSequences) {
+  GGUFD_REQUIRE_ISA();
   GGUFD_REQUIRE_SHARED("models/synth/synth-bert-Q8_0.gguf");
   const Model model = Model::load(shared_path("models/synth/synth-bert-Q8_0.gguf"));
   ThreadPool pool(1);

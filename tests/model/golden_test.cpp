@@ -14,6 +14,7 @@
 
 #include "engine/model/forward.h"
 #include "engine/model/model.h"
+#include "tests/support/isa.h"
 #include "tests/support/shared.h"
 
 namespace engine {
@@ -97,6 +98,7 @@ constexpr double kAfterTie = 1.5;
 // Teacher-forced logits of the model `stem` against its reference, with a `kv_type` cache: the
 // float tolerance for float weights with an f16 / f32 cache, the quantized one otherwise.
 void compare_with_golden(const std::string& stem, KvType kv_type) {
+  GGUFD_REQUIRE_ISA();
   std::string golden_file, model_file;
   if (in_repo(stem)) {
     golden_file = repo_reference("golden/" + stem.substr(5) + ".json");
@@ -216,6 +218,7 @@ TEST(GoldenFiles, EveryRepositoryReferenceIsTested) {
 // tolerance, as the README's argmax rule says) either choice is correct; there the test follows
 // the reference token and carries on.
 TEST(GoldenStories, GreedyGenerationMatchesTokenForToken) {
+  GGUFD_REQUIRE_ISA();
   GGUFD_REQUIRE_SHARED("golden/stories260K.json");
   GGUFD_REQUIRE_SHARED("models/stories260K.gguf");
   const nlohmann::json golden = load_json("golden/stories260K.json");
@@ -259,6 +262,7 @@ TEST(GoldenStories, GreedyGenerationMatchesTokenForToken) {
 class Batching : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Batching, DoesNotChangeLogits) {
+  GGUFD_REQUIRE_ISA();
   GGUFD_REQUIRE_SHARED("models/synth/" + GetParam() + ".gguf");
   const Model model = Model::load(shared_path("models/synth/" + GetParam() + ".gguf"));
   const int64_t n_vocab = model.hparams().n_vocab;
@@ -332,6 +336,7 @@ INSTANTIATE_TEST_SUITE_P(Forward, Batching,
 class WindowRing : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(WindowRing, GivesTheLogitsOfAFullCache) {
+  GGUFD_REQUIRE_ISA();
   GGUFD_REQUIRE_SHARED("models/synth/" + GetParam() + ".gguf");
   const Model model = Model::load(shared_path("models/synth/" + GetParam() + ".gguf"));
   const HParams& hp = model.hparams();
@@ -389,6 +394,7 @@ INSTANTIATE_TEST_SUITE_P(Forward, WindowRing, ::testing::Values("synth-gemma3-Q8
 
 // The GGUF v1 file holds the same weights: same logits, bit for bit.
 TEST(GoldenStories, Version1FileGivesTheSameLogits) {
+  GGUFD_REQUIRE_ISA();
   GGUFD_REQUIRE_SHARED("models/stories260K.gguf");
   GGUFD_REQUIRE_SHARED("models/stories260K-v1.gguf");
   const Model v3 = Model::load(shared_path("models/stories260K.gguf"));
@@ -400,6 +406,7 @@ TEST(GoldenStories, Version1FileGivesTheSameLogits) {
 }
 
 TEST(GoldenStories, LegacyQ8_0FileIsRefused) {
+  GGUFD_REQUIRE_ISA();
   GGUFD_REQUIRE_SHARED("models/stories260K-legacy-q8_0.gguf");
   try {
     Model::load(shared_path("models/stories260K-legacy-q8_0.gguf"));

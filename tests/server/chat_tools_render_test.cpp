@@ -1,15 +1,20 @@
-// The shared tool-calling template cases (../shared/templates/tools) through the server's own
-// path: the request's messages and tools as a client sends them (arguments as JSON strings, null
-// content), template_messages() and render_chat(), byte for byte as Jinja2 rendered them.
+// The tool-calling template cases (../shared/templates/tools, and the repository's
+// tests/data/templates/tools: gpt-oss) through the server's own path: the request's messages and
+// tools as a client sends them (arguments as JSON strings, null content), detect_chat_features(),
+// template_messages() and render_chat(), byte for byte as Jinja2 rendered them.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "engine/text/chat_template.h"
+#include "engine/text/harmony.h"
 #include "engine/text/tokenizer/tokenizer.h"
 #include "gguf/file.h"
+#include "gguf/writer.h"
 #include "server/api/api_error.h"
 #include "server/api/app.h"
 #include "server/api/chat_prompt.h"
@@ -21,14 +26,43 @@ namespace ggufd::test {
 namespace {
 
 using ojson = nlohmann::ordered_json;
+using engine::tools::ToolSyntax;
 
-TEST(ChatToolsRender, SharedCasesRenderThroughTheRequestPath) {
-  GGUFD_REQUIRE_SHARED("templates/tools");
-  GGUFD_REQUIRE_SHARED("models/stories260K.gguf");
-  // stories260K's vocabulary: BOS <s> and EOS </s>, as the cases were rendered with
-  const engine::Tokenizer tok = engine::Tokenizer::from_gguf(gguf::File::open(shared_path("models/stories260K.gguf")));
+// One case through the request path; `where` names it in failures.
+void check_case(const server::App& app, const ojson& c, const std::string& where) {
+  const server::ToolRequest tools = server::parse_tool_request(ojson{{"tools", c["tools"]}});
+  const ojson messages = server::template_messages(c["messages"], tools, app.chat_features);
+  try {
+    const std::string text = server::render_chat(app, messages, nullptr, &tools.tools_json).text;
+    ASSERT_TRUE(c.contains("expected")) << where << " rendered, but Jinja2 raised";
+    EXPECT_EQ(text, c["expected"].get<std::string>()) << where;
+  } catch (const server::ApiError& e) {
+    ASSERT_TRUE(c.contains("expected_error")) << where << ": " << e.what();
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(std::string(e.what()), c["expected_error"].get<std::string>()) << where;
+  }
+}
+
+// A client sends earlier reasoning back as reasoning_content (what ggufd answers with); the
+// template reads it as thinking (gpt-oss). The case with every `thinking` renamed.
+ojson with_reasoning_content(ojson c) {
+  bool renamed = false;
+  for (ojson& m : c["messages"]) {
+    if (auto t = m.find("thinking"); t != m.end()) {
+      m["reasoning_content"] = *t;
+      m.erase("thinking");
+      renamed = true;
+    }
+  }
+  return renamed ? c : ojson();
+}
+
+// Every case file in `dir` whose template renders tools itself, served with `tok`; `syntax`, if
+// given, is what the server must detect in each. Returns the number of cases checked.
+int check_dir(const std::filesystem::path& dir, const engine::Tokenizer& tok,
+              std::optional<ToolSyntax> syntax = std::nullopt) {
   int checked = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(shared_path("templates/tools"))) {
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".json") continue;
     const ojson spec = ojson::parse(read_file(entry.path()));
     const std::string source = read_file(entry.path().parent_path() / spec["template"].get<std::string>());
@@ -39,26 +73,62 @@ TEST(ChatToolsRender, SharedCasesRenderThroughTheRequestPath) {
     const std::string now = spec["now"];
     app.template_clock = [now] { return parse_time(now); };
     app.chat_features = server::detect_chat_features(app);
+    if (syntax) {
+      EXPECT_EQ(app.chat_features.syntax, *syntax) << entry.path();
+    }
     if (!engine::tools::template_renders_tools(app.chat_features.syntax)) continue;  // generic: our own prompt
     for (const ojson& c : spec["cases"]) {
-      ASSERT_EQ(c["bos_token"], "<s>");
-      ASSERT_TRUE(c["add_generation_prompt"].get<bool>());
+      // the vocabulary's BOS, as the cases were rendered with
+      EXPECT_EQ(c["bos_token"], tok.bos() >= 0 ? std::string(tok.token_text(tok.bos())) : "");
+      EXPECT_TRUE(c["add_generation_prompt"].get<bool>());
       const std::string where = entry.path().filename().string() + " / " + c["name"].get<std::string>();
-      const server::ToolRequest tools = server::parse_tool_request(ojson{{"tools", c["tools"]}});
-      const ojson messages = server::template_messages(c["messages"], tools, app.chat_features);
-      try {
-        const std::string text = server::render_chat(app, messages, nullptr, &tools.tools_json).text;
-        ASSERT_TRUE(c.contains("expected")) << where << " rendered, but Jinja2 raised";
-        EXPECT_EQ(text, c["expected"].get<std::string>()) << where;
-      } catch (const server::ApiError& e) {
-        ASSERT_TRUE(c.contains("expected_error")) << where << ": " << e.what();
-        EXPECT_EQ(e.status(), 400);
-        EXPECT_EQ(std::string(e.what()), c["expected_error"].get<std::string>()) << where;
+      check_case(app, c, where);
+      if (const ojson renamed = with_reasoning_content(c); !renamed.is_null()) {
+        check_case(app, renamed, where + " (reasoning_content)");
       }
       ++checked;
     }
   }
-  EXPECT_GE(checked, 18);
+  return checked;
+}
+
+TEST(ChatToolsRender, SharedCasesRenderThroughTheRequestPath) {
+  GGUFD_REQUIRE_SHARED("templates/tools");
+  GGUFD_REQUIRE_SHARED("models/stories260K.gguf");
+  // stories260K's vocabulary: BOS <s> and EOS </s>, as the cases were rendered with
+  const engine::Tokenizer tok = engine::Tokenizer::from_gguf(gguf::File::open(shared_path("models/stories260K.gguf")));
+  EXPECT_GE(check_dir(shared_path("templates/tools"), tok), 18);
+}
+
+// A byte-level BPE vocabulary with gpt-oss's BOS and EOS text, and (`harmony`) its markers.
+engine::Tokenizer gpt_oss_vocab(bool harmony) {
+  std::vector<std::string> tokens = {"a", "b", "<|startoftext|>", "<|return|>"};
+  if (harmony) tokens.insert(tokens.end(), {"<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|call|>"});
+  std::vector<int32_t> types(tokens.size(), 1);
+  for (size_t i = 2; i < tokens.size(); ++i) types[i] = 3;  // control
+  gguf::Writer w;
+  w.set("tokenizer.ggml.model", gguf::OwnedValue::string("gpt2"));
+  w.set("tokenizer.ggml.pre", gguf::OwnedValue::string("gpt-2"));
+  w.set("tokenizer.ggml.tokens", gguf::OwnedValue::string_array(tokens));
+  w.set("tokenizer.ggml.token_type", gguf::OwnedValue::i32_array(types));
+  w.set("tokenizer.ggml.merges", gguf::OwnedValue::string_array({"a b"}));
+  w.set("tokenizer.ggml.bos_token_id", gguf::OwnedValue::u32(2));
+  w.set("tokenizer.ggml.eos_token_id", gguf::OwnedValue::u32(3));
+  const std::vector<uint8_t> bytes = w.to_bytes();
+  return engine::Tokenizer::from_gguf(gguf::File::parse(bytes));
+}
+
+// gpt-oss's harmony template renders its own tools (`# Tools`, `namespace functions`), whether the
+// vocabulary has harmony's markers (a gpt-oss GGUF) or not (the template given to another model):
+// the syntax is read from either.
+TEST(ChatToolsRender, GptOssCasesRenderThroughTheRequestPath) {
+  const std::string dir = std::string(GGUFD_TEST_DATA_DIR) + "/templates/tools";
+  for (bool harmony : {true, false}) {
+    SCOPED_TRACE(harmony ? "harmony vocabulary" : "plain vocabulary");
+    const engine::Tokenizer tok = gpt_oss_vocab(harmony);
+    ASSERT_EQ(engine::HarmonyParser::applies_to(tok), harmony);
+    EXPECT_GE(check_dir(dir, tok, ToolSyntax::kHarmony), 11);
+  }
 }
 
 }  // namespace

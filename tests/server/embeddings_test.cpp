@@ -61,7 +61,8 @@ class BertEmbeddings : public testing::Test {
     running_ = nullptr;
   }
   void SetUp() override {
-    if (running_ == nullptr) GTEST_SKIP() << "shared test data not found: " << shared_path(kBert);
+    GGUFD_REQUIRE_SHARED(kBert);
+    ASSERT_NE(running_, nullptr);
     ASSERT_TRUE(running_->ready()) << running_->service().load_error();
   }
   static HttpReply post(const std::string& path, const json& body) {

@@ -73,7 +73,8 @@ class ServerTest : public testing::Test {
     running_ = nullptr;
   }
   void SetUp() override {
-    if (running_ == nullptr) GTEST_SKIP() << "shared test data not found: " << shared_path(kStories);
+    GGUFD_REQUIRE_SHARED(kStories);
+    ASSERT_NE(running_, nullptr);
     ASSERT_TRUE(running_->ready()) << running_->service().load_error();
   }
 

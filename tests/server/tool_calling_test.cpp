@@ -48,7 +48,8 @@ class ToolCalling : public testing::TestWithParam<const char*> {
     services_.clear();
   }
   void SetUp() override {
-    if (services_.empty()) GTEST_SKIP() << "shared test data not found: " << shared_path(kStories);
+    GGUFD_REQUIRE_SHARED(kStories);
+    ASSERT_FALSE(services_.empty());
     ASSERT_TRUE(service().ready()) << service().service().load_error();
   }
   RunningService& service() const { return *services_[std::string(GetParam()) == "generic" ? 0 : 1]; }

@@ -282,9 +282,12 @@ std::vector<std::string> seed_templates() {
       "{% for m in messages %}{{ m.role|upper }}: {{ m.content|trim }}\n{% endfor %}",
       "{% set ns = namespace(x=0) %}{% macro f(a, b=2) %}{{ a ~ b }}{% endmacro %}{{ f(1) }}",
   };
-  const std::filesystem::path dir = ggufd::test::shared_path("templates");
-  if (std::filesystem::is_directory(dir)) {
-    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+  const std::filesystem::path shared = ggufd::test::shared_path("templates");
+  if (!std::filesystem::is_directory(shared) && ggufd::test::test_data_required()) {
+    ADD_FAILURE() << "test data missing: " << shared << " (GGUFD_REQUIRE_TEST_DATA=1)";
+  }
+  if (std::filesystem::is_directory(shared)) {
+    for (const auto& entry : std::filesystem::directory_iterator(shared)) {
       if (entry.path().extension() != ".jinja") continue;
       std::ifstream in(entry.path(), std::ios::binary);
       std::ostringstream s;

@@ -1,5 +1,5 @@
-// engine::ChatTemplate on tool-calling conversations: every case in ../shared/templates/tools
-// renders byte for byte as Jinja2 did (or raises the same message), given the messages the way
+// engine::ChatTemplate on tool-calling conversations: every case in ../shared/templates/tools and
+// tests/data/templates/tools renders byte for byte as Jinja2 did (or raises the same message), given the messages the way
 // servers hand them to templates.
 #include <gtest/gtest.h>
 
@@ -66,9 +66,8 @@ int check_case_file(const std::filesystem::path& file) {
   return cases;
 }
 
-TEST(ChatTemplateTools, AllSharedCasesRenderExactly) {
-  GGUFD_REQUIRE_SHARED("templates/tools");
-  const std::filesystem::path dir = ggufd::test::shared_path("templates/tools");
+// Renders every case file in `dir`; returns how many cases there were.
+int check_case_dir(const std::filesystem::path& dir) {
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() == ".json") files.push_back(entry.path());
@@ -76,7 +75,17 @@ TEST(ChatTemplateTools, AllSharedCasesRenderExactly) {
   std::sort(files.begin(), files.end());
   int cases = 0;
   for (const auto& file : files) cases += check_case_file(file);
-  EXPECT_GT(cases, 0);
+  return cases;
+}
+
+TEST(ChatTemplateTools, AllSharedCasesRenderExactly) {
+  GGUFD_REQUIRE_SHARED("templates/tools");
+  EXPECT_GT(check_case_dir(ggufd::test::shared_path("templates/tools")), 0);
+}
+
+// The repository's own tool cases (tests/data/templates/tools: gpt-oss's harmony tools).
+TEST(ChatTemplateTools, AllRepositoryCasesRenderExactly) {
+  EXPECT_GE(check_case_dir(std::string(GGUFD_TEST_DATA_DIR) + "/templates/tools"), 11);
 }
 
 // The conversion above: null content and string arguments, key order kept.

@@ -79,6 +79,20 @@ TEST(ToolSyntax, DetectedFromTheSharedTemplates) {
   EXPECT_EQ(detect_tool_syntax("anything", true), ToolSyntax::kHarmony);
 }
 
+// gpt-oss's template says harmony as clearly as its vocabulary: read with or without the vocabulary
+// (`ggufd template --template`, or the template served with another model), it is harmony.
+TEST(ToolSyntax, HarmonyDetectedFromTheTemplateToo) {
+  std::ifstream in(std::string(GGUFD_TEST_DATA_DIR) + "/templates/openai-gpt-oss-120b.jinja");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  ASSERT_FALSE(ss.str().empty());
+  EXPECT_EQ(detect_tool_syntax(ss.str(), false), ToolSyntax::kHarmony);
+  EXPECT_EQ(detect_tool_syntax(ss.str(), true), ToolSyntax::kHarmony);
+  // the markers without any tools: nothing for tools to go through
+  EXPECT_EQ(detect_tool_syntax("<|start|>{{ m }}<|channel|>final<|message|>", false), ToolSyntax::kGeneric);
+  EXPECT_EQ(detect_tool_syntax("{{ tools }}<|start|>user<|message|>", false), ToolSyntax::kGeneric) << "no channels";
+}
+
 TEST(ToolCallParser, HermesCallsAndTheTextAroundThem) {
   const Parsed p = parse_every_way(ToolSyntax::kHermes,
                                    "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "

@@ -24,7 +24,7 @@ using nlohmann::json;
 void check_encoder(const std::string& reference, const std::string& type, double min_cosine, const json& model_info) {
   const json ref = read_reference(reference);
   GGUFD_REQUIRE_SHARED(ref.at("synth").at("vocab_from").get<std::string>());
-  const SynthReferenceModel model(ref.at("synth"), type);
+  const SynthReferenceModel model(ref, type);
   server::ServiceOptions so = test_options();
   so.model_path = model.path();
   so.alias = "encoder";

@@ -28,7 +28,7 @@ void check_reference(const std::string& file, const std::string& type, double to
                      const json& capabilities, const TokenCount& tokens_of) {
   const json ref = read_reference(file);
   GGUFD_REQUIRE_SHARED(ref.at("synth").at("vocab_from").get<std::string>());
-  const SynthReferenceModel model(ref.at("synth"), type);
+  const SynthReferenceModel model(ref, type);
   server::ServiceOptions so = test_options();
   so.model_path = model.path();
   so.alias = "ranker";

@@ -1,16 +1,21 @@
 // `ggufd template (-m FILE | --template FILE.jinja)`: renders a chat from stdin JSON
-// {messages, add_generation_prompt?, bos_token?, eos_token?, tools?} and prints the prompt. Messages
-// and tools go to the template as the server hands them over (keys in the order given, tool-call
-// arguments parsed, the generic tool prompt for templates that know no tools).
+// {messages, add_generation_prompt?, bos_token?, eos_token?, tools?, reasoning_effort?,
+// chat_template_kwargs?} and prints the prompt. Messages, tools and variables go to the template as
+// the server hands them over (keys in the order given, tool-call arguments parsed, the tool syntax
+// and system-message support found by the server's own detect_chat_features, the generic tool
+// prompt for templates that know no tools).
 #include <cstdio>
 #include <iostream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "engine/text/chat_template.h"
 #include "engine/text/tokenizer/tokenizer.h"
 #include "gguf/file.h"
+#include "server/api/app.h"
 #include "server/api/chat_prompt.h"
+#include "server/api/chat_request.h"
 #include "server/api/request_json.h"
 #include "server/api/tool_request.h"
 #include "tools/ggufd/commands.h"
@@ -25,13 +30,11 @@ struct Options {
   std::string template_file;
 };
 
-// Template text and default BOS/EOS strings from the model (or only the template file).
-std::string load_template(const Options& o, std::string& bos, std::string& eos) {
+// Template text and, with -m, the model's tokenizer (its BOS/EOS text are the defaults).
+std::string load_template(const Options& o, std::optional<engine::Tokenizer>& tok) {
   if (!o.template_file.empty()) return read_text_file(o.template_file);
   const gguf::File file = gguf::File::open(o.model);
-  const engine::Tokenizer tok = engine::Tokenizer::from_gguf(file);
-  if (tok.bos() >= 0) bos = tok.token_text(tok.bos());
-  if (tok.eos() >= 0) eos = tok.token_text(tok.eos());
+  tok.emplace(engine::Tokenizer::from_gguf(file));
   const auto t = file.find_string("tokenizer.chat_template");
   return t ? std::string(*t) : std::string(engine::kChatMLTemplate);
 }
@@ -45,8 +48,8 @@ Command add_template(CLI::App& app) {
   source->add_option("--template", o->template_file, "a Jinja template file");
   source->require_option(1);
   return [o] {
-    std::string bos, eos;
-    const engine::ChatTemplate tmpl = engine::ChatTemplate::parse(load_template(*o, bos, eos));
+    std::optional<engine::Tokenizer> tok;
+    const engine::ChatTemplate tmpl = engine::ChatTemplate::parse(load_template(*o, tok));
     const std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
     (void)server::parse_object(input, server::kDefaultMaxJsonDepth);  // JSON, an object, within the depth limit
     const nlohmann::ordered_json j = nlohmann::ordered_json::parse(input);
@@ -54,13 +57,16 @@ Command add_template(CLI::App& app) {
       throw std::invalid_argument("stdin must be a JSON object with \"messages\"");
     }
     const server::ToolRequest tools = server::parse_tool_request(j);
-    server::ChatFeatures features;
-    features.syntax = engine::tools::detect_tool_syntax(tmpl.source(), false);
+    // what the server finds in the same template (and vocabulary, with -m)
+    const server::ChatFeatures features = server::detect_chat_features(tmpl, tok ? &*tok : nullptr);
     engine::ChatInput in;
     in.messages = server::to_jinja(server::template_messages(j["messages"], tools, features));
     in.add_generation_prompt = j.value("add_generation_prompt", false);
-    in.bos_token = j.value("bos_token", bos);
-    in.eos_token = j.value("eos_token", eos);
+    if (tok && tok->bos() >= 0) in.bos_token = std::string(tok->token_text(tok->bos()));
+    if (tok && tok->eos() >= 0) in.eos_token = std::string(tok->token_text(tok->eos()));
+    in.bos_token = j.value("bos_token", in.bos_token);
+    in.eos_token = j.value("eos_token", in.eos_token);
+    in.extra_variables = server::to_jinja(server::template_variables(j, ""));
     if (!tools.tools.empty() && engine::tools::template_renders_tools(features.syntax)) {
       in.tools = server::to_jinja(tools.tools_json);
     }

@@ -9,6 +9,8 @@ ToolSyntax detect_tool_syntax(std::string_view src, bool harmony_vocab) {
   if (harmony_vocab) return ToolSyntax::kHarmony;
   const auto has = [&](std::string_view s) { return src.find(s) != std::string_view::npos; };
   if (!has("tools")) return ToolSyntax::kGeneric;  // the template never looks at tools
+  // gpt-oss's template (served on another vocabulary, or read by `ggufd template --template`)
+  if (has("<|start|>") && has("<|channel|>") && has("<|message|>")) return ToolSyntax::kHarmony;
   if (has("[TOOL_CALLS]")) return ToolSyntax::kMistral;
   if (has("<|tool_call|>")) return ToolSyntax::kGranite;
   if (has("<tool_call>")) return ToolSyntax::kHermes;

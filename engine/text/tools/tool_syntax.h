@@ -38,7 +38,10 @@ struct ToolCall {
   std::string arguments;
 };
 
-// The syntax of a chat template (its Jinja source), or kHarmony for a harmony vocabulary.
+// The syntax of a chat template (its Jinja source): kHarmony for a harmony vocabulary or for a
+// template that renders tools and writes harmony's <|start|>, <|channel|> and <|message|> (the
+// same answer whether the vocabulary is known, as in the server, or not, as in `ggufd template
+// --template`), else the syntax of the tool markers it writes.
 ToolSyntax detect_tool_syntax(std::string_view template_source, bool harmony_vocab);
 
 // "hermes", "llama3", ... (for logs, /props and errors).
