@@ -146,6 +146,7 @@ void Forward::eval_chunk(const Batch& batch, int64_t begin, int64_t end, KvCache
     rope_angles(rope_.data() + t * hp_.n_rot, pos[t], rope_params_);
     if (has_swa_) rope_angles(rope_swa_.data() + t * hp_.n_rot, pos[t], rope_params_swa_);
   }
+  observe("inp_embd", -1, n, E, x_.data());
   attention_.prepare(n, seq, pos, cache);  // the chunk's sequences and their cached keys
   for (int64_t il = 0; il < hp_.n_layer; ++il) {
     attention_block(il, n, pos, cache, pool);
@@ -174,6 +175,7 @@ void Forward::attention_block(int64_t il, int64_t n, const int32_t* pos,
   for_each_token(n, pool, [&](int64_t t) {
     rmsnorm(xb_.data() + t * E, x_.data() + t * E, l.attn_norm.data(), E, hp_.rms_eps);
   });
+  observe("attn_norm", il, n, E, xb_.data());
   // Q = xb @ Wq^T, K = xb @ Wk^T, V = xb @ Wv^T  xb (n, E) -> q (n, q_dim), k (n, k_dim), v (n, v_dim)
   // (one group: xb is converted once, and the threads share the three products' row chunks)
   const MatmulJob qkv[] = {{&l.wq, xb_.data(), n, q_.data()}, {&l.wk, xb_.data(), n, k_.data()},
@@ -184,9 +186,13 @@ void Forward::attention_block(int64_t il, int64_t n, const int32_t* pos,
   pool.run([&](int ith, int nth) {
     for (int64_t t = ith; t < n; t += nth) prepare_qkv(il, t, pos[t], cache);
   });
+  observe("q", il, n, hp_.q_dim(), q_.data());
+  observe("k", il, n, hp_.k_dim(), k_.data());
+  observe("v", il, n, hp_.v_dim(), v_.data());
 
   // att[t, h] = softmax(kq_scale * q[t, h] . K[seq_t, window of pos_t]) @ V[...]   (n, n_head * head_dim_v)
   attention_.run(il, l.attn_sinks, q_.data(), cache, att_.data(), pool);
+  observe("kqv_out", il, n, hp_.n_head * hp_.head_dim_v, att_.data());
 
   // xb2 = att @ Wo^T (+ bo)                      att (n, n_head * head_dim_v) -> xb2 (n, E)
   matmul(l.wo, att_.data(), n, xb2_.data(), pool);
@@ -194,6 +200,8 @@ void Forward::attention_block(int64_t il, int64_t n, const int32_t* pos,
     for (int64_t t = 0; t < n; ++t) add(xb2_.data() + t * E, l.bo.data(), E);
   }
   add_residual(l.post_attn_norm, n, pool);
+  observe("attn_out", il, n, E, xb2_.data());
+  observe("ffn_inp", il, n, E, x_.data());
 }
 
 void Forward::add_residual(const std::vector<float>& post_norm, int64_t n, ThreadPool& pool) {
@@ -245,12 +253,16 @@ void Forward::ffn_block(int64_t il, int64_t n, ThreadPool& pool) {
   for_each_token(n, pool, [&](int64_t t) {
     rmsnorm(xb_.data() + t * E, x_.data() + t * E, l.ffn_norm.data(), E, hp_.rms_eps);
   });
+  observe("ffn_norm", il, n, E, xb_.data());
   if (l.gate_exps.empty()) {
     dense_ffn(l, n, pool);
+    observe("ffn_act", il, n, hp_.n_ff, hb_.data());  // act(gate) * up, still in hb
   } else {
     moe_ffn(l, n, pool);
   }
   add_residual(l.post_ffn_norm, n, pool);
+  observe("ffn_out", il, n, E, xb2_.data());
+  observe("l_out", il, n, E, x_.data());
 }
 
 void Forward::ffn_act(float* gate, const float* up, int64_t n) const {

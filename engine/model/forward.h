@@ -12,6 +12,21 @@
 
 namespace engine {
 
+// Sees the activations of a forward pass between its steps (`ggufd logits --dump-layers`). Called
+// on the thread driving Forward::eval(), once per chunk and step, in execution order:
+//   layer -1: inp_embd (the token embeddings, scaled);
+//   layer il: attn_norm, q, k, v (after biases, q/k norms, RoPE and Q's scale), kqv_out (attention
+//   before the output projection), attn_out (after it, its bias and a post-norm: what the residual
+//   adds), ffn_inp (the residual after it), ffn_norm, ffn_act (act(gate) * up; dense FFNs only),
+//   ffn_out (the FFN's output after a post-norm), l_out (the layer's output).
+// rows (n, width), row-major: row t is the batch's token first + t. Valid only during the call.
+class ForwardObserver {
+ public:
+  virtual ~ForwardObserver() = default;
+  virtual void observe(const char* name, int64_t layer, int64_t first, int64_t n, int64_t width,
+                       const float* rows) = 0;
+};
+
 // Evaluates batches of tokens with one Model, reusing scratch buffers sized for `max_batch`
 // tokens (larger batches are processed in chunks of max_batch).
 //
@@ -43,6 +58,9 @@ class Forward {
   const float* hidden(int64_t i) const { return hidden_.data() + i * hp_.n_embd; }
   int64_t n_vocab() const { return hp_.n_vocab; }
   int64_t max_batch() const { return max_batch_; }
+  // Shows the following eval()s' activations to `observer` (null: none, the default; it costs a
+  // pointer test per step). The observer must outlive its use.
+  void set_observer(ForwardObserver* observer) { observer_ = observer; }
   // MoE only: for token i of the last batch, the smallest gap over the layers between the router
   // probabilities (softmax over all experts, whatever the gating) of its last chosen expert and the best
   // expert not chosen. A gap near 0 is a
@@ -68,6 +86,10 @@ class Forward {
   // gate (n,) = act(gate) * up (n,) with the model's FFN activation.
   void ffn_act(float* gate, const float* up, int64_t n) const;
   RopeParams rope_params(float base, float scale, const float* factors) const;
+  // rows (n, width) of the running chunk to the observer, if any.
+  void observe(const char* name, int64_t il, int64_t n, int64_t width, const float* rows) const {
+    if (observer_ != nullptr) observer_->observe(name, il, chunk_begin_, n, width, rows);
+  }
   // Final norm + output matrix for the chunk's flagged tokens; writes their rows at `out` and
   // returns the end of what it wrote.
   float* output_head(const Batch& batch, int64_t begin, int64_t end, float* out, ThreadPool& pool);
@@ -83,6 +105,7 @@ class Forward {
   int64_t n_hidden_ = 0;
   int64_t hidden_end_ = 0;   // hidden rows written so far in this eval()
   int64_t chunk_begin_ = 0;  // the running chunk's first token in the batch
+  ForwardObserver* observer_ = nullptr;  // see set_observer()
 
   // Scratch, (max_batch, ...) row-major: row t belongs to the chunk's t-th token.
   std::vector<float> x_;        // (B, n_embd) residual stream
