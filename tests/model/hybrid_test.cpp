@@ -76,6 +76,51 @@ TEST(Hybrid, Qwen35HyperparametersAndLayers) {
   EXPECT_TRUE(described);
 }
 
+// The snapshot pool's bookkeeping, on a tiny layer shape: captures reuse free slots, then the least
+// recently used committed ones (never one being written); going back drops unclaimed snapshots
+// after the new end; a claimed one survives until released or evicted.
+TEST(RecurrentCacheSnapshots, PoolBookkeeping) {
+  HParams hp;
+  hp.n_layer = 2;
+  hp.ssm = {4, 8, 1, 2, 16, false};
+  hp.recurrent_layer = {1, 0};
+  RecurrentCache rc(hp, 2, 2);
+  EXPECT_EQ(rc.n_snapshots(), 2);
+  EXPECT_EQ(rc.snapshot_size(), (2 * 8 * 8 + 3 * (2 * 8 + 16)) * sizeof(float));
+  rc.prepare(0);
+  rc.prepare(1);
+  EXPECT_THROW(rc.prepare(2), std::runtime_error) << "two sequences at most";
+  const int32_t a = rc.capture(0, C), b = rc.capture(0, 2 * C);
+  ASSERT_GE(a, 0);
+  ASSERT_GE(b, 0);
+  EXPECT_EQ(rc.capture(1, C), -1) << "both slots are being written";
+  rc.commit(a);
+  rc.commit(b);
+  rc.advance(0, 2 * C + 5);
+  EXPECT_FALSE(rc.valid(rc.claim(1, C))) << "another sequence's";
+  const RecurrentCache::SnapshotRef ra = rc.claim(0, C);
+  ASSERT_TRUE(rc.valid(ra));
+  EXPECT_FALSE(rc.valid(rc.claim(0, C))) << "claimed once";
+  EXPECT_EQ(rc.truncate(0, 2 * C - 1), 2 * C - 1) << "back into the chunk before";
+  EXPECT_TRUE(rc.valid(ra)) << "claimed: kept";
+  EXPECT_FALSE(rc.valid(rc.claim(0, 2 * C))) << "unclaimed and after the new end: dropped";
+  EXPECT_EQ(rc.truncate(0, 10), -1) << "before the chunk at C: the state is gone";
+  EXPECT_EQ(rc.length(0), 0);
+  EXPECT_TRUE(rc.valid(ra));
+  const int32_t c = rc.capture(1, C);  // the free slot, not ra's
+  ASSERT_GE(c, 0);
+  rc.commit(c);
+  const int32_t d = rc.capture(1, 2 * C);  // the least recently used committed one: ra's
+  ASSERT_GE(d, 0);
+  EXPECT_FALSE(rc.valid(ra)) << "evicted";
+  rc.drop_uncommitted();
+  EXPECT_FALSE(rc.valid(rc.claim(1, 2 * C)));
+  const RecurrentCache::SnapshotRef rc1 = rc.claim(1, C);
+  ASSERT_TRUE(rc.valid(rc1));
+  rc.release(rc1);
+  EXPECT_FALSE(rc.valid(rc1));
+}
+
 class HybridState : public ::testing::TestWithParam<std::string> {};
 
 // 100 tokens in one batch, one at a time, and in odd batch sizes: the same bits.
