@@ -220,12 +220,21 @@ void Service::Impl::load() {
     }
     spdlog::info("memory: weights {:.1f} MiB (mapped from the file), KV cache {:.1f} MiB ({}, {} cells{})",
                  mib(model->weight_bytes()), mib(kv.kv_bytes), s.kv_type, kv.kv_cells_total, ring);
+    if (kv.recurrent_slot_bytes > 0) {
+      spdlog::info("recurrent state (Gated DeltaNet layers): {:.2f} MiB per slot, {:.1f} MiB for {} slots",
+                   mib(kv.recurrent_slot_bytes), mib(kv.recurrent_bytes), so.n_slots);
+    }
     if (kv.prefix_cache.block_tokens > 0) {
       const int64_t cells = kv.prefix_cache.reserved_cells;
       spdlog::info("prefix cache: blocks of {} tokens shared by all slots; {} of the KV cells ({:.1f} MiB) are "
                    "for cached blocks beyond the slots' own (--cache-ram)",
                    kv.prefix_cache.block_tokens, cells,
                    kv.kv_cells_total > 0 ? mib(kv.kv_bytes) * static_cast<double>(cells) / static_cast<double>(kv.kv_cells_total) : 0.0);
+      if (kv.prefix_cache.snapshot_slots > 0) {
+        spdlog::info("prefix cache: {} snapshots of the recurrent state at block ends ({:.1f} MiB), so a hybrid "
+                     "model resumes a cached prefix",
+                     kv.prefix_cache.snapshot_slots, mib(kv.prefix_cache.snapshot_bytes));
+      }
     } else if (app.generates) {
       spdlog::info("prefix cache: off ({}); each slot reuses its own prompt prefix only",
                    options.engine.prefix_cache_bytes <= 0 ? "--cache-ram 0" : "the sliding-window layers keep a ring");

@@ -45,27 +45,27 @@ TileFn Dispatch::packed_tile_for(gguf::TensorType type) const {
 
 const Dispatch& scalar_dispatch() {
   static const Dispatch table{"scalar", Isa::kScalar, 0, ref::quantize_q8a, ref::quantize_q8k, ref::round_f16, ref::round_bf16,
-                              ref::flash_block, ref::silu_mul};
+                              ref::flash_block, ref::silu_mul, ref::delta_row, ref::delta_end};
   return table;
 }
 
 const Dispatch* avx2_dispatch() {
   static const Dispatch table{"avx2", Isa::kAvx2, 8, avx2::quantize_q8a, avx2::quantize_q8k, avx2::round_f16, avx2::round_bf16,
-                              avx2::flash_block, avx2::silu_mul};
+                              avx2::flash_block, avx2::silu_mul, avx2::delta_row, avx2::delta_end};
   const CpuFeatures& f = cpu_features();
   return (f.avx2 && f.fma && f.f16c) ? &table : nullptr;
 }
 
 const Dispatch* avx512_dispatch() {
   static const Dispatch table{"avx512vnni", Isa::kAvx512Vnni, 16, avx2::quantize_q8a, avx2::quantize_q8k, avx2::round_f16, avx2::round_bf16,
-                               avx512vnni::flash_block, avx2::silu_mul};
+                               avx512vnni::flash_block, avx2::silu_mul, avx2::delta_row, avx2::delta_end};
   const CpuFeatures& f = cpu_features();
   return avx2_dispatch() && f.avx512f && f.avx512bw && f.avx512vl && f.avx512_vnni ? &table : nullptr;
 }
 
 const Dispatch* avxvnni_dispatch() {
   static const Dispatch table{"avxvnni", Isa::kAvxVnni, 8, avx2::quantize_q8a, avx2::quantize_q8k, avx2::round_f16, avx2::round_bf16,
-                               avxvnni::flash_block, avx2::silu_mul};
+                               avxvnni::flash_block, avx2::silu_mul, avx2::delta_row, avx2::delta_end};
   return avx2_dispatch() && cpu_features().avx_vnni ? &table : nullptr;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/kernels/blocks.h"
+#include "engine/kernels/delta_rule.h"
 #include "engine/kernels/flash_attn.h"
 #include "gguf/types.h"
 
@@ -55,6 +56,8 @@ struct Dispatch {
   RoundFn round_bf16;
   FlashFn flash;  // tiled attention (flash_attn.h)
   GluFn silu_mul;
+  DeltaRowFn delta_row;  // Gated DeltaNet's chunked delta rule (delta_rule.h)
+  DeltaEndFn delta_end;
 
   // The tile over the file layout for `type`: this instruction set's (AVX-512 ones where the
   // table and type have them, else AVX2), else the reference tile; nullptr for types the kernels

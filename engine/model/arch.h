@@ -40,6 +40,9 @@ struct ArchTraits {
   bool encoder = false;       // BERT-style encoder (engine/model/encoder.h), not the decoder forward pass
   EncoderPositions positions = EncoderPositions::kTable;  // encoders only
   RankHead rank = RankHead::kNone;
+  // A hybrid stack (hybrid.h): Gated DeltaNet layers (recurrent_layer) beside gated full
+  // attention; post_attention_norm is the FFN's pre-norm.
+  bool hybrid = false;
 };
 
 inline constexpr ArchTraits kArchTraits[] = {
@@ -65,6 +68,13 @@ inline constexpr ArchTraits kArchTraits[] = {
      EncoderPositions::kRope, RankHead::kNone},
     {Arch::kJinaBertV2, "jina-bert-v2", RopeStyle::kNormal, FfnAct::kGeluTanh, false, false, false, false, false, false, "", true,
      EncoderPositions::kAlibi, RankHead::kFirst},
+    // hybrid stacks: qk norms, experts and shared expert apply to their attention / FFN blocks
+    {Arch::kQwen35,    "qwen35",   RopeStyle::kNeox,   FfnAct::kSilu,     false, true,  false, false, false, false, "post_attention_norm",
+     false, EncoderPositions::kTable, RankHead::kNone, true},
+    {Arch::kQwen35Moe, "qwen35moe", RopeStyle::kNeox,  FfnAct::kSilu,     false, true,  false, true,  false, true,  "post_attention_norm",
+     false, EncoderPositions::kTable, RankHead::kNone, true},
+    {Arch::kQwen3Next, "qwen3next", RopeStyle::kNeox,  FfnAct::kSilu,     false, true,  false, true,  false, true,  "post_attention_norm",
+     false, EncoderPositions::kTable, RankHead::kNone, true},
 };
 
 // The row of `arch` (every Arch has one).

@@ -59,6 +59,8 @@ Forward::Forward(const Model& model, int64_t max_batch, int64_t n_ctx_seq)
   if (max_batch <= 0) throw std::invalid_argument("max_batch must be positive");
   const float* factors = model.rope_factors(n_ctx_seq > 0 ? n_ctx_seq : hp_.n_ctx_train);
   rope_params_ = rope_params(hp_.rope_freq_base, hp_.rope_freq_scale, factors);
+  rope_params_.imrope = hp_.imrope;
+  std::copy(std::begin(hp_.rope_sections), std::end(hp_.rope_sections), rope_params_.sections);
   rope_params_swa_ = rope_params(hp_.rope_freq_base_swa, hp_.rope_freq_scale_swa, factors);
   const int64_t B = max_batch;
   x_.resize(sz(B * hp_.n_embd));
@@ -77,6 +79,26 @@ Forward::Forward(const Model& model, int64_t max_batch, int64_t n_ctx_seq)
   cells_.resize(sz(B));
   window_cells_.resize(sz(B));
   xout_.resize(sz(B * hp_.n_embd));
+  if (hp_.attn_out_gate) {
+    qg_.resize(sz(B * 2 * hp_.q_dim()));
+    qgate_.resize(sz(B * hp_.q_dim()));
+  }
+  if (hp_.ssm.enabled()) {
+    const DeltaNetParams& s = hp_.ssm;
+    rec_index_.assign(sz(hp_.n_layer), -1);
+    for (int64_t il = 0, r = 0; il < hp_.n_layer; ++il) {
+      if (hp_.recurrent(il)) rec_index_[sz(il)] = r++;
+    }
+    tok_run_.resize(sz(B));
+    tok_pos_.resize(sz(B));
+    dn_in_.resize(sz(B * (2 * s.key_dim() + 2 * s.d_inner)));
+    dn_z_.resize(sz(B * s.d_inner));
+    dn_ba_.resize(sz(B * 2 * s.n_v_heads));
+    dn_conv_.resize(sz(B * s.conv_channels()));
+    dn_beta_.resize(sz(B * s.n_v_heads));
+    dn_gate_.resize(sz(B * s.n_v_heads));
+    dn_out_.resize(sz(B * s.d_inner));
+  }
   if (hp_.n_expert > 0) {
     router_.resize(sz(B * hp_.n_expert));
     order_.resize(sz(hp_.n_expert));
@@ -112,6 +134,7 @@ void Forward::eval(const Batch& batch, KvCache& cache, ThreadPool& pool) {
       throw std::invalid_argument("batch: negative position " + std::to_string(batch.pos[sz(i)]));
     }
   }
+  if (hp_.ssm.enabled()) check_recurrent(batch, cache);
   n_outputs_ = batch.n_outputs();
   n_hidden_ = batch.n_hidden();
   route_margin_.assign(hp_.n_expert > 0 ? sz(n) : 0, 1.0f);
@@ -148,10 +171,16 @@ void Forward::eval_chunk(const Batch& batch, int64_t begin, int64_t end, KvCache
   }
   observe("inp_embd", -1, n, E, x_.data());
   attention_.prepare(n, seq, pos, cache);  // the chunk's sequences and their cached keys
+  if (hp_.ssm.enabled()) plan_recurrent(n, seq, pos, cache);
   for (int64_t il = 0; il < hp_.n_layer; ++il) {
-    attention_block(il, n, pos, cache, pool);
+    if (hp_.recurrent(il)) {
+      delta_net_block(il, n, cache, pool);
+    } else {
+      attention_block(il, n, pos, cache, pool);
+    }
     ffn_block(il, n, pool);
   }
+  if (hp_.ssm.enabled()) finish_recurrent(cache);
 }
 
 void Forward::slide_windows(const Batch& batch, int64_t begin, int64_t end, KvCache& cache) {
@@ -178,9 +207,11 @@ void Forward::attention_block(int64_t il, int64_t n, const int32_t* pos,
   observe("attn_norm", il, n, E, xb_.data());
   // Q = xb @ Wq^T, K = xb @ Wk^T, V = xb @ Wv^T  xb (n, E) -> q (n, q_dim), k (n, k_dim), v (n, v_dim)
   // (one group: xb is converted once, and the threads share the three products' row chunks)
-  const MatmulJob qkv[] = {{&l.wq, xb_.data(), n, q_.data()}, {&l.wk, xb_.data(), n, k_.data()},
-                           {&l.wv, xb_.data(), n, v_.data()}};
+  // (attn_out_gate: Q and its gate, (n, 2 * q_dim), then split)
+  const MatmulJob qkv[] = {{&l.wq, xb_.data(), n, hp_.attn_out_gate ? qg_.data() : q_.data()},
+                           {&l.wk, xb_.data(), n, k_.data()}, {&l.wv, xb_.data(), n, v_.data()}};
   matmul_group(qkv, pool);
+  if (hp_.attn_out_gate) split_q_gate(n);
 
   // Per token: biases, per-head q/k norms, rope; then K/V into the token's cache cell.
   pool.run([&](int ith, int nth) {
@@ -193,6 +224,7 @@ void Forward::attention_block(int64_t il, int64_t n, const int32_t* pos,
   // att[t, h] = softmax(kq_scale * q[t, h] . K[seq_t, window of pos_t]) @ V[...]   (n, n_head * head_dim_v)
   attention_.run(il, l.attn_sinks, q_.data(), cache, att_.data(), pool);
   observe("kqv_out", il, n, hp_.n_head * hp_.head_dim_v, att_.data());
+  if (hp_.attn_out_gate) gate_attention(n);  // att *= sigmoid(gate)
 
   // xb2 = att @ Wo^T (+ bo)                      att (n, n_head * head_dim_v) -> xb2 (n, E)
   matmul(l.wo, att_.data(), n, xb2_.data(), pool);

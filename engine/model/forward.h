@@ -45,6 +45,8 @@ class Forward {
   // the window pool too when the cache has one) and computes the logits of the tokens whose
   // batch.logits flag is set, in batch order. A sequence's tokens in a batch come in position
   // order; afterwards its window cells are slid to its last position + 1.
+  // Hybrid stacks: a sequence's tokens must continue its recurrent state (positions length,
+  // length + 1, ...: truncate first to go back), which they advance.
   // Throws std::invalid_argument for a bad token id / position / sequence id, std::runtime_error
   // when the cache is full (cells of the tokens already processed stay assigned).
   void eval(const Batch& batch, KvCache& cache, ThreadPool& pool);
@@ -90,6 +92,24 @@ class Forward {
   void observe(const char* name, int64_t il, int64_t n, int64_t width, const float* rows) const {
     if (observer_ != nullptr) observer_->observe(name, il, chunk_begin_, n, width, rows);
   }
+  // Hybrid stacks (forward_delta.cpp). One sequence's tokens in a chunk and the snapshots its
+  // state takes at the chunk boundaries it crosses.
+  struct RecurrentRun {
+    SeqId seq;
+    int32_t p0;                   // its first position: the state's length
+    std::vector<int32_t> tokens;  // chunk indices, in position order
+    std::vector<std::pair<int32_t, int32_t>> snaps;  // (boundary position, snapshot slot)
+  };
+  void check_recurrent(const Batch& batch, const KvCache& cache) const;
+  void plan_recurrent(int64_t n, const SeqId* seq, const int32_t* pos, KvCache& cache);
+  void delta_net_block(int64_t il, int64_t n, KvCache& cache, ThreadPool& pool);
+  void delta_net_inputs(const LayerWeights& l, int64_t n, ThreadPool& pool);
+  void delta_net_conv(const LayerWeights& l, int64_t r, int64_t n, KvCache& cache, ThreadPool& pool);
+  void delta_net_rule(int64_t r, KvCache& cache, ThreadPool& pool);
+  void finish_recurrent(KvCache& cache);
+  // Gated attention: q_ and qgate_ from qg_'s rows; att_ *= sigmoid(qgate_).
+  void split_q_gate(int64_t n);
+  void gate_attention(int64_t n);
   // Final norm + output matrix for the chunk's flagged tokens; writes their rows at `out` and
   // returns the end of what it wrote.
   float* output_head(const Batch& batch, int64_t begin, int64_t end, float* out, ThreadPool& pool);
@@ -138,6 +158,23 @@ class Forward {
   std::vector<float> ys_;       // (B, n_embd) the shared expert's output (qwen2moe)
   std::vector<MatmulJob> jobs_; // the experts' products of one step
   std::vector<float> route_margin_;  // (batch size,) see route_margin()
+  // Hybrid stacks (empty otherwise).
+  std::vector<float> qg_;       // (B, 2 * q_dim) Q and its gate, per head (attn_out_gate)
+  std::vector<float> qgate_;    // (B, q_dim) the attention output's gate
+  std::vector<int64_t> rec_index_;   // (n_layer,) a layer's index among the Gated DeltaNet ones, or -1
+  std::vector<RecurrentRun> runs_;   // the chunk's sequences
+  int64_t n_runs_ = 0;
+  std::vector<int32_t> tok_run_;     // (B,) each token's run
+  std::vector<int32_t> tok_pos_;     // (B,) each token's position
+  std::vector<RecurrentCache::LayerState> run_state_;  // (n_runs_,) each run's state in the running layer
+  std::vector<float> dn_in_;    // (B, conv_channels) projected q, k, v before the conv (ssm_in: (B, 2 key_dim + 2 d_inner))
+  std::vector<float> dn_z_;     // (B, d_inner) output gate z
+  std::vector<float> dn_ba_;    // (B, 2 n_v_heads) beta and alpha projections
+  std::vector<float> dn_conv_;  // (B, conv_channels) q, k (L2-normed), v after the conv and silu
+  std::vector<float> dn_beta_;  // (B, n_v_heads) sigmoid(beta)
+  std::vector<float> dn_gate_;  // (B, n_v_heads) log-decay
+  std::vector<float> dn_out_;   // (B, d_inner) the delta rule's output, then gated-normed
+  std::vector<float> dn_scratch_;  // (threads, 3 kChunk + 2 d_state) delta-rule kernel scratch
   std::vector<float> logits_;   // (n_outputs, n_vocab) results of the last eval()
   std::vector<float> hidden_;   // (n_hidden, n_embd) results of the last eval()
 };

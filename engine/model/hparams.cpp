@@ -6,6 +6,7 @@
 #include <string>
 
 #include "engine/model/arch.h"
+#include "engine/model/hybrid_hparams.h"
 #include "engine/model/model.h"
 
 namespace engine {
@@ -176,6 +177,11 @@ void read_arch_hparams(const gguf::File& file, const std::string& p, HParams& hp
         for (int64_t il = 0; il < hp.n_layer; ++il) hp.rope_layer[static_cast<size_t>(il)] = (il + 1) % 4 != 0;
       }
       break;
+    case Arch::kQwen35:
+    case Arch::kQwen35Moe:
+    case Arch::kQwen3Next:
+      read_hybrid_hparams(file, p, hp);
+      break;
     case Arch::kJinaBertV2:  // llama.cpp's fixed value (no key)
       hp.alibi_max_bias = 8.0f;
       break;
@@ -207,6 +213,7 @@ void read_experts(const gguf::File& file, const std::string& p, const ArchTraits
   }
   const auto ff = file.find_u64(p + "expert_feed_forward_length");
   hp.n_ff_exp = ff ? positive(file, p + "expert_feed_forward_length", *ff) : hp.n_ff / hp.n_expert_used;
+  if (hp.n_ff_exp == 0) fail(file, p + "expert_feed_forward_length is missing (and so is feed_forward_length)");
   hp.expert_weights_norm = file.find_bool(p + "expert_weights_norm").value_or(true);
   if (traits.shexp) {  // llama.cpp: the dense FFN width when the key is absent
     const auto shff = file.find_u64(p + "expert_shared_feed_forward_length");
@@ -241,7 +248,7 @@ HParams read_hparams(const gguf::File& file) {
     fail(file, p + "block_count = " + std::to_string(hp.n_layer) + " exceeds the file's " +
                    std::to_string(file.tensors().size()) + " tensors");
   }
-  hp.n_ff = req("feed_forward_length");
+  hp.n_ff = traits->moe ? opt("feed_forward_length", 0) : req("feed_forward_length");  // (llama.cpp: optional)
   hp.n_head = req("attention.head_count");
   hp.n_head_kv = opt("attention.head_count_kv", hp.n_head);
   if (hp.n_head % hp.n_head_kv != 0) {
@@ -292,6 +299,7 @@ HParams read_hparams(const gguf::File& file) {
     hp.expert_weights_norm = false;
   }
   if (hp.arch == Arch::kQwen2Moe) hp.expert_weights_norm = false;  // llama.cpp's qwen2moe graph: never
+  if (traits->hybrid) hp.expert_weights_norm = true;  // llama.cpp's qwen35moe / qwen3next graphs: always
   return hp;
 }
 
@@ -369,6 +377,11 @@ std::vector<HParamField> describe_hparams(const HParams& hp) {
     num("rope_freq_base_swa", hp.rope_freq_base_swa);
   }
   if (traits.sinks) text("attention_sinks", "a learned logit per head");
+  if (hp.ssm.enabled()) {
+    text("delta_net_layers", layer_ranges(hp.recurrent_layer, 1));
+    text("attention_layers", layer_ranges(hp.recurrent_layer, 0) + " (output-gated)");
+    describe_hybrid(hp, f);
+  }
   if (hp.attn_softcap != 0.0f) num("attn_logit_softcapping", hp.attn_softcap);
   if (hp.final_softcap != 0.0f) num("final_logit_softcapping", hp.final_softcap);
   if (hp.embd_scale != 1.0f) num("embedding_scale", hp.embd_scale);

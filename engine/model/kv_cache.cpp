@@ -67,7 +67,8 @@ KvCache::KvCache(const HParams& hp, int64_t n_cells, KvType type, int64_t n_wind
       head_dim_v_(hp.head_dim_v),
       k_row_bytes_(kernels::kv_bytes(elem_, k_dim_)),
       v_row_bytes_(kernels::kv_bytes(elem_, v_dim_)),
-      cell_bytes_(cell_bytes_for(hp, type)) {
+      cell_bytes_(cell_bytes_for(hp, type)),
+      hp_(&hp) {
   check_head_sizes(type, hp);
   check_cells(n_cells, 1, "KV cache size");
   check_cells(n_window_cells, 0, "KV cache window size");
@@ -81,8 +82,9 @@ KvCache::KvCache(const HParams& hp, int64_t n_cells, KvType type, int64_t n_wind
     const bool window = window_.n_cells > 0 && hp.swa_layer[il] != 0;
     layer_pool_[il] = window ? Pool::kWindow : Pool::kFull;
     layer_cell0_[il] = rows;
-    rows += window ? window_.n_cells : full_.n_cells;
+    if (!hp.recurrent(static_cast<int64_t>(il))) rows += window ? window_.n_cells : full_.n_cells;  // (no K/V)
   }
+  if (hp.ssm.enabled() && hp.n_recurrent() > 0) recurrent_ = std::make_unique<RecurrentCache>(hp, n_cells, 0);
   bytes_ = sz(rows) * (k_row_bytes_ + v_row_bytes_);
   k_ = std::make_unique_for_overwrite<uint8_t[]>(sz(rows) * k_row_bytes_);
   v_ = std::make_unique_for_overwrite<uint8_t[]>(sz(rows) * v_row_bytes_);
@@ -97,11 +99,18 @@ int64_t KvCache::window_cells(const HParams& hp, int64_t n_cells, int64_t n_seq,
 
 size_t KvCache::cell_bytes_for(const HParams& hp, KvType type) {
   const kernels::KvElem elem = elem_of(type);
-  return sz(hp.n_layer) * (kernels::kv_bytes(elem, hp.k_dim()) + kernels::kv_bytes(elem, hp.v_dim()));
+  return sz(hp.n_layer - hp.n_recurrent()) * (kernels::kv_bytes(elem, hp.k_dim()) + kernels::kv_bytes(elem, hp.v_dim()));
 }
 
 size_t KvCache::bytes_without_window() const {
-  return sz(static_cast<int64_t>(layer_pool_.size()) * full_.n_cells) * (k_row_bytes_ + v_row_bytes_);
+  return sz(full_.n_cells) * cell_bytes_;
+}
+
+void KvCache::reserve_recurrent(int64_t n_seqs, int64_t n_snapshots) {
+  if (!recurrent_) return;
+  if (!full_.seqs.empty()) throw std::logic_error("KvCache::reserve_recurrent: sequences hold positions");
+  recurrent_ = std::make_unique<RecurrentCache>(*hp_, full_.n_cells, n_snapshots);
+  recurrent_->reserve(n_seqs);
 }
 
 int32_t KvCache::CellPool::cell_for(SeqId seq, int32_t pos, const char* name) {
@@ -237,6 +246,10 @@ void KvCache::slide_window(SeqId seq, int32_t next_pos) {
 int32_t KvCache::truncate(SeqId seq, int32_t p) {
   full_.drop_from(seq, p);
   window_.drop_from(seq, p);
+  if (recurrent_ && recurrent_->truncate(seq, std::min(p, seq_length(seq))) < 0) {  // (it went back too far)
+    free_sequence(seq);
+    return 0;
+  }
   const int32_t kept = seq_length(seq);
   if (window_.n_cells == 0 || kept == 0) return kept;
   // A token at `kept` attends to [kept - n_swa + 1, kept - 1]: all still in the ring?
@@ -250,11 +263,13 @@ int32_t KvCache::truncate(SeqId seq, int32_t p) {
 void KvCache::free_sequence(SeqId seq) {
   full_.drop_from(seq, INT32_MIN);
   window_.drop_from(seq, INT32_MIN);
+  if (recurrent_) recurrent_->free_sequence(seq);
 }
 
 void KvCache::clear() {
   full_.clear();
   window_.clear();
+  if (recurrent_) recurrent_->clear();
 }
 
 }  // namespace engine

@@ -10,10 +10,9 @@
 
 #include "engine/kernels/flash_attn.h"
 #include "engine/model/model.h"
+#include "engine/model/recurrent_cache.h"
 
 namespace engine {
-
-using SeqId = int32_t;
 
 // kQ8_0: ggml's Q8_0 blocks (an f16 scale and 32 int8 per 32 elements, 34 bytes): a little more
 // than half the memory of f16; needs head sizes that are multiples of 32.
@@ -47,6 +46,11 @@ KvType kv_type_from_name(const std::string& name);
 // that holds only each sequence's last positions -- a ring per sequence: slide_window() frees
 // the cells no later token can attend to. A model without such layers, or a cache built without
 // window cells, keeps every layer in the full pool.
+//
+// Hybrid stacks (HParams::recurrent_layer): only the attention layers keep rows; each sequence's
+// Gated DeltaNet state is in recurrent() beside them (created with the cache, one state per
+// sequence, up to n_cells sequences, no snapshots until reserve_recurrent()). truncate() goes back
+// only as far as that state can (RecurrentCache::truncate), else drops the sequence.
 //
 // Ownership: owns its buffers (allocated once in the constructor, left uninitialized: a cell is
 // only read after the forward pass has written it). Movable, not copyable.
@@ -93,6 +97,12 @@ class KvCache {
   Pool pool(int64_t layer) const { return layer_pool_[static_cast<size_t>(layer)]; }
   // Memory of the K and V arrays.
   size_t bytes() const { return bytes_; }
+  // Hybrid stacks: the Gated DeltaNet layers' state (null for other models).
+  RecurrentCache* recurrent() { return recurrent_.get(); }
+  const RecurrentCache* recurrent() const { return recurrent_.get(); }
+  // Hybrid stacks: n_seqs sequences' states allocated now, and a pool of n_snapshots snapshots.
+  // Only before any sequence holds positions (std::logic_error otherwise); no-op for other models.
+  void reserve_recurrent(int64_t n_seqs, int64_t n_snapshots);
   // What a cache of the same size without a window pool would take.
   size_t bytes_without_window() const;
 
@@ -179,6 +189,8 @@ class KvCache {
   std::unique_ptr<uint8_t[]> k_;  // per layer (cells of its pool, n_head_kv * head_dim_k), in type()
   std::unique_ptr<uint8_t[]> v_;  // per layer (cells of its pool, n_head_kv * head_dim_v), in type()
   std::vector<Entry> no_entries_;  // what entries() returns for an unknown sequence
+  const HParams* hp_;              // (the model outlives its caches)
+  std::unique_ptr<RecurrentCache> recurrent_;
 };
 
 }  // namespace engine

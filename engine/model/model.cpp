@@ -135,7 +135,8 @@ class Loader {
 // nomic-bert) with its optional fused bias, or attn_{q,k,v} with biases (required when
 // `biases`, else optional).
 void load_qkv(const Loader& ld, const HParams& hp, const std::string& b, bool biases, LayerWeights& l) {
-  const int64_t E = hp.n_embd, nq = hp.q_dim(), nk = hp.k_dim(), nv = hp.v_dim();
+  // (attn_out_gate: Q's rows are per head the query then its gate)
+  const int64_t E = hp.n_embd, nq = hp.q_dim() * (hp.attn_out_gate ? 2 : 1), nk = hp.k_dim(), nv = hp.v_dim();
   if (ld.has(b + "attn_qkv.weight")) {
     const Matrix qkv = ld.matrix(b + "attn_qkv.weight", nq + nk + nv, E);
     l.wq = Loader::row_slice(qkv, 0, nq);
@@ -157,6 +158,31 @@ void load_qkv(const Loader& ld, const HParams& hp, const std::string& b, bool bi
   l.bv = ld.vector(b + "attn_v.bias", nv, biases);
 }
 
+// A Gated DeltaNet layer's weights (prefix b), as llama.cpp's qwen35.cpp / qwen3next.cpp load them.
+DeltaNetWeights load_delta_net(const Loader& ld, const HParams& hp, const std::string& b) {
+  const DeltaNetParams& s = hp.ssm;
+  const int64_t E = hp.n_embd, nv = s.n_v_heads;
+  DeltaNetWeights w;
+  if (hp.arch == Arch::kQwen3Next && !ld.has(b + "attn_qkv.weight")) {  // older files: fused ssm_in
+    w.w_in = ld.matrix(b + "ssm_in.weight", 2 * s.key_dim() + 2 * s.d_inner, E);
+  } else {
+    w.wqkv = ld.matrix(b + "attn_qkv.weight", s.conv_channels(), E);
+    w.wz = ld.matrix(b + "attn_gate.weight", s.d_inner, E);
+  }
+  if (hp.arch == Arch::kQwen3Next) {
+    w.w_ba = ld.matrix(b + "ssm_ba.weight", 2 * nv, E);
+  } else {
+    w.w_beta = ld.matrix(b + "ssm_beta.weight", nv, E);
+    w.w_alpha = ld.matrix(b + "ssm_alpha.weight", nv, E);
+  }
+  w.conv = ld.vectors(b + "ssm_conv1d.weight", s.d_conv, s.conv_channels(), true);
+  w.dt_bias = ld.vector(b + "ssm_dt.bias", nv, true);
+  w.a = ld.vector(b + "ssm_a", nv, true);
+  w.norm = ld.vector(b + "ssm_norm.weight", s.d_state, true);
+  w.w_out = ld.matrix(b + "ssm_out.weight", E, s.d_inner);
+  return w;
+}
+
 // Layer il of a decoder.
 LayerWeights load_layer(const Loader& ld, const HParams& hp, int64_t il) {
   const ArchTraits& arch = arch_traits(hp.arch);
@@ -164,20 +190,31 @@ LayerWeights load_layer(const Loader& ld, const HParams& hp, int64_t il) {
   const int64_t E = hp.n_embd;
   LayerWeights l;
   l.attn_norm = ld.vector(b + "attn_norm.weight", E, true);
-  load_qkv(ld, hp, b, arch.qkv_bias, l);
-  l.wo = ld.matrix(b + "attn_output.weight", E, hp.n_head * hp.head_dim_v);
   const bool moe_biases = arch.moe && arch.qkv_bias;  // gpt-oss: biases everywhere
-  l.bo = ld.vector(b + "attn_output.bias", E, moe_biases);
-  l.q_norm = ld.vector(b + "attn_q_norm.weight", hp.head_dim_k, arch.qk_norm);
-  l.k_norm = ld.vector(b + "attn_k_norm.weight", hp.head_dim_k, arch.qk_norm);
+  if (hp.recurrent(il)) {
+    l.dn = load_delta_net(ld, hp, b);
+  } else {
+    load_qkv(ld, hp, b, arch.qkv_bias, l);
+    l.wo = ld.matrix(b + "attn_output.weight", E, hp.n_head * hp.head_dim_v);
+    l.bo = ld.vector(b + "attn_output.bias", E, moe_biases);
+    l.q_norm = ld.vector(b + "attn_q_norm.weight", hp.head_dim_k, arch.qk_norm);
+    l.k_norm = ld.vector(b + "attn_k_norm.weight", hp.head_dim_k, arch.qk_norm);
+  }
   if (arch.sinks) l.attn_sinks = ld.vector(b + "attn_sinks.weight", hp.n_head, true);
   if (arch.post_norms) l.post_attn_norm = ld.vector(b + "post_attention_norm.weight", E, true);
   l.ffn_norm = ld.vector(b + std::string(arch.ffn_norm) + ".weight", E, true);
   l.post_ffn_norm = ld.vector(b + "post_ffw_norm.weight", E, arch.post_norms);
   if (hp.n_expert > 0) {
     l.ffn_gate_inp = ld.matrix(b + "ffn_gate_inp.weight", hp.n_expert, E);
-    l.gate_exps = ld.experts(b + "ffn_gate_exps.weight", hp.n_expert, hp.n_ff_exp, E);
-    l.up_exps = ld.experts(b + "ffn_up_exps.weight", hp.n_expert, hp.n_ff_exp, E);
+    if (ld.has(b + "ffn_gate_up_exps.weight")) {  // fused: each expert's gate rows, then its up rows
+      for (const Matrix& gu : ld.experts(b + "ffn_gate_up_exps.weight", hp.n_expert, 2 * hp.n_ff_exp, E)) {
+        l.gate_exps.push_back(Loader::row_slice(gu, 0, hp.n_ff_exp));
+        l.up_exps.push_back(Loader::row_slice(gu, hp.n_ff_exp, hp.n_ff_exp));
+      }
+    } else {
+      l.gate_exps = ld.experts(b + "ffn_gate_exps.weight", hp.n_expert, hp.n_ff_exp, E);
+      l.up_exps = ld.experts(b + "ffn_up_exps.weight", hp.n_expert, hp.n_ff_exp, E);
+    }
     l.down_exps = ld.experts(b + "ffn_down_exps.weight", hp.n_expert, E, hp.n_ff_exp);
     l.ffn_gate_inp_b = ld.vector(b + "ffn_gate_inp.bias", hp.n_expert, moe_biases);
     l.gate_exps_b = ld.vectors(b + "ffn_gate_exps.bias", hp.n_ff_exp, hp.n_expert, moe_biases);
@@ -199,6 +236,26 @@ LayerWeights load_layer(const Loader& ld, const HParams& hp, int64_t il) {
   }
   if (hp.n_expert == 0) l.ffn_down = ld.matrix(b + "ffn_down.weight", E, hp.n_ff);
   return l;
+}
+
+// The NextN / MTP block il (after the stack): a full-attention block (as load_layer) and its
+// projections, as llama.cpp's qwen35.cpp loads them.
+void load_nextn(const Loader& ld, const HParams& hp, int64_t il, Model& m) {
+  const std::string b = "blk." + std::to_string(il) + ".";
+  const int64_t E = hp.n_embd;
+  HParams attn = hp;
+  attn.recurrent_layer.assign(static_cast<size_t>(il) + 1, 0);  // (a full-attention block)
+  m.nextn_layers.push_back(load_layer(ld, attn, il));
+  NextNWeights w;
+  w.eh_proj = ld.matrix(b + "nextn.eh_proj.weight", E, 2 * E);
+  w.enorm = ld.vector(b + "nextn.enorm.weight", E, true);
+  w.hnorm = ld.vector(b + "nextn.hnorm.weight", E, true);
+  w.shared_head_norm = ld.vector(b + "nextn.shared_head_norm.weight", E, false);
+  if (ld.has(b + "nextn.embed_tokens.weight")) w.embed_tokens = ld.matrix(b + "nextn.embed_tokens.weight", hp.n_vocab, E);
+  if (ld.has(b + "nextn.shared_head_head.weight")) {
+    w.shared_head_head = ld.matrix(b + "nextn.shared_head_head.weight", hp.n_vocab, E);
+  }
+  m.nextn.push_back(std::move(w));
 }
 
 // A LayerNorm's weight and bias (n,) with prefix `name` ("blk.0.attn_norm_2"), when the file has
@@ -330,7 +387,8 @@ std::vector<M*> matmul_weights_of(M& output, Layers& layers, size_t experts = SI
   if (output.data) mats.push_back(&output);  // (an encoder has none)
   for (auto& l : layers) {
     for (M* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.ffn_gate_inp, &l.gate_shexp,
-                 &l.up_shexp, &l.down_shexp}) {
+                 &l.up_shexp, &l.down_shexp, &l.dn.wqkv, &l.dn.wz, &l.dn.w_beta, &l.dn.w_alpha, &l.dn.w_ba, &l.dn.w_in,
+                 &l.dn.w_out}) {
       if (m->data) mats.push_back(m);  // (a MoE layer has no dense FFN, a dense one no router)
     }
     for (auto* each : {&l.gate_exps, &l.up_exps, &l.down_exps}) {
@@ -422,6 +480,7 @@ Model Model::from_file(gguf::File file, bool repack) {
   m.rope_long = ld.vector("rope_factors_long.weight", hp.n_rot / 2, false);
 
   for (int64_t il = 0; il < hp.n_layer; ++il) m.layers.push_back(load_layer(ld, hp, il));
+  for (int64_t il = hp.n_layer; il < hp.n_layer + hp.n_layer_nextn; ++il) load_nextn(ld, hp, il, m);
   if (repack) {
     m.packed_ = PackedWeights::pack(matmul_weights_of<Matrix>(m.output, m.layers), f.owns_mapping());
     if (m.output.data == m.tok_embd.data) m.tok_embd = m.output;  // tied: look rows up in the copy

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/kernels/matmul.h"
+#include "engine/model/hybrid.h"
 #include "engine/model/ops.h"
 #include "engine/model/repack.h"
 #include "gguf/file.h"
@@ -34,6 +35,9 @@ enum class Arch {
   kBert,      // encoder: absolute positions, LayerNorm after each residual, GELU FFN, bidirectional
   kNomicBert, // bert's block with fused QKV, NeoX RoPE in place of the position table, SwiGLU FFN, no biases
   kJinaBertV2,// bert's block with ALiBi in place of the position table, GeGLU FFN, optional Q/K LayerNorms
+  kQwen35,    // hybrid: Gated DeltaNet layers, every 4th gated full attention with q/k norms and IMRoPE
+  kQwen35Moe, // qwen35 with qwen3moe's experts plus a sigmoid-gated shared expert
+  kQwen3Next, // qwen35moe's stack with NeoX RoPE, grouped key heads and fused beta/alpha projections
 };
 
 // How a sequence's final hidden states become one vector (pooling_type; llama.cpp's numbering).
@@ -125,6 +129,23 @@ struct HParams {
   float alibi_max_bias = 0.0f; // ALiBi's maximum bias (jina-bert-v2: 8, as llama.cpp fixes it); 0: none
   int64_t n_cls_out = 0;       // rows of cls.output: the classification head's outputs (0: none)
 
+  // Hybrid stacks (qwen35, qwen35moe, qwen3next).
+  DeltaNetParams ssm;                    // ssm.*: the Gated DeltaNet layers' sizes (none: !enabled())
+  std::vector<uint8_t> recurrent_layer;  // (n_layer,) 1: a Gated DeltaNet layer, which keeps no K/V
+  bool attn_out_gate = false;   // attn_q's rows are per head query then gate: out *= sigmoid(gate)
+  bool imrope = false;          // IMRoPE: rope_sections interleaved over the rotated pairs (qwen35)
+  int rope_sections[4] = {0, 0, 0, 0};   // rope.dimension_sections
+  int64_t n_layer_nextn = 0;    // nextn_predict_layers: MTP blocks after the n_layer of the stack
+
+  bool recurrent(int64_t il) const {
+    return !recurrent_layer.empty() && recurrent_layer[static_cast<size_t>(il)] != 0;
+  }
+  int64_t n_recurrent() const {
+    int64_t n = 0;
+    for (uint8_t r : recurrent_layer) n += r;
+    return n;
+  }
+
   int64_t q_dim() const { return n_head * head_dim_k; }      // width of Q rows
   int64_t k_dim() const { return n_head_kv * head_dim_k; }   // width of K rows (one cache row)
   int64_t v_dim() const { return n_head_kv * head_dim_v; }   // width of V rows (one cache row)
@@ -171,6 +192,8 @@ struct LayerWeights {
   std::vector<float> attn_norm_2, attn_norm_2_b;            // (n_embd,)
   std::vector<float> attn_out_norm, attn_out_norm_b;        // (n_embd,) after attention + residual
   std::vector<float> layer_out_norm, layer_out_norm_b;      // (n_embd,) after FFN + residual
+  // A Gated DeltaNet layer (hybrid stacks) in place of attention: attn_norm, dn, then the FFN.
+  DeltaNetWeights dn;
 };
 
 // A loaded model: validated hyperparameters and weight views.
@@ -214,6 +237,10 @@ class Model {
   Matrix output;                   // (n_vocab, n_embd): token_embd itself when tied
   std::vector<float> rope_freqs;   // (n_rot/2,) frequency divisors (llama3 scaling), optional
   std::vector<float> rope_short, rope_long;  // (n_rot/2,) LongRoPE divisors (phi3), optional
+  // NextN / MTP blocks (qwen35 with nextn_predict_layers): block n_layer + i is nextn_layers[i]
+  // with nextn[i]. Loaded and checked, not run.
+  std::vector<LayerWeights> nextn_layers;
+  std::vector<NextNWeights> nextn;
 
   // The frequency divisors RoPE uses for sequences of up to n_ctx_seq tokens: rope_freqs, else
   // LongRoPE's long factors beyond the original context and its short ones within it; null when

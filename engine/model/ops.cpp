@@ -131,8 +131,13 @@ void yarn_corr_dims(RopeParams& rp, int64_t n_ctx_orig, float beta_fast, float b
 void rope_angles(float* cos_sin, int32_t pos, const RopeParams& rp) {
   const float theta_scale = std::pow(rp.freq_base, -2.0f / static_cast<float>(rp.n_rot));
   float theta = static_cast<float>(pos);
+  const int sect = rp.sections[0] + rp.sections[1] + rp.sections[2] + rp.sections[3];
   for (int i = 0; i < rp.n_rot / 2; ++i) {
-    const float extrap = rp.freq_factors ? theta / rp.freq_factors[i] : theta;
+    float extrap = rp.freq_factors ? theta / rp.freq_factors[i] : theta;
+    if (rp.imrope && sect > 0) {  // a text token: the extra section's position is 0
+      const int s = i % sect, kind = s % 3;
+      if (s >= 3 * rp.sections[kind]) extrap = 0.0f;
+    }
     float t = rp.freq_scale * extrap;
     float mscale = rp.mscale;
     if (rp.ext_factor != 0.0f) {  // YaRN: mix interpolated and extrapolated angles

@@ -69,6 +69,11 @@ struct RopeParams {
   // 1 + 0.1 ln(1 / freq_scale). As ggml's rope_yarn.
   float ext_factor = 0.0f;
   float corr_low = 0.0f, corr_high = 0.0f;
+  // IMRoPE (qwen35: ggml's rope_multi, interleaved): pair i belongs to section (i mod sum) % 3 of
+  // sections t, h, w while i mod sum < 3 x that section's size, else to the extra one. A text
+  // token has position pos in t, h and w and 0 in the extra section, whose pairs do not turn.
+  bool imrope = false;
+  int sections[4] = {0, 0, 0, 0};
 };
 
 // YaRN's correction dims [low, high] for n_rot dims, a pretraining context n_ctx_orig and RoPE
@@ -77,7 +82,8 @@ struct RopeParams {
 void yarn_corr_dims(RopeParams& rp, int64_t n_ctx_orig, float beta_fast, float beta_slow);
 
 // The angles of one position: cos_sin (n_rot/2, 2) = mscale * (cos, sin) of
-//   theta_i = freq_scale * pos * base^(-2i/n_rot) / freq_factors[i]   (YaRN: ramped, see above)
+//   theta_i = freq_scale * pos * base^(-2i/n_rot) / freq_factors[i]   (YaRN: ramped, see above;
+// IMRoPE: pos 0 for the pairs of the extra section)
 void rope_angles(float* cos_sin, int32_t pos, const RopeParams& rp);
 
 // Rotates the first n_rot dims of one head x (head_dim,) by the angles cos_sin (n_rot/2, 2).

@@ -14,10 +14,18 @@ ModelEvaluator::CacheShape ModelEvaluator::cache_shape(const HParams& hp, int64_
   const int64_t base = n_seq * n_ctx;  // the sequences never hold more
   s.window = KvCache::window_cells(hp, base, n_seq, max_batch);
   if (prefix_cache_bytes > 0 && s.window == 0) {
-    // whole blocks of `prefix_cache_bytes` worth of cells, within 2^31 - 1 cells in all
+    // hybrid stacks: half the bytes for snapshots of the recurrent state, at most one per block
+    const auto snap = static_cast<int64_t>(RecurrentCache::snapshot_bytes(hp));
+    int64_t cell_budget = prefix_cache_bytes;
+    if (snap > 0) {
+      s.snapshots = prefix_cache_bytes / 2 / snap;
+      cell_budget -= s.snapshots * snap;
+    }
+    // whole blocks of `cell_budget` worth of cells, within 2^31 - 1 cells in all
     const auto cell = static_cast<int64_t>(KvCache::cell_bytes_for(hp, type));
-    const int64_t n = std::min(cell > 0 ? prefix_cache_bytes / cell : 0, std::max<int64_t>(0, INT32_MAX - base));
+    const int64_t n = std::min(cell > 0 ? cell_budget / cell : 0, std::max<int64_t>(0, INT32_MAX - base));
     s.reserved = n / PrefixCache::kBlockTokens * PrefixCache::kBlockTokens;
+    s.snapshots = std::min(s.snapshots, (base + s.reserved) / PrefixCache::kBlockTokens);
     s.share = true;
   }
   s.cells = base + s.reserved;
@@ -31,6 +39,7 @@ ModelEvaluator::ModelEvaluator(const Model& model, int64_t n_ctx, int64_t n_seq,
       shape_(cache_shape(model.hparams(), n_ctx, n_seq, kv_type, max_batch, prefix_cache_bytes)),
       cache_(model.hparams(), shape_.cells, kv_type, shape_.window),
       forward_(model, max_batch, n_ctx) {
+  cache_.reserve_recurrent(n_seq, shape_.snapshots);  // (hybrid stacks: their states, now)
   // Cached blocks live in the reserved cells and in whatever the sequences leave free.
   if (shape_.share) prefix_.emplace(cache_, shape_.reserved);
 }
@@ -52,7 +61,11 @@ void ModelEvaluator::publish_prefix(SeqId seq, const std::vector<int32_t>& token
 
 BatchEvaluator::CacheUse ModelEvaluator::cache_use() const {
   CacheUse u{cache_.n_cells() - cache_.n_free(), cache_.n_cells(), cache_.n_window_cells(), cache_.bytes(),
-             cache_.bytes_without_window(), {}};
+             cache_.bytes_without_window(), {}, 0, 0};
+  if (const RecurrentCache* rc = cache_.recurrent()) {
+    u.recurrent_bytes = rc->bytes() - static_cast<size_t>(rc->n_snapshots()) * rc->snapshot_size();
+    u.recurrent_seq_bytes = rc->seq_size();
+  }
   if (prefix_) u.prefix = prefix_->stats();
   return u;
 }

@@ -67,8 +67,13 @@ class BatchEvaluator {
     size_t bytes = 0;
     size_t bytes_without_window = 0;  // what the cache would take with every layer in full cells
     PrefixCacheStats prefix;   // block_tokens 0: no prefix sharing
+    size_t recurrent_bytes = 0;      // hybrid stacks: the sequences' Gated DeltaNet states (0: none)
+    size_t recurrent_seq_bytes = 0;  //   one sequence's
   };
   virtual CacheUse cache_use() const = 0;
+  // Positions a sequence can always go back from its end (truncate): a hybrid stack's recurrent
+  // state only within its last chunks (RecurrentCache). Speculation drafts no more than that.
+  virtual int32_t rollback_limit() const { return INT32_MAX; }
 };
 
 // A Model's forward pass over a KV cache for n_seq sequences of up to n_ctx positions, on its own
@@ -78,7 +83,9 @@ class BatchEvaluator {
 // prefixes through a PrefixCache, and the KV cache gets that many bytes' worth of cells more
 // (whole blocks, within 2^31 cells in all) so cached blocks survive while every sequence is at
 // its longest. With a ring (gemma2/3, gpt-oss at long contexts) nothing is shared: each sequence
-// keeps only its own prefix (BatchEvaluator::truncate).
+// keeps only its own prefix (BatchEvaluator::truncate). A hybrid stack's cache holds n_seq
+// recurrent states, and with prefix sharing half of prefix_cache_bytes goes to snapshots of them
+// at block ends (RecurrentCache), the other half to cells.
 // Ownership: borrows the Model (which must outlive it); owns the cache, scratch and threads.
 class ModelEvaluator final : public BatchEvaluator {
  public:
@@ -91,6 +98,7 @@ class ModelEvaluator final : public BatchEvaluator {
   const float* logits(int64_t i) const override { return forward_.logits(i); }
   int32_t truncate(SeqId seq, int32_t n_keep) override { return cache_.truncate(seq, n_keep); }
   int32_t prefix_block() const override { return prefix_ ? PrefixCache::kBlockTokens : 0; }
+  int32_t rollback_limit() const override { return cache_.recurrent() ? RecurrentCache::kChunk : INT32_MAX; }
   int32_t share_prefix(SeqId seq, const std::vector<int32_t>& tokens, int32_t have, int32_t n_max) override;
   void publish_prefix(SeqId seq, const std::vector<int32_t>& tokens) override;
   CacheUse cache_use() const override;
@@ -105,7 +113,7 @@ class ModelEvaluator final : public BatchEvaluator {
   // The KV cache's cells: n_seq * n_ctx plus `reserved` for the prefix cache when it `share`s;
   // `window` cells of the sliding-window ring (0: none).
   struct CacheShape {
-    int64_t cells = 0, window = 0, reserved = 0;
+    int64_t cells = 0, window = 0, reserved = 0, snapshots = 0;
     bool share = false;
   };
   static CacheShape cache_shape(const HParams& hp, int64_t n_ctx, int64_t n_seq, KvType type, int64_t max_batch,

@@ -13,6 +13,8 @@ constexpr int32_t B = PrefixCache::kBlockTokens;
 
 size_t sz(int64_t n) { return static_cast<size_t>(n); }
 
+static_assert(B == RecurrentCache::kChunk, "hybrid stacks' snapshots fall on block ends");
+
 // splitmix64's finalizer: every input bit reaches every output bit.
 uint64_t mix(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -72,12 +74,20 @@ int32_t PrefixCache::attach(SeqId seq, std::span<const int32_t> tokens, int32_t 
   ++lookups_;
   match(tokens, n_max);
   touch();
+  RecurrentCache* rc = cache_.recurrent();
+  if (rc != nullptr) {  // only as far as the last block whose end state is known
+    while (!chain_.empty() && !rc->valid(chain_.back()->snap)) chain_.pop_back();
+  }
   const auto n = static_cast<int32_t>(chain_.size()) * B;
   if (n <= have) return 0;
   cells_.clear();
   for (const Block* b : chain_) cells_.insert(cells_.end(), b->cells.begin(), b->cells.end());
   cache_.free_sequence(seq);  // its cells that blocks hold stay, the others are freed
   cache_.attach(seq, cells_);
+  if (rc != nullptr && !rc->restore(seq, chain_.back()->snap)) {
+    cache_.free_sequence(seq);
+    return 0;
+  }
   hit_tokens_ += n;
   return n;
 }
@@ -112,6 +122,8 @@ void PrefixCache::publish(SeqId seq, std::span<const int32_t> tokens) {
                            [](int32_t c, const KvCache::Entry& e) { return c == e.cell; })) {
       cache_.adopt(seq, static_cast<int32_t>(first), b.cells);  // entries keep their places
     }
+    RecurrentCache* rc = cache_.recurrent();
+    if (rc != nullptr && !rc->valid(b.snap)) b.snap = rc->claim(seq, static_cast<int32_t>(last + 1));
     chain_.push_back(&b);
     prev = &b;
   }
@@ -124,6 +136,7 @@ bool PrefixCache::evictable(const Block& b) const {
 
 void PrefixCache::drop(Block& b) {
   for (int32_t c : b.cells) cache_.release(c);
+  if (RecurrentCache* rc = cache_.recurrent()) rc->release(b.snap);
   if (b.parent != nullptr) --b.parent->children;
   const uint64_t key = b.key;  // not a reference into the node being erased
   blocks_.erase(key);
@@ -152,6 +165,7 @@ bool PrefixCache::make_room(int64_t n_cells) {
 void PrefixCache::clear() {
   for (auto& [key, b] : blocks_) {
     for (int32_t c : b.cells) cache_.release(c);
+    if (RecurrentCache* rc = cache_.recurrent()) rc->release(b.snap);
   }
   blocks_.clear();
   lru_.clear();
@@ -166,6 +180,11 @@ PrefixCacheStats PrefixCache::stats() const {
   s.hit_tokens = hit_tokens_;
   s.evictions = evictions_;
   s.reserved_cells = reserved_cells_;
+  if (const RecurrentCache* rc = cache_.recurrent()) {
+    for (const auto& [key, b] : blocks_) s.snapshot_blocks += rc->valid(b.snap);
+    s.snapshot_slots = rc->n_snapshots();
+    s.snapshot_bytes = static_cast<size_t>(rc->n_snapshots()) * rc->snapshot_size();
+  }
   return s;
 }
 

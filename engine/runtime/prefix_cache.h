@@ -23,6 +23,11 @@ struct PrefixCacheStats {
   int64_t hit_tokens = 0;      // prompt tokens those requests took from cached blocks
   int64_t evictions = 0;       // blocks evicted to make room
   int64_t reserved_cells = 0;  // KV cells allocated beyond the slots' own for cached blocks
+  // Hybrid stacks: blocks whose end has a recurrent-state snapshot (only those can be resumed
+  // from), and the snapshot pool's size and memory.
+  int64_t snapshot_blocks = 0;
+  int64_t snapshot_slots = 0;
+  size_t snapshot_bytes = 0;
 };
 
 // An index of immutable blocks of kBlockTokens consecutive tokens of some sequence, each with the
@@ -48,8 +53,13 @@ struct PrefixCacheStats {
 // even when every sequence is at its longest. Sharing needs every layer in the full pool: the
 // cache must have no window pool.
 //
-// Ownership: borrows the KvCache (which must outlive it); releases its blocks' cells when
-// destroyed. Thread-safety: none; the evaluator's thread only, like the KvCache.
+// Hybrid stacks (KvCache::recurrent()): a sequence can only resume where a recurrent state is
+// known, so a block also holds the snapshot of the state at its end when the forward pass took one
+// (RecurrentCache; kBlockTokens equals its chunk). attach() then takes the blocks up to the last
+// one with a snapshot and restores it; the blocks after it only serve as ancestors.
+//
+// Ownership: borrows the KvCache (which must outlive it); releases its blocks' cells (and
+// snapshots) when destroyed. Thread-safety: none; the evaluator's thread only, like the KvCache.
 class PrefixCache {
  public:
   // 32: half a block (16 tokens) is lost on average at the end of a shared prefix, little next to
@@ -97,6 +107,7 @@ class PrefixCache {
     uint64_t used = 0;        // last use; a parent is always used later than its children
     std::array<int32_t, kBlockTokens> tokens{};
     std::array<int32_t, kBlockTokens> cells{};
+    RecurrentCache::SnapshotRef snap;  // hybrid stacks: the state after the block, when known
 
     bool follows(const Block* before, const int32_t* toks) const;
   };

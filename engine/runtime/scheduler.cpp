@@ -248,10 +248,11 @@ void Scheduler::Impl::build_batch(std::vector<std::pair<Slot*, int64_t>>& prefil
 // Rows j = 1.. of a slot are reached only when the request has neither ended nor run out of room:
 // with u tokens generated and the next token at position c - 1, row j emits token u + j + 1 at
 // the context's c + j. So drafts beyond max_tokens - u - 1 or n_ctx - c - 1 would never be used.
-// Within that, the slot's cap (see settle_drafts()).
+// Within that, the slot's cap (see settle_drafts()) and how far the evaluator can go back.
 int32_t Scheduler::Impl::draft_room(const Slot& s) const {
   const Sequence& seq = *s.seq;
   int64_t room = std::min<int64_t>(s.draft_cap, opt.n_ctx - static_cast<int64_t>(s.cached.size()) - 1);
+  room = std::min<int64_t>(room, eval.rollback_limit());  // (rejected drafts must be droppable)
   if (seq.req.max_tokens >= 0) room = std::min(room, seq.req.max_tokens - seq.usage.completion_tokens - 1);
   return static_cast<int32_t>(std::max<int64_t>(room, 0));
 }
@@ -462,6 +463,8 @@ SchedulerStats Scheduler::stats() const {
   s.kv_bytes = impl_->cache_use.bytes;
   s.kv_window_cells = impl_->cache_use.window_cells;
   s.kv_bytes_without_window = impl_->cache_use.bytes_without_window;
+  s.recurrent_bytes = impl_->cache_use.recurrent_bytes;
+  s.recurrent_slot_bytes = impl_->cache_use.recurrent_seq_bytes;
   s.prefix_cache = impl_->cache_use.prefix;
   s.spec = impl_->spec;
   std::tie(s.generation_tokens_per_second, s.prompt_tokens_per_second) = impl_->throughput.rates(Clock::now());

@@ -120,6 +120,8 @@ struct SchedulerStats {
   size_t kv_bytes = 0;  // memory of the whole KV cache
   int64_t kv_window_cells = 0;  // cells of the sliding-window layers' ring (0: none)
   size_t kv_bytes_without_window = 0;  // the cache's memory if every layer kept every position
+  size_t recurrent_bytes = 0;      // hybrid stacks: the slots' Gated DeltaNet states (0: none)
+  size_t recurrent_slot_bytes = 0; //   one slot's
   double generation_tokens_per_second = 0;  // over the last few seconds
   double prompt_tokens_per_second = 0;
   PrefixCacheStats prefix_cache;  // block_tokens 0: prefixes are not shared

@@ -48,6 +48,9 @@ void render_prefix_cache(const engine::PrefixCacheStats& p, std::string& out) {
   sample(out, "ggufd_prefix_cache_blocks", static_cast<double>(p.blocks));
   header(out, "ggufd_prefix_cache_bytes", "gauge", "KV memory of the cached prefix blocks.");
   sample(out, "ggufd_prefix_cache_bytes", static_cast<double>(p.bytes));
+  header(out, "ggufd_prefix_cache_snapshot_blocks", "gauge",
+         "Cached blocks a hybrid model can resume from (a snapshot of its recurrent state at their end).");
+  sample(out, "ggufd_prefix_cache_snapshot_blocks", static_cast<double>(p.snapshot_blocks));
 }
 
 // Speculative decoding: drafts verified and accepted (acceptance rate: their ratio). Zero when off.

@@ -36,6 +36,8 @@ const std::vector<std::string> kGoldenModels = {
     "architectures/synth-qwen3moe-Q8_0", "architectures/synth-qwen3moe-Q4_K_M",
     "architectures/synth-phi3-Q8_0",     "architectures/synth-granite-Q8_0",
     "architectures/synth-smollm3-Q8_0",
+    // models-2026/: hybrid stacks (Gated DeltaNet + gated attention), the 328-token prompt among them
+    "models-2026/synth-qwen35-F32",      "models-2026/synth-qwen35moe-F32",
     // In the repository (tests/data/reference, see its README): references ggufd made with
     // llama.cpp for what ../shared does not cover. Never skipped.
     "repo/tiny-gpt-oss-F32",  "repo/tiny-gpt-oss-MXFP4_MOE-nofa", "repo/tiny-mistral3-F32", "repo/tiny-mistral3-Q8_0",
@@ -257,8 +259,8 @@ TEST(GoldenStories, GreedyGenerationMatchesTokenForToken) {
 }
 
 // The same tokens give the same logits whether a sequence runs alone or batched with others.
-// Run for a dense model, a mixture of experts (tokens of both sequences share expert groups) and
-// sliding-window layers (window 8 < the 10 positions).
+// Run for a dense model, a mixture of experts (tokens of both sequences share expert groups),
+// sliding-window layers (window 8 < the 10 positions) and hybrid stacks (recurrent state per sequence).
 class Batching : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Batching, DoesNotChangeLogits) {
@@ -301,7 +303,7 @@ TEST_P(Batching, DoesNotChangeLogits) {
   for (int32_t p = 6; p < 10; ++p) {
     batch.clear();
     batch.add(a[p], 0, p, true);
-    batch.add(b[p % 6], 3, 6 + p, true);  // B keeps decoding too
+    batch.add(b[p % 6], 3, p, true);  // B keeps decoding too (its next positions: a recurrent state must continue)
     fwd.eval(batch, cache, pool);
     mixed.emplace_back(fwd.logits(0), fwd.logits(0) + n_vocab);
   }
@@ -322,7 +324,8 @@ TEST_P(Batching, DoesNotChangeLogits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Forward, Batching,
-                         ::testing::Values("synth-qwen2-Q8_0", "synth-qwen3moe-Q8_0", "synth-gemma3-Q8_0"),
+                         ::testing::Values("synth-qwen2-Q8_0", "synth-qwen3moe-Q8_0", "synth-gemma3-Q8_0",
+                                           "synth-qwen35-Q8_0", "synth-qwen35moe-Q8_0"),
                          [](const auto& p) {
                            std::string s = p.param;
                            std::replace(s.begin(), s.end(), '-', '_');

@@ -28,6 +28,7 @@ using engine::test::RecordingSink;
 struct Case {
   std::string file;
   int64_t n_ctx;  // gemma3 at 2048 keeps its sliding layers in a ring
+  bool ngram_hits = true;  // its continuations repeat n-grams of their context (random weights may not)
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.file; }
@@ -62,6 +63,7 @@ Got generate(const Model& model, const Tokenizer& tok, int64_t n_ctx, SpecMode m
       GenerationRequest r;
       r.prompt = p;
       r.max_tokens = 48;
+      r.ignore_eos = true;  // (a drafted end token is verified but not counted as accepted)
       r.sampling = serve_sampling_defaults();
       r.sampling.temperature = static_cast<float>(temperature) / 10;
       r.sampling.seed = 42;
@@ -105,7 +107,7 @@ void expect_same(const Got& want, const Got& got) {
 class SpeculativeDecoding : public ::testing::TestWithParam<Case> {};
 
 TEST_P(SpeculativeDecoding, GivesPlainDecodingsTokensAndLogprobs) {
-  const auto& [file, n_ctx] = GetParam();
+  const auto& [file, n_ctx, ngram_hits] = GetParam();
   GGUFD_REQUIRE_SHARED(file);
   const Model model = Model::load(shared_path(file));
   const Tokenizer tok = Tokenizer::from_gguf(model.file());
@@ -114,7 +116,9 @@ TEST_P(SpeculativeDecoding, GivesPlainDecodingsTokensAndLogprobs) {
 
   const Got ngram = generate(model, tok, n_ctx, SpecMode::kNgram);
   expect_same(plain, ngram);
-  EXPECT_GT(ngram.stats.spec.accepted_tokens, 0);
+  if (ngram_hits) {
+    EXPECT_GT(ngram.stats.spec.accepted_tokens, 0);
+  }
   std::printf("[ spec     ] %s ngram: %lld of %lld drafts accepted\n", file.c_str(),
               static_cast<long long>(ngram.stats.spec.accepted_tokens),
               static_cast<long long>(ngram.stats.spec.draft_tokens));
@@ -131,7 +135,7 @@ TEST_P(SpeculativeDecoding, GivesPlainDecodingsTokensAndLogprobs) {
 
 // The model drafting for itself greedily proposes exactly what greedy decoding picks.
 TEST_P(SpeculativeDecoding, TheModelAsItsOwnDraftIsAlwaysRightAtTemperatureZero) {
-  const auto& [file, n_ctx] = GetParam();
+  const auto& [file, n_ctx, ngram_hits] = GetParam();
   GGUFD_REQUIRE_SHARED(file);
   const Model model = Model::load(shared_path(file));
   const Tokenizer tok = Tokenizer::from_gguf(model.file());
@@ -146,7 +150,12 @@ INSTANTIATE_TEST_SUITE_P(Models, SpeculativeDecoding,
                                            Case{"models/synth/synth-llama-Q8_0.gguf", 256},
                                            Case{"models/synth/synth-qwen2-Q4_K_M.gguf", 256},
                                            Case{"models/synth/synth-qwen3moe-Q8_0.gguf", 256},
-                                           Case{"models/synth/synth-gemma3-Q8_0.gguf", 2048}),
+                                           Case{"models/synth/synth-gemma3-Q8_0.gguf", 2048},
+                                           // hybrid: rejected drafts roll the recurrent state back (the
+                                           // dense one's random continuations repeat no n-gram: only
+                                           // drafting for itself exercises that)
+                                           Case{"models/synth/synth-qwen35-Q8_0.gguf", 256, false},
+                                           Case{"models/synth/synth-qwen35moe-Q8_0.gguf", 256}),
                          [](const auto& p) {
                            std::string s = p.param.file.substr(p.param.file.find_last_of('/') + 1);
                            s = s.substr(0, s.find('.'));

@@ -21,6 +21,10 @@ constexpr std::string_view kLlama3 =
 constexpr std::string_view kQwen2 =
     R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\)"
     R"(p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// Qwen3.5: qwen2's, with combining marks (\p{M}) inside letter runs and out of the punctuation run.
+constexpr std::string_view kQwen35 =
+    R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\)"
+    R"(p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr std::string_view kCjk = R"([\x{4E00}-\x{9FA5}\x{800}-\x{4E00}\x{AC00}-\x{D7FF}]+)";
 constexpr std::string_view kDeepseekLetters =
     R"(\s?[A-Za-z\x{B5}\x{C0}-\x{D6}\x{D8}-\x{F6}\x{F8}-\x{1BA}\x{1BC}-\x{1BF}\x{1C4}-\x{29)"
@@ -71,6 +75,7 @@ const std::map<std::string_view, Family>& families() {
       {"gpt2", {{kGpt2}}},
       {"llama3", {{kLlama3}}},
       {"qwen2", {{kQwen2}}},
+      {"qwen35", {{kQwen35}}},
       {"deepseek-llm", {{"[\r\n]", kDeepseekLetters, kDeepseekPunct, R"(\s+$)", kCjk, R"(\p{N}+)"}}},
       {"deepseek-coder", {{"[\r\n]", R"(\s?\p{L}+)", R"(\s?\p{P}+)", kCjk, R"(\p{N})"}}},
       {"deepseek3",
@@ -121,6 +126,7 @@ const std::map<std::string_view, NameRule>& name_rules() {
     add({"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "hunyuan", "grok-2", "solar-open"},
         {"qwen2", false, false, false});
     add({"stablelm2", "megrez"}, {"qwen2", true, false, false});
+    add({"qwen35"}, {"qwen35", false, false, false});
     add({"poro-chat"}, {"poro", false, false, false});
     add({"bloom", "gpt3-finnish"}, {"poro", true, false, false});
     add({"viking"}, {"viking", false, false, false});

@@ -1,0 +1,21 @@
+// The hyperparameters of hybrid stacks (qwen35, qwen35moe, qwen3next), read as llama.cpp's
+// qwen35.cpp / qwen35moe.cpp / qwen3next.cpp read them. Used by hparams.cpp.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/model/model.h"
+#include "gguf/file.h"
+
+namespace engine {
+
+// Reads ssm.*, nextn_predict_layers (hp.n_layer becomes the stack without the NextN blocks),
+// attention.recurrent_layers or full_attention_interval, rope.dimension_sections (qwen35) into
+// hp. `p` is "<arch>.". Throws std::runtime_error naming the file and the key.
+void read_hybrid_hparams(const gguf::File& file, const std::string& p, HParams& hp);
+
+// The fields describe_hparams() adds for a hybrid stack.
+void describe_hybrid(const HParams& hp, std::vector<HParamField>& out);
+
+}  // namespace engine
