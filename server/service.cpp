@@ -192,7 +192,8 @@ void Service::Impl::load() {
     s.prefill_chunk = so.prefill_chunk;
     s.max_queue = so.max_queue;
     s.kv_type = engine::kv_type_name(so.kv_type);
-    s.default_max_tokens = options.default_max_tokens;
+    s.max_tokens = options.max_tokens;
+    s.keep_alive_ms = options.keep_alive_ms;
     s.default_sampling = options.sampling_defaults;
     s.request_timeout_s = options.request_timeout_s;
     s.max_json_depth = options.max_json_depth;

@@ -22,7 +22,8 @@ struct ServiceOptions {
   HttpOptions http;
   engine::SchedulerOptions engine;
   engine::SamplingParams sampling_defaults = engine::serve_sampling_defaults();
-  int32_t default_max_tokens = 16;
+  int64_t max_tokens = 0;             // --max-tokens: default and cap of generated tokens per request (0: none)
+  int64_t keep_alive_ms = 10000;      // streamed requests silent this long get a keep-alive event (0: never)
   std::string reasoning_effort;       // default of chat requests' reasoning_effort ("": the template's)
   int64_t request_timeout_s = 600;
   int shutdown_grace_s = 30;

@@ -34,8 +34,8 @@
 #include "gguf/writer.h"
 #include "server/api/api_error.h"
 #include "server/api/app.h"
-#include "server/api/chat_request.h"
-#include "server/api/completion_request.h"
+#include "server/api/openai_chat/chat_request.h"
+#include "server/api/openai_completions/completion_request.h"
 #include "server/api/embedding_request.h"
 #include "server/api/request_fields.h"
 #include "server/api/tokenize_request.h"
@@ -71,7 +71,6 @@ struct Model {
     a.settings.n_ctx = 512;
     a.settings.n_slots = 4;
     a.settings.max_queue = 8;
-    a.settings.default_max_tokens = 16;
     a.settings.max_json_depth = 64;
     a.chat_features = server::detect_chat_features(a);
     a.n_embd = 64;

@@ -46,7 +46,7 @@ TEST(Defaults, ConfigDefaultsAreTheLibrariesDefaults) {
   EXPECT_EQ(c.sampling.top_k, s.sampling_defaults.top_k);
   EXPECT_FLOAT_EQ(static_cast<float>(c.sampling.min_p), s.sampling_defaults.min_p);
   EXPECT_FLOAT_EQ(static_cast<float>(c.sampling.repeat_penalty), s.sampling_defaults.repeat_penalty);
-  EXPECT_EQ(c.sampling.max_tokens, s.default_max_tokens);
+  EXPECT_EQ(c.sampling.max_tokens, s.max_tokens);
   EXPECT_EQ(c.log.metrics, s.metrics);
 }
 

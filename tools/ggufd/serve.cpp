@@ -98,7 +98,7 @@ server::ServiceOptions to_options(const config::ServeConfig& c) {
   o.sampling_defaults.top_k = c.sampling.top_k;
   o.sampling_defaults.min_p = static_cast<float>(c.sampling.min_p);
   o.sampling_defaults.repeat_penalty = static_cast<float>(c.sampling.repeat_penalty);
-  o.default_max_tokens = c.sampling.max_tokens;
+  o.max_tokens = c.sampling.max_tokens;
   o.reasoning_effort = c.sampling.reasoning_effort;
   o.metrics = c.log.metrics;
   return o;
