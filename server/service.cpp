@@ -50,6 +50,7 @@ struct Service::Impl {
   std::unique_ptr<engine::Scheduler> scheduler;
   std::unique_ptr<engine::grammar::GrammarCache> grammars;
   std::unique_ptr<WorkPool> work;
+  std::unique_ptr<ResponseStore> responses;
   Router router;
   std::unique_ptr<HttpServer> http;
   std::optional<net::signal_set> signals;
@@ -317,6 +318,9 @@ void Service::start() {
   add_completions_routes(d.router, d.app);
   add_embeddings_routes(d.router, d.app);
   add_chat_completions_routes(d.router, d.app);
+  add_responses_routes(d.router, d.app);
+  d.responses = std::make_unique<ResponseStore>(d.options.response_store);
+  d.app.responses = d.responses.get();
   d.work = std::make_unique<WorkPool>(std::max(1, d.options.work_threads), std::max(1, d.options.work_queue));
   d.app.work = d.work.get();
   d.http = std::make_unique<HttpServer>(d.io, d.router, d.options.http,

@@ -8,6 +8,7 @@
 
 #include "engine/runtime/sampler.h"
 #include "engine/runtime/scheduler.h"
+#include "server/api/openai_responses/response_store.h"
 #include "server/http_server.h"
 
 namespace server {
@@ -20,6 +21,7 @@ struct ServiceOptions {
   std::string pooling;                // --pooling: mean | cls | last | rank; "": the model's pooling_type
   std::string draft_model_path;       // with engine.spec kDraft: the draft model (same vocabulary)
   HttpOptions http;
+  ResponseStoreLimits response_store;  // /v1/responses' stored responses
   engine::SchedulerOptions engine;
   engine::SamplingParams sampling_defaults = engine::serve_sampling_defaults();
   int64_t max_tokens = 0;             // --max-tokens: default and cap of generated tokens per request (0: none)

@@ -30,6 +30,7 @@ class GrammarCache;
 namespace server {
 
 class WorkPool;
+class ResponseStore;
 
 // Settings reported by /props and used as request defaults.
 struct ServeSettings {
@@ -76,6 +77,7 @@ struct App {
   std::string architecture;           // general.architecture ("bert", "nomic-bert", "qwen3", ...)
   std::function<std::tm()> template_clock;  // strftime_now()'s time; empty: now (tests fix it)
   WorkPool* work = nullptr;           // the CPU work of requests runs here, off the IO threads
+  ResponseStore* responses = nullptr; // /v1/responses' stored responses (thread-safe); null: none kept
   ServeSettings settings;
   Metrics metrics;
   std::atomic<bool> ready{false};     // model loaded
