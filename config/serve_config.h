@@ -39,6 +39,7 @@ struct HttpConfig {
   std::vector<std::string> cors_origins;
   int shutdown_grace = 30;          // seconds in-flight requests get on SIGTERM
   bool strict_api = false;          // unknown request fields and other model ids: errors, not ignored
+  bool keep_billing_header = false; // /v1/messages: keep Claude Code's nonce block in the system prompt
 };
 
 struct EngineConfig {

@@ -54,6 +54,10 @@ std::vector<Setting> http_settings(HttpConfig& h) {
       {"strict-api", "--strict-api", g, "http",
        "refuse unknown request fields (400) and model ids other than the served one (404) instead of ignoring them",
        &h.strict_api},
+      {"keep-billing-header", "--keep-billing-header", g, "http",
+       "leave Claude Code's per-request x-anthropic-billing-header block in /v1/messages' system prompt (by default "
+       "it is dropped: its nonce would defeat the prefix cache on every turn)",
+       &h.keep_billing_header},
   };
 }
 

@@ -261,21 +261,28 @@ std::optional<HttpResponse> HttpServer::Impl::check_access(const HttpRequest& re
     HttpResponse r;
     r.status = 204;
     r.content_type.clear();
-    r.headers = {{"Access-Control-Allow-Methods", "GET, POST, OPTIONS"},
-                 {"Access-Control-Allow-Headers", "Authorization, Content-Type"},
+    r.headers = {{"Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS"},
+                 {"Access-Control-Allow-Headers",
+                  "Authorization, Content-Type, X-Api-Key, Anthropic-Version, Anthropic-Beta"},
                  {"Access-Control-Max-Age", "86400"}};
     return r;
   }
   if (opt.api_keys.empty() || (route.options != nullptr && route.options->public_route)) return std::nullopt;
+  // Authorization: Bearer (OpenAI's clients) or x-api-key (Anthropic's)
   const std::string auth = req.header("authorization");
   const std::string prefix = "Bearer ";
-  if (auth.rfind(prefix, 0) == 0) {
-    const std::string given = auth.substr(prefix.size());
+  const std::string x_api_key = req.header("x-api-key");
+  std::vector<std::string> given;
+  if (auth.rfind(prefix, 0) == 0) given.push_back(auth.substr(prefix.size()));
+  if (!x_api_key.empty()) given.push_back(x_api_key);
+  for (const std::string& g : given) {
     for (const std::string& key : opt.api_keys) {
-      if (key_matches(given, key)) return std::nullopt;
+      if (key_matches(g, key)) return std::nullopt;
     }
   }
-  HttpResponse r = refusal(401, auth.empty() ? "missing API key: send 'Authorization: Bearer <key>'" : "invalid API key",
+  const bool none = auth.empty() && x_api_key.empty();
+  HttpResponse r = refusal(401, none ? "missing API key: send 'Authorization: Bearer <key>' or 'x-api-key: <key>'"
+                                     : "invalid API key",
                            "invalid_api_key", errors_of(route));
   r.headers.emplace_back("WWW-Authenticate", "Bearer");
   return r;

@@ -195,6 +195,7 @@ void Service::Impl::load() {
     s.kv_type = engine::kv_type_name(so.kv_type);
     s.max_tokens = options.max_tokens;
     s.keep_alive_ms = options.keep_alive_ms;
+    s.keep_billing_header = options.keep_billing_header;
     s.default_sampling = options.sampling_defaults;
     s.request_timeout_s = options.request_timeout_s;
     s.max_json_depth = options.max_json_depth;
@@ -319,6 +320,7 @@ void Service::start() {
   add_embeddings_routes(d.router, d.app);
   add_chat_completions_routes(d.router, d.app);
   add_responses_routes(d.router, d.app);
+  add_messages_routes(d.router, d.app);
   d.responses = std::make_unique<ResponseStore>(d.options.response_store);
   d.app.responses = d.responses.get();
   d.work = std::make_unique<WorkPool>(std::max(1, d.options.work_threads), std::max(1, d.options.work_queue));

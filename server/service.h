@@ -26,6 +26,7 @@ struct ServiceOptions {
   engine::SamplingParams sampling_defaults = engine::serve_sampling_defaults();
   int64_t max_tokens = 0;             // --max-tokens: default and cap of generated tokens per request (0: none)
   int64_t keep_alive_ms = 10000;      // streamed requests silent this long get a keep-alive event (0: never)
+  bool keep_billing_header = false;   // --keep-billing-header (anthropic_messages/)
   std::string reasoning_effort;       // default of chat requests' reasoning_effort ("": the template's)
   int64_t request_timeout_s = 600;
   int shutdown_grace_s = 30;

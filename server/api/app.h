@@ -42,6 +42,7 @@ struct ServeSettings {
   int64_t max_queue = 0;
   int64_t max_tokens = 0;             // --max-tokens: the limit of requests that set none, and the cap of all (0: none)
   int64_t keep_alive_ms = 10000;      // a stream silent this long gets a keep-alive (0: never)
+  bool keep_billing_header = false;   // --keep-billing-header: leave Claude Code's nonce block in the system prompt
   int64_t request_timeout_s = 600;    // a generation still running after this is cancelled
   int max_json_depth = 64;            // request JSON nesting limit (parse_object)
   bool strict_api = false;            // --strict-api: unknown fields and other model ids refused (request_fields.h)

@@ -70,6 +70,7 @@ server::ServiceOptions to_options(const config::ServeConfig& c) {
   o.tokenize_limit = static_cast<size_t>(c.http.tokenize_limit);
   o.max_json_depth = c.http.max_json_depth;
   o.strict_api = c.http.strict_api;
+  o.keep_billing_header = c.http.keep_billing_header;
   o.http.idle_timeout = std::chrono::seconds(c.http.idle_timeout);
   o.http.max_connections = c.http.max_connections;
   o.http.api_keys = c.http.api_keys;
