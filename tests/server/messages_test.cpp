@@ -114,8 +114,9 @@ TEST_F(Messages, ForcedToolUseAndItsResult) {
 
   json messages = user("Weather in Paris?");
   messages.push_back({{"role", "assistant"}, {"content", j["content"]}});
-  messages.push_back({{"role", "user"}, {"content", {{{"type", "tool_result"}, {"tool_use_id", use["id"]},
-                                                      {"content", {{{"type", "text"}, {"text", "sunny"}}}}}}}}});
+  json result = {{"type", "tool_result"}, {"tool_use_id", use["id"]}};
+  result["content"] = json::array({{{"type", "text"}, {"text", "sunny"}}});
+  messages.push_back({{"role", "user"}, {"content", json::array({result})}});
   const HttpReply next = create({{"max_tokens", 8}, {"tools", {kWeather}}, {"messages", messages}});
   ASSERT_EQ(next.status, 200) << next.body;
 
