@@ -5,7 +5,7 @@
 // of their --help group:
 //   [model] model alias chat-template-file pooling model-draft
 //   [http] host port api-key api-key-file cors-origin body-limit header-limit read-timeout
-//          idle-timeout request-timeout max-connections shutdown-grace
+//          idle-timeout request-timeout max-connections shutdown-grace strict-api keep-billing-header
 //   [engine] threads ctx-size parallel queue-limit prefill-chunk kv-type cache-ram spec draft-max
 //            draft-min
 //   [sampling] temperature top-p top-k min-p repeat-penalty max-tokens

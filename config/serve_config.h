@@ -39,6 +39,7 @@ struct HttpConfig {
   std::vector<std::string> cors_origins;
   int shutdown_grace = 30;          // seconds in-flight requests get on SIGTERM
   bool strict_api = false;          // unknown request fields and other model ids: errors, not ignored
+  bool keep_billing_header = false; // /v1/messages: keep Claude Code's nonce block in the system prompt
 };
 
 struct EngineConfig {
@@ -60,7 +61,7 @@ struct SamplingDefaults {
   int top_k = 40;
   double min_p = 0.05;
   double repeat_penalty = 1.0;
-  int max_tokens = 16;              // /v1/completions default (OpenAI's)
+  int max_tokens = 0;               // cap and default of generated tokens per request (0: none; /v1/completions then 16)
   std::string reasoning_effort;     // chat requests without reasoning_effort: none | low | ...; "": the template's
 };
 

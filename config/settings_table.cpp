@@ -54,6 +54,10 @@ std::vector<Setting> http_settings(HttpConfig& h) {
       {"strict-api", "--strict-api", g, "http",
        "refuse unknown request fields (400) and model ids other than the served one (404) instead of ignoring them",
        &h.strict_api},
+      {"keep-billing-header", "--keep-billing-header", g, "http",
+       "leave Claude Code's per-request x-anthropic-billing-header block in /v1/messages' system prompt (by default "
+       "it is dropped: its nonce would defeat the prefix cache on every turn)",
+       &h.keep_billing_header},
   };
 }
 
@@ -99,7 +103,9 @@ std::vector<Setting> sampling_settings(SamplingDefaults& s) {
        rules::kMinP.min, rules::kMinP.max},
       {"repeat-penalty", "--repeat-penalty", g, "sampling", "penalty for repeated tokens (1: off)",
        &s.repeat_penalty, rules::kRepeatPenalty.min, rules::kRepeatPenalty.max},
-      {"max-tokens", "--max-tokens", g, "sampling", "/v1/completions length when a request sets none",
+      {"max-tokens", "--max-tokens", g, "sampling",
+       "most tokens a request generates, and the limit of requests that set none (default: no cap; "
+       "/v1/completions then 16, the others until the context is full)",
        &s.max_tokens, 1, 1048576},
       {"reasoning-effort", "--reasoning-effort", g, "sampling",
        "chat requests that set none; none turns thinking off (default: the chat template's own)",

@@ -60,17 +60,29 @@ void Channel::push(ChannelItem&& item) {
   net::post(strand_, [self = shared_from_this()] { self->timer_.cancel(); });
 }
 
+std::optional<ChannelItem> Channel::pop() {
+  engine::MutexLock lock(mutex_);
+  if (items_.empty()) return std::nullopt;
+  ChannelItem item = std::move(items_.front());
+  items_.pop_front();
+  return item;
+}
+
 net::awaitable<ChannelItem> Channel::receive() {
   for (;;) {
-    {
-      engine::MutexLock lock(mutex_);
-      if (!items_.empty()) {
-        ChannelItem item = std::move(items_.front());
-        items_.pop_front();
-        co_return item;
-      }
-    }
+    if (std::optional<ChannelItem> item = pop()) co_return std::move(*item);
     timer_.expires_at(net::steady_timer::time_point::max());
+    boost::system::error_code ec;
+    co_await timer_.async_wait(net::redirect_error(net::use_awaitable, ec));
+  }
+}
+
+net::awaitable<std::optional<ChannelItem>> Channel::receive_for(std::chrono::milliseconds wait) {
+  const auto deadline = net::steady_timer::clock_type::now() + wait;
+  for (;;) {
+    if (std::optional<ChannelItem> item = pop()) co_return item;
+    if (net::steady_timer::clock_type::now() >= deadline) co_return std::nullopt;
+    timer_.expires_at(deadline);
     boost::system::error_code ec;
     co_await timer_.async_wait(net::redirect_error(net::use_awaitable, ec));
   }

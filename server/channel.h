@@ -2,8 +2,10 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +44,8 @@ class Channel : public std::enable_shared_from_this<Channel> {
 
   // Next item, waiting if none is queued. Call on the strand only.
   net::awaitable<ChannelItem> receive();
+  // The same, but nullopt when none came within `wait`.
+  net::awaitable<std::optional<ChannelItem>> receive_for(std::chrono::milliseconds wait);
   // Marks every choice cancelled; the scheduler frees their slots at its next step.
   void cancel() { cancelled_ = true; }
   bool cancelled() const { return cancelled_; }
@@ -49,6 +53,7 @@ class Channel : public std::enable_shared_from_this<Channel> {
  private:
   class Sink;
   void push(ChannelItem&& item);
+  std::optional<ChannelItem> pop();
   void count(int index, const engine::Usage& usage);
 
   net::any_io_executor strand_;

@@ -1,28 +1,25 @@
 #include "server/event_stream.h"
 
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "server/api/api_error.h"
-#include "server/api/request_json.h"
 #include "server/generation.h"
 
 namespace server {
-
-using nlohmann::json;
 
 namespace {
 
 // Streams the channel as SSE events; see make_event_stream.
 class EventStream : public ChunkSource {
  public:
-  EventStream(std::shared_ptr<Channel> channel, int n_choices, int n_per_prompt, bool include_usage,
-              std::shared_ptr<const ResponseFormatter> format, App& app, RequestContext& ctx)
-      : channel_(std::move(channel)), open_(n_choices), n_per_prompt_(n_per_prompt),
-        include_usage_(include_usage), format_(std::move(format)), stats_(ctx.stats),
-        timer_(app.metrics, *stats_), usage_(static_cast<size_t>(n_choices)),
-        prompt_(static_cast<size_t>(n_choices)), started_(static_cast<size_t>(n_choices), false) {
+  EventStream(std::shared_ptr<Channel> channel, int n_choices, int n_per_prompt,
+              std::shared_ptr<const Formatter> format, App& app, RequestContext& ctx)
+      : channel_(std::move(channel)), open_(n_choices), n_per_prompt_(n_per_prompt), format_(std::move(format)),
+        stats_(ctx.stats), timer_(app.metrics, *stats_), keep_alive_(app.settings.keep_alive_ms),
+        usage_(static_cast<size_t>(n_choices)), prompt_(static_cast<size_t>(n_choices)),
+        started_(static_cast<size_t>(n_choices), false) {
+    pending_ = format_->stream_open();
     if (!format_->start_after_prompt()) {
       for (int i = 0; i < n_choices; ++i) start(i);
     }
@@ -33,32 +30,17 @@ class EventStream : public ChunkSource {
       if (open_ == 0) {
         if (done_) co_return std::nullopt;
         done_ = true;
-        const json usage = usage_json(*stats_, usage_, n_per_prompt_);
-        if (include_usage_ && !failed_) pending_ += event(format_->usage_chunk(usage));
-        pending_ += "data: [DONE]\n\n";
+        pending_ += format_->stream_close(usage_totals(*stats_, usage_, n_per_prompt_), failed_);
+        if (pending_.empty()) co_return std::nullopt;
         break;
       }
-      ChannelItem item = co_await channel_->receive();
-      if (item.token.prompt) {
-        prompt_[static_cast<size_t>(item.index)].push_back(std::move(item.token));
-        continue;
+      std::optional<ChannelItem> got = co_await receive();
+      if (!got) {
+        pending_ = format_->keep_alive();
+        if (pending_.empty()) continue;
+        break;
       }
-      if (!started_[static_cast<size_t>(item.index)]) start(item.index);
-      if (!item.finished) {
-        if (item.token.token >= 0) timer_.on_token();
-        if (!item.token.text.empty() || item.token.token >= 0) {
-          add(format_->token_chunk(item.index, item.token));
-        }
-        continue;
-      }
-      --open_;
-      usage_[static_cast<size_t>(item.index)] = item.usage;
-      if (std::optional<ApiError> e = choice_error(item)) {
-        if (!failed_) pending_ += event(error_json(*e));
-        failed_ = true;
-      } else {
-        add(format_->finish_chunk(item.index, item.reason));
-      }
+      handle(std::move(*got));
     }
     std::string out = std::move(pending_);
     pending_.clear();
@@ -68,48 +50,79 @@ class EventStream : public ChunkSource {
   void cancel() override { channel_->cancel(); }
 
  private:
-  static std::string event(const json& j) { return "data: " + dump_json(j) + "\n\n"; }
+  // The next event; nullopt when none came within the keep-alive interval.
+  net::awaitable<std::optional<ChannelItem>> receive() {
+    if (keep_alive_ <= 0) co_return co_await channel_->receive();
+    co_return co_await channel_->receive_for(std::chrono::milliseconds(keep_alive_));
+  }
 
-  // A formatter's answer: nothing (null), one chunk, or an array of chunks.
-  void add(const json& chunks) {
-    if (chunks.is_null()) return;
-    if (!chunks.is_array()) {
-      pending_ += event(chunks);
+  void handle(ChannelItem item) {
+    const auto i = static_cast<size_t>(item.index);
+    if (item.token.prompt) {
+      prompt_[i].push_back(std::move(item.token));
       return;
     }
-    for (const json& c : chunks) pending_ += event(c);
+    if (!started_[i]) start(item.index);
+    if (!item.finished) {
+      if (item.token.token >= 0) timer_.on_token();
+      if (!item.token.text.empty() || item.token.token >= 0) pending_ += format_->stream_token(item.index, item.token);
+      return;
+    }
+    --open_;
+    usage_[i] = item.usage;
+    if (std::optional<ApiError> e = choice_error(item)) {
+      if (!failed_) pending_ += format_->stream_fail(*e);
+      failed_ = true;
+    } else {
+      pending_ += format_->stream_finish(item.index, item.reason, item.usage);
+    }
   }
 
   void start(int index) {
     const auto i = static_cast<size_t>(index);
     started_[i] = true;
-    const json chunk = format_->start_chunk(index, prompt_[i]);
-    if (!chunk.is_null()) pending_ += event(chunk);
+    pending_ += format_->stream_start(index, prompt_[i]);
     prompt_[i].clear();
   }
 
   std::shared_ptr<Channel> channel_;
   int open_;
   int n_per_prompt_;
-  bool include_usage_;
-  std::shared_ptr<const ResponseFormatter> format_;
+  std::shared_ptr<const Formatter> format_;
   std::shared_ptr<RequestStats> stats_;
   TokenTimer timer_;
+  int64_t keep_alive_;                                   // ms; 0: none
   std::vector<engine::Usage> usage_;
   std::vector<std::vector<engine::TokenEvent>> prompt_;  // scored prompt tokens not yet sent, per choice
-  std::vector<bool> started_;                            // whether its start chunk is out, per choice
+  std::vector<bool> started_;                            // whether its start is out, per choice
   std::string pending_;
   bool done_ = false;
   bool failed_ = false;
 };
 
+class FixedStream : public ChunkSource {
+ public:
+  explicit FixedStream(std::string body) : body_(std::move(body)) {}
+  net::awaitable<std::optional<std::string>> next() override {
+    if (sent_) co_return std::nullopt;
+    sent_ = true;
+    co_return std::move(body_);
+  }
+  void cancel() override {}
+
+ private:
+  std::string body_;
+  bool sent_ = false;
+};
+
 }  // namespace
 
+std::shared_ptr<ChunkSource> make_fixed_stream(std::string body) { return std::make_shared<FixedStream>(std::move(body)); }
+
 std::shared_ptr<ChunkSource> make_event_stream(std::shared_ptr<Channel> channel, int n_choices, int n_per_prompt,
-                                               bool include_usage, std::shared_ptr<const ResponseFormatter> format,
-                                               App& app, RequestContext& ctx) {
-  return std::make_shared<EventStream>(std::move(channel), n_choices, n_per_prompt, include_usage, std::move(format),
-                                       app, ctx);
+                                               std::shared_ptr<const Formatter> format, App& app,
+                                               RequestContext& ctx) {
+  return std::make_shared<EventStream>(std::move(channel), n_choices, n_per_prompt, std::move(format), app, ctx);
 }
 
 }  // namespace server

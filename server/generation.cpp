@@ -11,22 +11,21 @@ namespace server {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-net::awaitable<HttpResponse> serve_generation(App& app, RequestContext& ctx,
-                                              const std::vector<std::vector<int32_t>>& prompts,
-                                              const GenerationParams& params,
-                                              std::shared_ptr<const ResponseFormatter> format) {
-  const int n_choices = static_cast<int>(prompts.size()) * params.n;
-  auto channel = submit_generations(app, ctx, prompts, params);
+net::awaitable<HttpResponse> serve_generation(App& app, RequestContext& ctx, const PreparedRequest& request,
+                                              std::shared_ptr<const Formatter> format) {
+  const GenerationParams& params = request.params;
+  const int n_choices = static_cast<int>(request.prompts.size()) * params.n;
+  auto channel = submit_generations(app, ctx, request.prompts, params);
   if (params.stream) {
     HttpResponse stream;
     stream.content_type = "text/event-stream";
-    stream.stream = make_event_stream(channel, n_choices, params.n, params.include_usage, format, app, ctx);
+    stream.stream = make_event_stream(channel, n_choices, params.n, format, app, ctx);
     co_return stream;
   }
   const std::vector<ChoiceResult> results = co_await collect_choices(*channel, n_choices, params.n, app, ctx);
   std::vector<engine::Usage> usages;
   for (const ChoiceResult& c : results) usages.push_back(c.usage);
-  const json usage = usage_json(*ctx.stats, usages, params.n);
+  const UsageTotals usage = usage_totals(*ctx.stats, usages, params.n);
   // A response with logprobs for many choices is megabytes of JSON: built on the work pool.
   std::string body = co_await app.work->run([&] { return dump_json(format->response(results, usage)); });
   co_return HttpResponse::json(200, std::move(body));
@@ -147,28 +146,23 @@ net::awaitable<std::vector<ChoiceResult>> collect_choices(Channel& channel, int 
   }
   std::vector<engine::Usage> usages;
   for (const ChoiceResult& r : results) usages.push_back(r.usage);
-  (void)usage_json(*ctx.stats, usages, n_per_prompt);  // the access log sees failed requests' tokens too
+  (void)usage_totals(*ctx.stats, usages, n_per_prompt);  // the access log sees failed requests' tokens too
   if (failure) throw *failure;
   co_return results;
 }
 
-json usage_json(RequestStats& stats, const std::vector<engine::Usage>& per_choice, int n_per_prompt) {
-  int64_t prompt = 0;
-  int64_t completion = 0;
-  int64_t cached = 0;
+UsageTotals usage_totals(RequestStats& stats, const std::vector<engine::Usage>& per_choice, int n_per_prompt) {
+  UsageTotals u;
   for (size_t i = 0; i < per_choice.size(); ++i) {
     if (i % static_cast<size_t>(n_per_prompt) == 0) {
-      prompt += per_choice[i].prompt_tokens;
-      cached += per_choice[i].cached_tokens;
+      u.prompt_tokens += per_choice[i].prompt_tokens;
+      u.cached_tokens += per_choice[i].cached_tokens;
     }
-    completion += per_choice[i].completion_tokens;
+    u.completion_tokens += per_choice[i].completion_tokens;
   }
-  stats.prompt_tokens = prompt;
-  stats.completion_tokens = completion;
-  return {{"prompt_tokens", prompt},
-          {"completion_tokens", completion},
-          {"total_tokens", prompt + completion},
-          {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+  stats.prompt_tokens = u.prompt_tokens;
+  stats.completion_tokens = u.completion_tokens;
+  return u;
 }
 
 }  // namespace server

@@ -1,12 +1,12 @@
-// What /v1/completions and /v1/chat/completions share once a request is validated: submission of
-// its choices to the scheduler, collecting them, and the response, streamed (event_stream.h) or
-// not, in the endpoint's format (api/response_format.h).
+// The core's serving half, the same for every generation dialect once a request is prepared
+// (api/core/request.h): submission of its choices to the scheduler, cancellation on disconnect,
+// collecting them, usage, and the response, streamed (event_stream.h) or not, in the dialect's
+// format (api/core/formatter.h).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,8 +15,8 @@
 #include "engine/runtime/scheduler.h"
 #include "server/api/api_error.h"
 #include "server/api/app.h"
-#include "server/api/generation_params.h"
-#include "server/api/response_format.h"
+#include "server/api/core/formatter.h"
+#include "server/api/core/request.h"
 #include "server/channel.h"
 #include "server/http.h"
 #include "server/router.h"
@@ -26,29 +26,27 @@ namespace server {
 
 // Submits prompts.size() * params.n choices (index = prompt * n + j), streams or collects them,
 // and formats the response with `format` (an unstreamed body is built on the work pool). The
-// request must have passed check_generation(). Throws ApiError: 429 queue full, 503 draining,
-// and what collect_choices throws.
-net::awaitable<HttpResponse> serve_generation(App& app, RequestContext& ctx,
-                                              const std::vector<std::vector<int32_t>>& prompts,
-                                              const GenerationParams& params,
-                                              std::shared_ptr<const ResponseFormatter> format);
+// request must have been prepared (prepare_generation). Throws ApiError: 429 queue full, 503
+// draining, and what collect_choices throws.
+net::awaitable<HttpResponse> serve_generation(App& app, RequestContext& ctx, const PreparedRequest& request,
+                                              std::shared_ptr<const Formatter> format);
 
 // Adds the x-ggufd-ignored-fields header naming `ignored` (request_fields.h), unless it is empty.
 void name_ignored_fields(HttpResponse& response, const std::vector<std::string>& ignored);
 
-// The handler of a generation endpoint: the body becomes a Request by `prepare` on the work pool,
-// then serve_generation answers it in Formatter's shape, streamed or not, with the request's
-// ignored fields named in the x-ggufd-ignored-fields header. Request has `prompts`, `params` and
-// `ignored_fields`; Formatter is constructed from (app, shared_ptr<const Request>).
-template <class Request, class Formatter>
+// The handler of a generation endpoint: the body becomes a Request (a PreparedRequest) by
+// `prepare` on the work pool, then serve_generation answers it in Formatter's shape, streamed or
+// not, with the request's ignored fields named in the x-ggufd-ignored-fields header. Format (a
+// Formatter) is constructed from (app, shared_ptr<const Request>).
+template <class Request, class Format>
 Handler generation_handler(App& app, Request (*prepare)(const App&, std::string_view)) {
   return [&app, prepare](HttpRequest& req, RequestContext& ctx) -> net::awaitable<HttpResponse> {
     require_ready(app);
     require_generation(app);
     auto request = std::make_shared<const Request>(
         co_await app.work->run([&app, &req, prepare] { return prepare(app, req.body); }));
-    auto format = std::make_shared<const Formatter>(app, request);
-    HttpResponse response = co_await serve_generation(app, ctx, request->prompts, request->params, format);
+    auto format = std::make_shared<const Format>(app, request);
+    HttpResponse response = co_await serve_generation(app, ctx, *request, format);
     name_ignored_fields(response, request->ignored_fields);
     co_return response;
   };
@@ -71,10 +69,10 @@ net::awaitable<std::vector<ChoiceResult>> collect_choices(Channel& channel, int 
 // The error a failed choice becomes (500 engine error, 504 deadline, 503 cancelled), or nullopt.
 std::optional<ApiError> choice_error(const ChannelItem& item);
 
-// Usage object: prompt tokens counted once per prompt, completion tokens over all choices; also
-// recorded in the request's stats (access log). Token counters in /metrics are kept by the
+// A request's usage: prompt tokens counted once per prompt, completion tokens over all choices;
+// also recorded in the request's stats (access log). Token counters in /metrics are kept by the
 // Channel, so cancelled requests count too.
-nlohmann::json usage_json(RequestStats& stats, const std::vector<engine::Usage>& per_choice, int n_per_prompt);
+UsageTotals usage_totals(RequestStats& stats, const std::vector<engine::Usage>& per_choice, int n_per_prompt);
 
 // Records time to first token and inter-token latency into metrics and the request's stats.
 class TokenTimer {

@@ -64,9 +64,15 @@ bool is_json_media_type(std::string_view content_type) {
   return lower(trim(content_type.substr(0, content_type.find(';')))) == "application/json";
 }
 
-HttpResponse refusal(int status, const std::string& message, std::optional<std::string> code = std::nullopt) {
+HttpResponse refusal(int status, const std::string& message, std::optional<std::string> code = std::nullopt,
+                     ErrorBody body = error_json) {
   return error_response(ApiError(status, message, status >= 500 ? "server_error" : "invalid_request_error",
-                                 std::nullopt, std::move(code)));
+                                 std::nullopt, std::move(code)), body);
+}
+
+// The error shape of the route a request head matched (OpenAI's when none did).
+ErrorBody errors_of(const Router::Match& route) {
+  return route.options != nullptr ? route.options->error_body : error_json;
 }
 
 // State shared between a session and its connection watcher (both on the session's strand).
@@ -255,22 +261,29 @@ std::optional<HttpResponse> HttpServer::Impl::check_access(const HttpRequest& re
     HttpResponse r;
     r.status = 204;
     r.content_type.clear();
-    r.headers = {{"Access-Control-Allow-Methods", "GET, POST, OPTIONS"},
-                 {"Access-Control-Allow-Headers", "Authorization, Content-Type"},
+    r.headers = {{"Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS"},
+                 {"Access-Control-Allow-Headers",
+                  "Authorization, Content-Type, X-Api-Key, Anthropic-Version, Anthropic-Beta"},
                  {"Access-Control-Max-Age", "86400"}};
     return r;
   }
   if (opt.api_keys.empty() || (route.options != nullptr && route.options->public_route)) return std::nullopt;
+  // Authorization: Bearer (OpenAI's clients) or x-api-key (Anthropic's)
   const std::string auth = req.header("authorization");
   const std::string prefix = "Bearer ";
-  if (auth.rfind(prefix, 0) == 0) {
-    const std::string given = auth.substr(prefix.size());
+  const std::string x_api_key = req.header("x-api-key");
+  std::vector<std::string> given;
+  if (auth.rfind(prefix, 0) == 0) given.push_back(auth.substr(prefix.size()));
+  if (!x_api_key.empty()) given.push_back(x_api_key);
+  for (const std::string& g : given) {
     for (const std::string& key : opt.api_keys) {
-      if (key_matches(given, key)) return std::nullopt;
+      if (key_matches(g, key)) return std::nullopt;
     }
   }
-  HttpResponse r = refusal(401, auth.empty() ? "missing API key: send 'Authorization: Bearer <key>'" : "invalid API key",
-                              "invalid_api_key");
+  const bool none = auth.empty() && x_api_key.empty();
+  HttpResponse r = refusal(401, none ? "missing API key: send 'Authorization: Bearer <key>' or 'x-api-key: <key>'"
+                                     : "invalid API key",
+                           "invalid_api_key", errors_of(route));
   r.headers.emplace_back("WWW-Authenticate", "Bearer");
   return r;
 }
@@ -290,16 +303,16 @@ std::optional<HttpResponse> HttpServer::Impl::screen(const HttpRequest& req, con
     const std::string given = req.header("content-type");
     return refusal(415, "this endpoint takes a JSON body: send 'Content-Type: application/json'" +
                                (given.empty() ? std::string(" (none was sent)") : " (found '" + escape_for_log(given, 100) + "')"),
-                      "unsupported_media_type");
+                      "unsupported_media_type", errors_of(route));
   }
   const size_t limit = body_limit(route);
   if (content_length && *content_length > limit) {
     return refusal(413, "request body of " + std::to_string(*content_length) + " bytes is over this endpoint's limit of " +
-                               std::to_string(limit) + " bytes", "body_too_large");
+                               std::to_string(limit) + " bytes", "body_too_large", errors_of(route));
   }
   const std::string expect = lower(trim(req.header("expect")));
   if (!expect.empty() && expect != "100-continue") {
-    return refusal(417, "unsupported Expect: only '100-continue' is understood");
+    return refusal(417, "unsupported Expect: only '100-continue' is understood", std::nullopt, errors_of(route));
   }
   return std::nullopt;
 }
@@ -386,7 +399,7 @@ net::awaitable<bool> HttpServer::Impl::exchange(beast::tcp_stream& stream, beast
       if (!ec) co_await http::async_read(stream, buffer, parser, net::redirect_error(kAwait, ec));
       if (ec == http::error::body_limit) {
         res = refusal(413, "request body is over this endpoint's limit of " + std::to_string(body_limit(route)) +
-                                  " bytes", "body_too_large");
+                                  " bytes", "body_too_large", errors_of(route));
         keep_alive = false;
       } else if (ec) {
         co_return false;  // the client went away or stalled mid-body: nobody to answer

@@ -8,8 +8,8 @@
 
 namespace server {
 
-HttpResponse error_response(const ApiError& e) {
-  HttpResponse r = HttpResponse::json(e.status(), dump_json(error_json(e)));
+HttpResponse error_response(const ApiError& e, ErrorBody body) {
+  HttpResponse r = HttpResponse::json(e.status(), dump_json((body != nullptr ? body : error_json)(e)));
   if (e.retry_after) r.headers.emplace_back("Retry-After", std::to_string(*e.retry_after));
   return r;
 }
@@ -129,7 +129,7 @@ net::awaitable<HttpResponse> Router::dispatch(HttpRequest& request, RequestConte
   } catch (const std::exception& e) {
     failure = ApiError(500, std::string("internal error: ") + e.what(), "server_error");
   }
-  co_return error_response(*failure);
+  co_return error_response(*failure, m.options->error_body);
 }
 
 }  // namespace server

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,14 +16,24 @@ namespace server {
 
 using Handler = std::function<net::awaitable<HttpResponse>(HttpRequest&, RequestContext&)>;
 
-// What the HTTP layer checks from a request's head, before it reads the body.
+// The body of an error response in a dialect's shape (error_json: OpenAI's).
+using ErrorBody = nlohmann::json (*)(const ApiError&);
+
+// What the HTTP layer checks from a request's head, before it reads the body, and the shape of
+// the route's errors (also of those answered from the head: 401, 413, 415).
 struct RouteOptions {
   std::optional<size_t> body_limit;  // bytes; nullopt: the server's --body-limit
   bool json_body = false;            // the body must be Content-Type application/json (else 415)
   bool public_route = false;         // answered without an API key (health probes)
+  ErrorBody error_body = error_json;
 
   static RouteOptions json_api(std::optional<size_t> limit = std::nullopt) { return {limit, true, false}; }
   static RouteOptions open() { return {std::nullopt, false, true}; }
+  RouteOptions with_errors(ErrorBody body) const {
+    RouteOptions o = *this;
+    o.error_body = body;
+    return o;
+  }
 };
 
 // Routes requests by method and path pattern. Patterns are matched segment by segment against
@@ -70,7 +81,8 @@ std::vector<std::string> split_path(const std::string& path);
 bool match_segments(const std::vector<std::string>& pattern, const std::vector<std::string>& path,
                     std::map<std::string, std::string>& params);
 
-// The error response for an ApiError (the one place errors become JSON).
-HttpResponse error_response(const ApiError& e);
+// The error response for an ApiError (the one place errors become JSON), its body in the
+// route's shape.
+HttpResponse error_response(const ApiError& e, ErrorBody body = error_json);
 
 }  // namespace server

@@ -50,6 +50,7 @@ struct Service::Impl {
   std::unique_ptr<engine::Scheduler> scheduler;
   std::unique_ptr<engine::grammar::GrammarCache> grammars;
   std::unique_ptr<WorkPool> work;
+  std::unique_ptr<ResponseStore> responses;
   Router router;
   std::unique_ptr<HttpServer> http;
   std::optional<net::signal_set> signals;
@@ -192,7 +193,9 @@ void Service::Impl::load() {
     s.prefill_chunk = so.prefill_chunk;
     s.max_queue = so.max_queue;
     s.kv_type = engine::kv_type_name(so.kv_type);
-    s.default_max_tokens = options.default_max_tokens;
+    s.max_tokens = options.max_tokens;
+    s.keep_alive_ms = options.keep_alive_ms;
+    s.keep_billing_header = options.keep_billing_header;
     s.default_sampling = options.sampling_defaults;
     s.request_timeout_s = options.request_timeout_s;
     s.max_json_depth = options.max_json_depth;
@@ -325,6 +328,10 @@ void Service::start() {
   add_completions_routes(d.router, d.app);
   add_embeddings_routes(d.router, d.app);
   add_chat_completions_routes(d.router, d.app);
+  add_responses_routes(d.router, d.app);
+  add_messages_routes(d.router, d.app);
+  d.responses = std::make_unique<ResponseStore>(d.options.response_store);
+  d.app.responses = d.responses.get();
   d.work = std::make_unique<WorkPool>(std::max(1, d.options.work_threads), std::max(1, d.options.work_queue));
   d.app.work = d.work.get();
   d.http = std::make_unique<HttpServer>(d.io, d.router, d.options.http,

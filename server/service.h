@@ -8,6 +8,7 @@
 
 #include "engine/runtime/sampler.h"
 #include "engine/runtime/scheduler.h"
+#include "server/api/openai_responses/response_store.h"
 #include "server/http_server.h"
 
 namespace server {
@@ -20,9 +21,12 @@ struct ServiceOptions {
   std::string pooling;                // --pooling: mean | cls | last | rank; "": the model's pooling_type
   std::string draft_model_path;       // with engine.spec kDraft: the draft model (same vocabulary)
   HttpOptions http;
+  ResponseStoreLimits response_store;  // /v1/responses' stored responses
   engine::SchedulerOptions engine;
   engine::SamplingParams sampling_defaults = engine::serve_sampling_defaults();
-  int32_t default_max_tokens = 16;
+  int64_t max_tokens = 0;             // --max-tokens: default and cap of generated tokens per request (0: none)
+  int64_t keep_alive_ms = 10000;      // streamed requests silent this long get a keep-alive event (0: never)
+  bool keep_billing_header = false;   // --keep-billing-header (anthropic_messages/)
   std::string reasoning_effort;       // default of chat requests' reasoning_effort ("": the template's)
   int64_t request_timeout_s = 600;
   int shutdown_grace_s = 30;

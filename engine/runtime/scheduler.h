@@ -31,6 +31,7 @@ struct Usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   int64_t cached_tokens = 0;  // prompt tokens reused from the slot's cache or shared blocks (not recomputed)
+  std::string stop_string;    // kStop by a stop string: the one that matched (else empty)
 };
 
 // One generated token, with the text it completes; or, with `prompt` set, one scored prompt token

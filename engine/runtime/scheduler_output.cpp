@@ -140,6 +140,7 @@ void Scheduler::Impl::emit_token(Slot& slot, const float* logits) {
   ev.text = std::move(r.text);
   seq.req.sink->on_token(std::move(ev));
   if (r.stopped) {
+    seq.usage.stop_string = std::move(r.matched);
     finish(slot, FinishReason::kStop, {}, false);  // the rest after a stop string is dropped
   } else if (seq.constraint && seq.constraint->complete()) {
     finish(slot, FinishReason::kStop);  // the grammar is satisfied and nothing may follow
@@ -160,6 +161,7 @@ void Scheduler::Impl::finish(Slot& slot, FinishReason reason, const std::string&
   if (flush && (reason == FinishReason::kStop || reason == FinishReason::kLength)) {
     try {
       StopMatcher::Result r = seq.stop.push(seq.decoder.flush());
+      if (r.stopped) seq.usage.stop_string = std::move(r.matched);
       std::string rest = r.text + (r.stopped ? std::string() : seq.stop.flush());
       if (!rest.empty()) {
         TokenEvent ev;

@@ -18,10 +18,18 @@ StopMatcher::Result StopMatcher::push(std::string_view text) {
   }
   // The earliest complete match wins.
   size_t first = std::string::npos;
-  for (const std::string& s : stops_) first = std::min(first, pending_.find(s));
-  if (first != std::string::npos) {
+  const std::string* matched = nullptr;
+  for (const std::string& s : stops_) {
+    const size_t at = pending_.find(s);
+    if (at < first) {
+      first = at;
+      matched = &s;
+    }
+  }
+  if (matched != nullptr) {
     r.text = pending_.substr(0, first);
     r.stopped = true;
+    r.matched = *matched;
     pending_.clear();
     return r;
   }

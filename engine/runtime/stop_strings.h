@@ -16,6 +16,7 @@ class StopMatcher {
   struct Result {
     std::string text;      // safe to emit now
     bool stopped = false;  // a stop string matched: `text` ends right before it; nothing follows
+    std::string matched;   // when stopped: the stop string that matched
   };
   Result push(std::string_view text);
   // What is held back, at the end of generation.

@@ -30,6 +30,7 @@ class GrammarCache;
 namespace server {
 
 class WorkPool;
+class ResponseStore;
 
 // Settings reported by /props and used as request defaults.
 struct ServeSettings {
@@ -39,7 +40,9 @@ struct ServeSettings {
   int64_t prefill_chunk = 0;
   std::string kv_type;                // "f16" / "f32"
   int64_t max_queue = 0;
-  int32_t default_max_tokens = 16;    // OpenAI's default for /v1/completions
+  int64_t max_tokens = 0;             // --max-tokens: the limit of requests that set none, and the cap of all (0: none)
+  int64_t keep_alive_ms = 10000;      // a stream silent this long gets a keep-alive (0: never)
+  bool keep_billing_header = false;   // --keep-billing-header: leave Claude Code's nonce block in the system prompt
   int64_t request_timeout_s = 600;    // a generation still running after this is cancelled
   int max_json_depth = 64;            // request JSON nesting limit (parse_object)
   bool strict_api = false;            // --strict-api: unknown fields and other model ids refused (request_fields.h)
@@ -75,6 +78,7 @@ struct App {
   std::string architecture;           // general.architecture ("bert", "nomic-bert", "qwen3", ...)
   std::function<std::tm()> template_clock;  // strftime_now()'s time; empty: now (tests fix it)
   WorkPool* work = nullptr;           // the CPU work of requests runs here, off the IO threads
+  ResponseStore* responses = nullptr; // /v1/responses' stored responses (thread-safe); null: none kept
   ServeSettings settings;
   Metrics metrics;
   std::atomic<bool> ready{false};     // model loaded

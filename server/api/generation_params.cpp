@@ -69,11 +69,9 @@ uint64_t parse_seed(const json& body) {
 
 }  // namespace
 
-GenerationParams parse_generation_params(const json& body, const App& app, const TokenLimit& limit) {
+engine::SamplingParams parse_sampling(const json& body, const App& app) {
   namespace rules = engine::sampling_rules;
-  GenerationParams p;
-  engine::SamplingParams& s = p.sampling;
-  s = app.settings.default_sampling;
+  engine::SamplingParams s = app.settings.default_sampling;
   const int32_t n_vocab = app.tokenizer->n_vocab();
   s.temperature = static_cast<float>(get_sampling_number(body, "temperature", rules::kTemperature).value_or(s.temperature));
   s.top_p = static_cast<float>(get_sampling_number(body, "top_p", rules::kTopP).value_or(s.top_p));
@@ -90,6 +88,12 @@ GenerationParams parse_generation_params(const json& body, const App& app, const
                                           .value_or(s.penalty_last_n));
   s.logit_bias = parse_logit_bias(body, n_vocab);
   s.seed = parse_seed(body);
+  return s;
+}
+
+GenerationParams parse_generation_params(const json& body, const App& app, const TokenLimit& limit) {
+  GenerationParams p;
+  p.sampling = parse_sampling(body, app);
   p.max_tokens = limit.default_value;
   for (const std::string& key : limit.keys) {
     if (auto m = get_int(body, key, limit.min, INT32_MAX)) {

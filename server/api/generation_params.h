@@ -43,6 +43,11 @@ struct TokenLimit {
   int64_t min = 1;
 };
 
+// The sampling fields (temperature, top_p, top_k, min_p, presence_penalty, frequency_penalty,
+// repetition_penalty / repeat_penalty, repeat_last_n, logit_bias, seed) over the server's
+// defaults. Throws ApiError (400) naming the offending field.
+engine::SamplingParams parse_sampling(const nlohmann::json& body, const App& app);
+
 // Reads the common fields (temperature, top_p, top_k, min_p, n, stop, seed, penalties,
 // logit_bias, stream, stream_options, ...). Throws ApiError (400) naming the offending field.
 GenerationParams parse_generation_params(const nlohmann::json& body, const App& app, const TokenLimit& limit);

@@ -76,6 +76,20 @@ std::vector<Source> sources(const json& body, std::string_view text) {
   return out;
 }
 
+
+// The compiled grammar of `s`, from the App's cache when it has one.
+std::shared_ptr<const g::CompiledGrammar> compile(const App& app, const Source& s) {
+  try {
+    if (app.grammars) return app.grammars->get(s.key, s.build);
+    return std::make_shared<const g::CompiledGrammar>(s.build(), g::TokenVocab::from_tokenizer(*app.tokenizer));
+  } catch (const g::GrammarError& e) {
+    const std::string what = s.param == "grammar" ? "invalid grammar: " : "invalid JSON schema: ";
+    throw invalid_field(s.param, what + e.what());
+  } catch (const nlohmann::json::exception& e) {  // a schema value of a type no check expected
+    throw invalid_field(s.param, std::string("invalid JSON schema: ") + e.what());
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<const g::CompiledGrammar> parse_output_constraint(const json& body, std::string_view text,
@@ -86,16 +100,16 @@ std::shared_ptr<const g::CompiledGrammar> parse_output_constraint(const json& bo
     throw invalid_field(found[1].param, "only one of 'response_format' (json_object / json_schema), 'json_schema' and "
                                         "'grammar' may be given");
   }
-  const Source& s = found[0];
-  try {
-    if (app.grammars) return app.grammars->get(s.key, s.build);
-    return std::make_shared<const g::CompiledGrammar>(s.build(), g::TokenVocab::from_tokenizer(*app.tokenizer));
-  } catch (const g::GrammarError& e) {
-    const std::string what = s.param == "grammar" ? "invalid grammar: " : "invalid JSON schema: ";
-    throw invalid_field(s.param, what + e.what());
-  } catch (const nlohmann::json::exception& e) {  // a schema value of a type no check expected
-    throw invalid_field(s.param, std::string("invalid JSON schema: ") + e.what());
-  }
+  return compile(app, found[0]);
+}
+
+std::shared_ptr<const g::CompiledGrammar> schema_constraint(const App& app, const std::string& param,
+                                                            std::string_view text, const std::string& pointer) {
+  return compile(app, schema_source(param, text, json::json_pointer(pointer)));
+}
+
+std::shared_ptr<const g::CompiledGrammar> json_object_constraint(const App& app, const std::string& param) {
+  return compile(app, any_object(param));
 }
 
 }  // namespace server

@@ -23,4 +23,13 @@ std::shared_ptr<const engine::grammar::CompiledGrammar> parse_output_constraint(
                                                                                 std::string_view text,
                                                                                 const App& app);
 
+// The grammar of the JSON schema at `pointer` (a JSON pointer such as "/text/format/schema") in
+// the body `text`, read with its key order; a 400 naming `param` when it cannot be enforced.
+std::shared_ptr<const engine::grammar::CompiledGrammar> schema_constraint(const App& app, const std::string& param,
+                                                                          std::string_view text,
+                                                                          const std::string& pointer);
+// Any JSON object (json_object); errors name `param`.
+std::shared_ptr<const engine::grammar::CompiledGrammar> json_object_constraint(const App& app,
+                                                                               const std::string& param);
+
 }  // namespace server

@@ -143,6 +143,21 @@ std::optional<std::vector<std::string>> get_strings(const json& j, const std::st
   return out;
 }
 
+template <class Json>
+static std::string string_or_impl(const Json& j, const std::string& key, const std::string& fallback) {
+  if (!j.is_object()) return fallback;
+  const auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->template get<std::string>() : fallback;
+}
+
+std::string string_or(const nlohmann::ordered_json& j, const std::string& key, const std::string& fallback) {
+  return string_or_impl(j, key, fallback);
+}
+
+std::string string_or(const json& j, const std::string& key, const std::string& fallback) {
+  return string_or_impl(j, key, fallback);
+}
+
 std::string excerpt(std::string_view s, size_t max) {
   if (s.size() <= max) return std::string(s);
   return std::string(s.substr(0, max)) + "...";

@@ -34,6 +34,11 @@ std::vector<int32_t> to_token_ids(const nlohmann::json& v, const std::string& ke
 // A string or an array of strings (e.g. "stop").
 std::optional<std::vector<std::string>> get_strings(const nlohmann::json& j, const std::string& key);
 
+// j[key] when `j` is an object holding a string there, else `fallback` (never throws: for
+// dispatching on fields such as "type" before they are validated).
+std::string string_or(const nlohmann::ordered_json& j, const std::string& key, const std::string& fallback = "");
+std::string string_or(const nlohmann::json& j, const std::string& key, const std::string& fallback = "");
+
 // At most `max` bytes of a client's string for an error message, "..." marking a cut.
 std::string excerpt(std::string_view s, size_t max = 64);
 

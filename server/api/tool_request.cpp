@@ -11,19 +11,21 @@ namespace tools = engine::tools;
 
 namespace {
 
-bool valid_name(const std::string& n) {
-  if (n.empty() || n.size() > 64) return false;
+bool valid_name(const std::string& n, size_t max) {
+  if (n.empty() || n.size() > max) return false;
   return std::all_of(n.begin(), n.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
   });
 }
 
-// One function definition ({"name", "description", "parameters"}) at `where`.
-tools::ToolDef function_def(const ojson& f, const std::string& field, const std::string& where) {
+}  // namespace
+
+tools::ToolDef function_def(const ojson& f, const std::string& field, const std::string& where, size_t max_name) {
   if (!f.is_object()) throw invalid_field(field, where + " must be an object");
   const auto name = f.find("name");
-  if (name == f.end() || !name->is_string() || !valid_name(name->get<std::string>())) {
-    throw invalid_field(field, where + ".name must be 1 to 64 letters, digits, '_', '-' or '.'");
+  if (name == f.end() || !name->is_string() || !valid_name(name->get<std::string>(), max_name)) {
+    throw invalid_field(field, where + ".name must be 1 to " + std::to_string(max_name) +
+                                   " letters, digits, '_', '-' or '.'");
   }
   tools::ToolDef def;
   def.name = name->get<std::string>();
@@ -38,6 +40,20 @@ tools::ToolDef function_def(const ojson& f, const std::string& field, const std:
   return def;
 }
 
+void add_function(ToolRequest& r, tools::ToolDef def, const std::string& field, const std::string& where) {
+  for (const tools::ToolDef& t : r.tools) {
+    if (t.name == def.name) throw invalid_field(field, where + ": the function name '" + def.name + "' is offered twice");
+  }
+  ojson fn = {{"name", def.name}};
+  if (!def.description.empty()) fn["description"] = def.description;
+  fn["parameters"] = def.parameters;
+  r.tools_json.push_back({{"type", "function"}, {"function", std::move(fn)}});
+  r.tools.push_back(std::move(def));
+}
+
+namespace {
+
+// The chat shape's tools, kept in tools_json as sent (the legacy `functions` converted).
 void add_tool(ToolRequest& r, tools::ToolDef def, const std::string& field, const std::string& where) {
   for (const tools::ToolDef& t : r.tools) {
     if (t.name == def.name) throw invalid_field(field, where + ": the function name '" + def.name + "' is offered twice");
@@ -105,10 +121,12 @@ void read_choice(const ojson& body, ToolRequest& r) {
 }  // namespace
 
 std::vector<tools::ToolDef> ToolRequest::callable() const {
-  if (choice != Choice::kNamed) return tools;
+  if (choice != Choice::kNamed && !allowed) return tools;
   std::vector<tools::ToolDef> out;
   for (const tools::ToolDef& t : tools) {
-    if (t.name == named) out.push_back(t);
+    const bool ok = choice == Choice::kNamed ? t.name == named
+                                             : std::find(allowed->begin(), allowed->end(), t.name) != allowed->end();
+    if (ok) out.push_back(t);
   }
   return out;
 }

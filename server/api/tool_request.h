@@ -25,13 +25,15 @@ struct ToolRequest {
   // where the grammar leaves the model no other way to end than after a call (llama-server's
   // default, and what lets small models finish).
   std::optional<bool> parallel_requested;
+  // Responses' allowed_tools: the functions a call may name (the others stay in the prompt).
+  std::optional<std::vector<std::string>> allowed;
   bool parallel() const {
     return parallel_requested.value_or(choice != Choice::kRequired && choice != Choice::kNamed);
   }
 
   // Whether the output is read for calls (and constrained, unless the model chooses).
-  bool calls_tools() const { return !tools.empty() && choice != Choice::kNone; }
-  // The functions a call may name: all, or the named one.
+  bool calls_tools() const { return !tools.empty() && choice != Choice::kNone && (!allowed || !allowed->empty()); }
+  // The functions a call may name: all, the allowed ones, or the named one.
   std::vector<engine::tools::ToolDef> callable() const;
   std::vector<std::string> callable_names() const;
 };
@@ -41,6 +43,16 @@ struct ToolRequest {
 // bad or duplicate name, parameters that are not an object, a tool_choice naming no offered
 // function, or "required" without tools.
 ToolRequest parse_tool_request(const ojson& body);
+
+// One function definition ({"name", "description", "parameters"}) at `where` (errors name
+// `field`): a name of 1 to `max_name` letters, digits, '_', '-' or '.', a string description, an
+// object of parameters.
+engine::tools::ToolDef function_def(const ojson& f, const std::string& field, const std::string& where,
+                                    size_t max_name = 64);
+
+// Adds a function to the offered tools (and to tools_json in the chat shape the templates read);
+// a 400 naming `field` when its name is offered twice.
+void add_function(ToolRequest& r, engine::tools::ToolDef def, const std::string& field, const std::string& where);
 
 // Chat-template capabilities found once per template (App::chat_features).
 struct ChatFeatures {

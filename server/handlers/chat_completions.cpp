@@ -1,7 +1,7 @@
 // POST /v1/chat/completions: messages through the chat template; chat.completion objects or
 // chat.completion.chunk events.
-#include "server/api/chat_request.h"
-#include "server/api/chat_response.h"
+#include "server/api/openai_chat/chat_request.h"
+#include "server/api/openai_chat/chat_response.h"
 #include "server/generation.h"
 #include "server/handlers/handlers.h"
 

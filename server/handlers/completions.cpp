@@ -1,6 +1,6 @@
 // POST /v1/completions: OpenAI's legacy completions (text_completion objects), streamed or not.
-#include "server/api/completion_request.h"
-#include "server/api/completion_response.h"
+#include "server/api/openai_completions/completion_request.h"
+#include "server/api/openai_completions/completion_response.h"
 #include "server/generation.h"
 #include "server/handlers/handlers.h"
 

@@ -15,6 +15,8 @@ void add_metrics_routes(Router& router, App& app);
 void add_tokenize_routes(Router& router, App& app, size_t body_limit);
 void add_completions_routes(Router& router, App& app);
 void add_chat_completions_routes(Router& router, App& app);
+void add_responses_routes(Router& router, App& app);
+void add_messages_routes(Router& router, App& app);
 void add_embeddings_routes(Router& router, App& app);
 
 }  // namespace server

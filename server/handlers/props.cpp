@@ -34,7 +34,7 @@ void add_props_routes(Router& router, App& app) {
         {"prefill_chunk", s.prefill_chunk},
         {"kv_cache_type", s.kv_type},
         {"default_generation_settings",
-         {{"max_tokens", s.default_max_tokens}, {"sampling", sampling_json(s.default_sampling)}}},
+         {{"max_tokens", s.max_tokens > 0 ? nlohmann::json(s.max_tokens) : nlohmann::json(nullptr)}, {"sampling", sampling_json(s.default_sampling)}}},
         {"chat_template", s.chat_template},
         {"chat_template_source", s.chat_template_source},
         {"build_info", s.build_info},

@@ -1,8 +1,9 @@
 // Shared by the client-compatibility tests (tests/compat/*.test.mjs): starts a real `ggufd serve`
 // on GGUFD_MODEL (the shared stories260K model) or a test's own model, and stops it again.
 // Importing this module exits the process with 77 (ctest: skipped) when the shared model is absent.
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
 // GGUFD_REQUIRE_TEST_DATA=1 (.ci/run sets it): missing test data fails the test instead of
@@ -99,4 +100,34 @@ export async function importPackage(name) {
                   '(npm install in tests/compat)');
     throw e;
   }
+}
+
+// A random-weight qwen3 as small as the demo model with a 128K context and the Qwen3 vocabulary and
+// chat template (`ggufd synth --shape agent-tiny`), for the agent CLIs, whose first prompts run to
+// tens of thousands of tokens. Written to a temporary directory; exits 77 when the Qwen3
+// vocabulary is absent.
+export function agentModel() {
+  const vocab = requireFile(join(dirname(model), '..', 'tokenizer', 'ggml-vocab-qwen3.gguf'), 'Qwen3 vocabulary');
+  const out = join(mkdtempSync(join(tmpdir(), 'ggufd-agent-')), 'agent-tiny.gguf');
+  const r = spawnSync(binary, ['synth', '--shape', 'agent-tiny', '--type', 'F32', '--vocab-from', vocab, '-o', out],
+                      { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`ggufd synth failed: ${r.stderr}`);
+  return out;
+}
+
+// Runs a command to its end with a timeout: { code, signal, stdout, stderr }.
+export function runCommand(command, args, { env = {}, cwd, timeout = 600000, input = '' } = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { env: { ...process.env, ...env }, cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => { stdout += d; });
+    child.stderr.on('data', (d) => { stderr += d; });
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeout);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+    child.stdin.end(input);
+  });
 }

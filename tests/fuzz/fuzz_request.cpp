@@ -2,9 +2,11 @@
 // body goes through it: JSON with the nesting limit -> field validation -> chat template
 // rendering with marked user strings -> tokenization -> context and capacity checks (or the
 // /tokenize and /detokenize responses), and the output constraint (response_format, json_schema,
-// grammar) compiled against the model's vocabulary. The first byte picks the endpoint (bits 0-1),
-// the model (bits 2+) and --strict-api (bit 7); the rest is the body. The x-ggufd-ignored-fields
-// value made of a request's unknown fields must be printable ASCII of bounded length.
+// grammar) compiled against the model's vocabulary. The first byte picks the endpoint (bits 0-1;
+// bit 4 turns completions and chat into embeddings and rerank, bit 5 into /v1/responses and
+// /v1/messages), the model (bits 2+) and --strict-api (bit 7); the rest is the body. The
+// x-ggufd-ignored-fields value made of a request's unknown fields must be printable ASCII of
+// bounded length, and an error of /v1/messages must make Anthropic's error object.
 //
 // The only acceptable failure is a 4xx ApiError (what the router turns into a client error).
 // A 5xx, any other exception, a crash, a hang or a sanitizer report is a bug: a request that
@@ -32,10 +34,14 @@
 #include "engine/text/tokenizer/tokenizer.h"
 #include "gguf/file.h"
 #include "gguf/writer.h"
+#include "server/api/anthropic_messages/messages_request.h"
+#include "server/api/anthropic_messages/messages_response.h"
 #include "server/api/api_error.h"
 #include "server/api/app.h"
-#include "server/api/chat_request.h"
-#include "server/api/completion_request.h"
+#include "server/api/openai_chat/chat_request.h"
+#include "server/api/openai_completions/completion_request.h"
+#include "server/api/openai_responses/response_store.h"
+#include "server/api/openai_responses/responses_request.h"
 #include "server/api/embedding_request.h"
 #include "server/api/request_fields.h"
 #include "server/api/tokenize_request.h"
@@ -60,6 +66,7 @@ struct Model {
   engine::Tokenizer tokenizer;
   engine::ChatTemplate chat_template;
   std::unique_ptr<engine::grammar::GrammarCache> grammars;
+  std::unique_ptr<server::ResponseStore> responses = std::make_unique<server::ResponseStore>();
   std::unique_ptr<server::App> app = std::make_unique<server::App>();
 
   Model(engine::Tokenizer tok, const std::string& template_source)
@@ -71,9 +78,9 @@ struct Model {
     a.settings.n_ctx = 512;
     a.settings.n_slots = 4;
     a.settings.max_queue = 8;
-    a.settings.default_max_tokens = 16;
     a.settings.max_json_depth = 64;
     a.chat_features = server::detect_chat_features(a);
+    a.responses = responses.get();  // empty: every previous_response_id is a 404
     a.n_embd = 64;
     a.ready = true;
   }
@@ -180,10 +187,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
   // bit 0x10 turns the completion and chat cases into embeddings and rerank
   const bool embeddings = (data[0] & 0x10) != 0;
+  const bool agents = !embeddings && (data[0] & 0x20) != 0 && (data[0] & 3) < 2;  // the agents' APIs instead
   model.app->pooling = !embeddings ? engine::PoolingType::kNone
                        : (data[0] & 3) == 1 ? engine::PoolingType::kRank : engine::PoolingType::kMean;
   try {
-    switch ((data[0] & 3) | (embeddings && (data[0] & 3) < 2 ? 4 : 0)) {
+    switch ((data[0] & 3) | (embeddings && (data[0] & 3) < 2 ? 4 : 0) | (agents ? 6 : 0)) {
+      case 6: check_ignored_fields(server::prepare_responses(*model.app, body).ignored_fields, strict); break;
+      case 7:
+        try {
+          check_ignored_fields(server::prepare_messages(*model.app, body).ignored_fields, strict);
+        } catch (const server::ApiError& e) {
+          const nlohmann::json j = server::anthropic_error_json(e);
+          if (j["type"] != "error" || !j["error"]["type"].is_string()) bug("not Anthropic's error shape", j.dump());
+          throw;
+        }
+        break;
       case 0: check_ignored_fields(server::prepare_completion(*model.app, body).ignored_fields, strict); break;
       case 1: check_ignored_fields(server::prepare_chat(*model.app, body).ignored_fields, strict); break;
       case 4: check_embeddings(server::prepare_embeddings(*model.app, body), *model.app, strict); break;

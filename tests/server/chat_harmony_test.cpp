@@ -13,7 +13,7 @@
 #include "gguf/file.h"
 #include "gguf/writer.h"
 #include "server/api/app.h"
-#include "server/api/chat_response.h"
+#include "server/api/openai_chat/chat_response.h"
 
 namespace ggufd::test {
 namespace {
@@ -102,7 +102,7 @@ TEST_F(ChatHarmony, UnstreamedMessageHasBothParts) {
   server::ChoiceResult c;
   c.tokens = events(kOutput);
   for (const engine::TokenEvent& e : c.tokens) c.text += e.text;
-  const json r = f.response({c}, json::object());
+  const json r = f.response({c}, server::UsageTotals{});
   const json& m = r["choices"][0]["message"];
   EXPECT_EQ(m["content"], "Four");
   EXPECT_EQ(m["reasoning_content"], "Think hard");
@@ -137,7 +137,7 @@ TEST_F(ChatHarmony, AMessageToAnOfferedFunctionIsAToolCall) {
                                            "<|message|>{\"city\": \"Oslo\"}"};
   server::ChoiceResult c;
   for (const std::string& p : pieces) c.text += p;
-  const json r = f.response({c}, json::object());
+  const json r = f.response({c}, server::UsageTotals{});
   const json& m = r["choices"][0]["message"];
   EXPECT_EQ(r["choices"][0]["finish_reason"], "tool_calls");
   EXPECT_EQ(m["reasoning_content"], "Need it.");
@@ -170,7 +170,7 @@ TEST_F(ChatHarmony, AMessageToAnOfferedFunctionIsAToolCall) {
   // a message to a function nobody offered is neither a call nor text for the user
   server::ChoiceResult other;
   other.text = "<|channel|>commentary to=functions.rm <|constrain|>json<|message|>{}";
-  const json other_reply = f.response({other}, json::object());
+  const json other_reply = f.response({other}, server::UsageTotals{});
   const json& om = other_reply["choices"][0]["message"];
   EXPECT_FALSE(om.contains("tool_calls"));
   EXPECT_EQ(om["content"], "");

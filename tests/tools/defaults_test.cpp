@@ -21,6 +21,7 @@ TEST(Defaults, ConfigDefaultsAreTheLibrariesDefaults) {
   EXPECT_EQ(static_cast<size_t>(c.http.tokenize_limit), s.tokenize_limit);
   EXPECT_EQ(c.http.max_json_depth, s.max_json_depth);
   EXPECT_EQ(c.http.strict_api, s.strict_api);
+  EXPECT_EQ(c.http.keep_billing_header, s.keep_billing_header);
   EXPECT_EQ(c.sampling.reasoning_effort, s.reasoning_effort);
   EXPECT_EQ(c.http.header_timeout, s.http.header_timeout.count());
   EXPECT_EQ(c.http.read_timeout, s.http.read_timeout.count());
@@ -46,7 +47,7 @@ TEST(Defaults, ConfigDefaultsAreTheLibrariesDefaults) {
   EXPECT_EQ(c.sampling.top_k, s.sampling_defaults.top_k);
   EXPECT_FLOAT_EQ(static_cast<float>(c.sampling.min_p), s.sampling_defaults.min_p);
   EXPECT_FLOAT_EQ(static_cast<float>(c.sampling.repeat_penalty), s.sampling_defaults.repeat_penalty);
-  EXPECT_EQ(c.sampling.max_tokens, s.default_max_tokens);
+  EXPECT_EQ(c.sampling.max_tokens, s.max_tokens);
   EXPECT_EQ(c.log.metrics, s.metrics);
 }
 

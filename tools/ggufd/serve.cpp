@@ -70,6 +70,7 @@ server::ServiceOptions to_options(const config::ServeConfig& c) {
   o.tokenize_limit = static_cast<size_t>(c.http.tokenize_limit);
   o.max_json_depth = c.http.max_json_depth;
   o.strict_api = c.http.strict_api;
+  o.keep_billing_header = c.http.keep_billing_header;
   o.http.idle_timeout = std::chrono::seconds(c.http.idle_timeout);
   o.http.max_connections = c.http.max_connections;
   o.http.api_keys = c.http.api_keys;
@@ -98,7 +99,7 @@ server::ServiceOptions to_options(const config::ServeConfig& c) {
   o.sampling_defaults.top_k = c.sampling.top_k;
   o.sampling_defaults.min_p = static_cast<float>(c.sampling.min_p);
   o.sampling_defaults.repeat_penalty = static_cast<float>(c.sampling.repeat_penalty);
-  o.default_max_tokens = c.sampling.max_tokens;
+  o.max_tokens = c.sampling.max_tokens;
   o.reasoning_effort = c.sampling.reasoning_effort;
   o.metrics = c.log.metrics;
   return o;

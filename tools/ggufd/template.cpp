@@ -15,7 +15,7 @@
 #include "gguf/file.h"
 #include "server/api/app.h"
 #include "server/api/chat_prompt.h"
-#include "server/api/chat_request.h"
+#include "server/api/core/request.h"
 #include "server/api/request_json.h"
 #include "server/api/tool_request.h"
 #include "tools/ggufd/commands.h"
@@ -66,7 +66,11 @@ Command add_template(CLI::App& app) {
     if (tok && tok->eos() >= 0) in.eos_token = std::string(tok->token_text(tok->eos()));
     in.bos_token = j.value("bos_token", in.bos_token);
     in.eos_token = j.value("eos_token", in.eos_token);
-    in.extra_variables = server::to_jinja(server::template_variables(j, ""));
+    server::ReasoningOptions reasoning;  // as the chat route reads them (its checks are the server's)
+    if (const auto e = j.find("reasoning_effort"); e != j.end() && e->is_string()) reasoning.effort = e->get<std::string>();
+    const auto kwargs = j.find("chat_template_kwargs");
+    in.extra_variables = server::to_jinja(server::template_variables(
+        reasoning, kwargs != j.end() && kwargs->is_object() ? *kwargs : nlohmann::ordered_json::object(), ""));
     if (!tools.tools.empty() && engine::tools::template_renders_tools(features.syntax)) {
       in.tools = server::to_jinja(tools.tools_json);
     }

@@ -65,6 +65,12 @@ const std::vector<Shape>& shapes() {
       {.name = "qwen3-rerank", .arch = "qwen3", .n_vocab = 0, .n_embd = 64, .n_layer = 2, .n_head = 4,
        .n_head_kv = 2, .head_dim = 16, .n_ff = 192, .n_ctx = 4096, .rope_base = 1e6f, .rms_eps = 1e-6f,
        .tied = true, .qk_norm = true, .pooling_type = 4, .n_cls_out = 2},
+      // A qwen3 as small as the demo's with a 128K context, for agent CLIs whose first prompts run
+      // to tens of thousands of tokens (tests/compat's Codex and Claude Code runs, with
+      // --vocab-from the Qwen3 vocabulary).
+      {.name = "agent-tiny", .arch = "qwen3", .n_vocab = 0, .n_embd = 64, .n_layer = 2, .n_head = 4,
+       .n_head_kv = 2, .head_dim = 16, .n_ff = 192, .n_ctx = 131072, .rope_base = 1e6f, .rms_eps = 1e-6f,
+       .tied = true, .qk_norm = true},
   };
   return table;
 }

@@ -4,22 +4,23 @@
 #include <memory>
 
 #include "server/api/app.h"
-#include "server/api/completion_request.h"
-#include "server/api/response_format.h"
+#include "server/api/core/formatter.h"
+#include "server/api/openai_completions/completion_request.h"
 
 namespace server {
 
 // Ownership: borrows the App (which outlives every request); shares the request.
-class CompletionFormatter : public ResponseFormatter {
+class CompletionFormatter : public Formatter {
  public:
   CompletionFormatter(const App& app, std::shared_ptr<const CompletionRequest> request);
 
-  nlohmann::json start_chunk(int index, const std::vector<engine::TokenEvent>& scored_prompt) const override;
+  std::string stream_start(int index, const std::vector<engine::TokenEvent>& scored_prompt) const override;
   bool start_after_prompt() const override;
-  nlohmann::json token_chunk(int index, const engine::TokenEvent& token) const override;
-  nlohmann::json finish_chunk(int index, engine::FinishReason reason) const override;
-  nlohmann::json usage_chunk(const nlohmann::json& usage) const override;
-  nlohmann::json response(const std::vector<ChoiceResult>& choices, const nlohmann::json& usage) const override;
+  std::string stream_token(int index, const engine::TokenEvent& token) const override;
+  std::string stream_finish(int index, engine::FinishReason reason, const engine::Usage& usage) const override;
+  std::string stream_fail(const ApiError& error) const override;
+  std::string stream_close(const UsageTotals& usage, bool failed) const override;
+  nlohmann::json response(const std::vector<ChoiceResult>& choices, const UsageTotals& usage) const override;
 
  private:
   // One choice object: the pieces a chunk and the unstreamed response share.

@@ -1,9 +1,20 @@
-#include "server/api/response_format.h"
+#include "server/api/core/formatter.h"
 
 #include <chrono>
 #include <random>
 
+#include "server/api/request_json.h"
+
 namespace server {
+
+std::string sse_data(const nlohmann::json& data) { return "data: " + dump_json(data) + "\n\n"; }
+
+std::string sse_event(std::string_view name, const nlohmann::json& data) {
+  std::string out = "event: ";
+  out += name;
+  out += "\ndata: " + dump_json(data) + "\n\n";
+  return out;
+}
 
 std::string make_id(const std::string& prefix) {
   static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";

@@ -1,5 +1,6 @@
-// POST /v1/completions up to submission: the body parsed, validated and tokenized. Coroutine-free
-// (it runs on the work pool, and under the request-path fuzzer).
+// POST /v1/completions up to submission: the body parsed, validated and tokenized, as a core
+// request of raw prompts (core/request.h). Coroutine-free (it runs on the work pool, and under the
+// request-path fuzzer).
 #pragma once
 
 #include <cstdint>
@@ -8,16 +9,14 @@
 #include <vector>
 
 #include "server/api/app.h"
-#include "server/api/generation_params.h"
+#include "server/api/core/request.h"
 
 namespace server {
 
-struct CompletionRequest {
-  GenerationParams params;
-  std::vector<std::vector<int32_t>> prompts;  // token ids, BOS included as the model wants
+// `prompts`: token ids, BOS included as the model wants.
+struct CompletionRequest : PreparedRequest {
   bool echo = false;
   std::vector<std::string> prompt_texts;      // with echo: each prompt as text
-  std::vector<std::string> ignored_fields;    // unknown top-level fields (request_fields.h)
 };
 
 // Throws ApiError (4xx) naming what is wrong. `prompt` is a string, an array of strings, an

@@ -1,4 +1,4 @@
-#include "server/api/completion_request.h"
+#include "server/api/openai_completions/completion_request.h"
 
 #include <set>
 
@@ -23,6 +23,7 @@ const std::set<std::string> kKnown = {
     "grammar"};
 const std::set<std::string> kUnsupported = {"suffix"};
 constexpr size_t kMaxPrompts = 16;
+constexpr int64_t kCompletionsDefaultMaxTokens = 16;  // OpenAI's
 
 // "prompt": a string, an array of strings, an array of token ids, or an array of such arrays.
 std::vector<std::vector<int32_t>> parse_prompts(const json& body, const App& app, bool parse_special) {
@@ -62,20 +63,23 @@ std::vector<std::vector<int32_t>> parse_prompts(const json& body, const App& app
 
 CompletionRequest prepare_completion(const App& app, std::string_view text) {
   const json body = parse_object(text, app.settings.max_json_depth);
-  CompletionRequest r;
-  r.ignored_fields = check_fields(body, kKnown, kUnsupported, app.settings.strict_api);
+  CoreRequest core;
+  core.ignored_fields = check_fields(body, kKnown, kUnsupported, app.settings.strict_api);
   check_request_model(body, app);
   if (get_int(body, "best_of", 1, 1).value_or(1) != 1) throw invalid_field("best_of", "'best_of' must be 1");
-  GenerationParams& params = r.params;
-  params = parse_generation_params(body, app, {{"max_tokens", "n_predict"}, app.settings.default_max_tokens, 0});
+  GenerationParams& params = core.params;
+  // without a limit: --max-tokens, else OpenAI's 16
+  const int64_t default_limit = app.settings.max_tokens > 0 ? app.settings.max_tokens : kCompletionsDefaultMaxTokens;
+  params = parse_generation_params(body, app, {{"max_tokens", "n_predict"}, default_limit, 0});
   params.n_logprobs = static_cast<int>(get_int(body, "logprobs", 0, 20).value_or(-1));
   params.grammar = parse_output_constraint(body, text, app);
-  if (params.grammar) params.shown_tokens = app.chat_features.marker_tokens;  // in the grammar vocabulary too
-  r.echo = get_bool(body, "echo").value_or(false);
-  params.prompt_logprobs = r.echo && params.n_logprobs >= 0;
+  const bool echo = get_bool(body, "echo").value_or(false);
+  params.prompt_logprobs = echo && params.n_logprobs >= 0;
   const bool parse_special = get_bool(body, "parse_special").value_or(true);
-  r.prompts = parse_prompts(body, app, parse_special);
-  check_generation(params, r.prompts, app);
+  core.raw_prompts = parse_prompts(body, app, parse_special);
+  CompletionRequest r;
+  r.echo = echo;
+  prepare_generation(app, std::move(core), r);
   if (r.echo) {
     for (const auto& p : r.prompts) r.prompt_texts.push_back(app.tokenizer->decode(p));
   }

@@ -1,4 +1,6 @@
-#include "server/api/completion_response.h"
+#include "server/api/openai_completions/completion_response.h"
+
+#include "server/api/openai_shapes.h"
 
 #include "engine/text/tokenizer/tokenizer.h"
 
@@ -48,38 +50,44 @@ json CompletionFormatter::logprobs(int prompt_index, const std::vector<engine::T
   return {{"tokens", toks}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
 }
 
-json CompletionFormatter::start_chunk(int index, const std::vector<engine::TokenEvent>& scored_prompt) const {
-  if (!request_->echo) return nullptr;
+std::string CompletionFormatter::stream_start(int index, const std::vector<engine::TokenEvent>& scored_prompt) const {
+  if (!request_->echo) return {};
   const int prompt = index / request_->params.n;
   json lp = request_->params.prompt_logprobs ? logprobs(prompt, scored_prompt, {}) : json(nullptr);
   json c = envelope(json::array({choice(index, request_->prompt_texts[static_cast<size_t>(prompt)], std::move(lp), nullptr)}));
   if (request_->params.include_usage) c["usage"] = nullptr;
-  return c;
+  return sse_data(c);
 }
 
 bool CompletionFormatter::start_after_prompt() const { return request_->echo && request_->params.prompt_logprobs; }
 
-json CompletionFormatter::token_chunk(int index, const engine::TokenEvent& token) const {
+std::string CompletionFormatter::stream_token(int index, const engine::TokenEvent& token) const {
   const bool with_logprobs = request_->params.n_logprobs >= 0 && token.token >= 0;
   json c = envelope(json::array({choice(index, token.text, with_logprobs ? logprobs(-1, {}, {token}) : json(nullptr),
                                         nullptr)}));
   if (request_->params.include_usage) c["usage"] = nullptr;
-  return c;
+  return sse_data(c);
 }
 
-json CompletionFormatter::finish_chunk(int index, engine::FinishReason reason) const {
+std::string CompletionFormatter::stream_finish(int index, engine::FinishReason reason, const engine::Usage&) const {
   json c = envelope(json::array({choice(index, "", nullptr, engine::finish_reason_name(reason))}));
   if (request_->params.include_usage) c["usage"] = nullptr;
-  return c;
+  return sse_data(c);
 }
 
-json CompletionFormatter::usage_chunk(const json& usage) const {
-  json c = envelope(json::array());
-  c["usage"] = usage;
-  return c;
+std::string CompletionFormatter::stream_fail(const ApiError& error) const { return openai_stream_error(error); }
+
+std::string CompletionFormatter::stream_close(const UsageTotals& usage, bool failed) const {
+  std::string out;
+  if (request_->params.include_usage && !failed) {
+    json c = envelope(json::array());
+    c["usage"] = openai_usage_json(usage);
+    out += sse_data(c);
+  }
+  return out + "data: [DONE]\n\n";
 }
 
-json CompletionFormatter::response(const std::vector<ChoiceResult>& choices, const json& usage) const {
+json CompletionFormatter::response(const std::vector<ChoiceResult>& choices, const UsageTotals& usage) const {
   const CompletionRequest& r = *request_;
   json out = json::array();
   for (size_t i = 0; i < choices.size(); ++i) {
@@ -91,7 +99,7 @@ json CompletionFormatter::response(const std::vector<ChoiceResult>& choices, con
     out.push_back(choice(static_cast<int>(i), text, std::move(lp), engine::finish_reason_name(c.reason)));
   }
   json response = envelope(std::move(out));
-  response["usage"] = usage;
+  response["usage"] = openai_usage_json(usage);
   return response;
 }
 

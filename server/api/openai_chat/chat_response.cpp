@@ -1,12 +1,27 @@
-#include "server/api/chat_response.h"
+#include "server/api/openai_chat/chat_response.h"
 
 #include "engine/text/tokenizer/tokenizer.h"
+#include "server/api/openai_shapes.h"
 
 namespace server {
 
 using nlohmann::json;
 
 namespace {
+
+// "finish_reason": tool_calls when an answer that ended normally made calls.
+const char* finish_name(engine::FinishReason reason, bool has_calls) {
+  return has_calls && reason == engine::FinishReason::kStop ? "tool_calls" : engine::finish_reason_name(reason);
+}
+
+// The SSE frames of a chunk, an array of chunks, or null (none).
+std::string sse_frames(const json& chunks) {
+  if (chunks.is_null()) return {};
+  if (!chunks.is_array()) return sse_data(chunks);
+  std::string out;
+  for (const json& c : chunks) out += sse_data(c);
+  return out;
+}
 
 json token_logprob(const engine::Tokenizer& tok, int32_t id, float logprob) {
   const std::string piece(tok.piece(id));
@@ -21,9 +36,7 @@ ChatFormatter::ChatFormatter(const App& app, std::shared_ptr<const ChatRequest> 
     : app_(app),
       request_(std::move(request)),
       id_(make_id("chatcmpl-")),
-      created_(unix_now()),
-      plain_(request_->answer.reasoning == engine::tools::AnswerOptions::Reasoning::kNone &&
-             !request_->answer.parse_calls) {}
+      created_(unix_now()) {}
 
 json ChatFormatter::logprobs(const std::vector<engine::TokenEvent>& tokens) const {
   const engine::Tokenizer& tok = *app_.tokenizer;
@@ -50,13 +63,13 @@ json ChatFormatter::delta_choice(int index, json delta, json logprobs, json fini
                        {"finish_reason", std::move(finish)}}});
 }
 
-json ChatFormatter::start_chunk(int index, const std::vector<engine::TokenEvent>&) const {
-  return chunk(delta_choice(index, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr));
+std::string ChatFormatter::stream_start(int index, const std::vector<engine::TokenEvent>&) const {
+  return sse_data(chunk(delta_choice(index, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr)));
 }
 
-ChatFormatter::Stream& ChatFormatter::streamed(int index) const {
+AnswerStream& ChatFormatter::streamed(int index) const {
   while (streamed_.size() <= static_cast<size_t>(index)) {
-    streamed_.push_back(std::make_unique<Stream>(Stream{engine::tools::AnswerParser(request_->answer), 0}));
+    streamed_.push_back(std::make_unique<AnswerStream>(request_->answer));
   }
   return *streamed_[static_cast<size_t>(index)];
 }
@@ -67,29 +80,26 @@ json ChatFormatter::tool_call_json(const engine::tools::ToolCall& call) const {
           {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
 }
 
-const char* ChatFormatter::finish_name(engine::FinishReason reason, bool has_calls) const {
-  return has_calls && reason == engine::FinishReason::kStop ? "tool_calls" : engine::finish_reason_name(reason);
-}
-
-json ChatFormatter::delta_chunks(int index, engine::tools::AnswerParser::Delta d, json logprobs) const {
+json ChatFormatter::delta_chunks(int index, AnswerDelta d, json logprobs) const {
   json out = json::array();
   json delta = json::object();
   if (!d.reasoning.empty()) {
     delta["reasoning_content"] = d.reasoning;
     delta["reasoning"] = std::move(d.reasoning);
   }
-  if (!d.content.empty()) delta["content"] = std::move(d.content);
+  if (!d.text.empty()) delta["content"] = std::move(d.text);
   if (!delta.empty() || !logprobs.is_null()) {
     if (delta.empty()) delta["content"] = "";
     out.push_back(chunk(delta_choice(index, std::move(delta), std::move(logprobs), nullptr)));
   }
-  Stream& s = streamed(index);
+  // the calls sent before these ones
+  int n = streamed(index).calls() - static_cast<int>(d.calls.size());
   for (const engine::tools::ToolCall& call : d.calls) {
     json head = tool_call_json(call);
-    head["index"] = s.n_calls;
+    head["index"] = n;
     head["function"]["arguments"] = "";
-    json args = {{"index", s.n_calls}, {"function", {{"arguments", call.arguments}}}};
-    ++s.n_calls;
+    json args = {{"index", n}, {"function", {{"arguments", call.arguments}}}};
+    ++n;
     out.push_back(chunk(delta_choice(index, {{"tool_calls", json::array({std::move(head)})}}, nullptr, nullptr)));
     out.push_back(chunk(delta_choice(index, {{"tool_calls", json::array({std::move(args)})}}, nullptr, nullptr)));
   }
@@ -99,11 +109,12 @@ json ChatFormatter::delta_chunks(int index, engine::tools::AnswerParser::Delta d
 json ChatFormatter::token_chunk(int index, const engine::TokenEvent& token) const {
   const bool with_logprobs = request_->params.n_logprobs >= 0 && token.token >= 0;
   json lp = with_logprobs ? logprobs({token}) : json(nullptr);
-  if (plain_) {
+  AnswerStream& s = streamed(index);
+  if (s.plain()) {
     if (token.text.empty() && !with_logprobs) return nullptr;
     return chunk(delta_choice(index, {{"content", token.text}}, std::move(lp), nullptr));
   }
-  json out = delta_chunks(index, streamed(index).parser.push(token.text), std::move(lp));
+  json out = delta_chunks(index, s.push(token), std::move(lp));
   if (out.empty()) return nullptr;
   return out.size() == 1 ? json(std::move(out[0])) : out;
 }
@@ -111,15 +122,12 @@ json ChatFormatter::token_chunk(int index, const engine::TokenEvent& token) cons
 json ChatFormatter::message(const ChoiceResult& c, bool& has_calls) const {
   has_calls = false;
   json m = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
-  if (plain_) return m;
-  engine::tools::AnswerParser parser(request_->answer);
-  engine::tools::AnswerParser::Delta all = parser.push(c.text);
-  engine::tools::AnswerParser::Delta rest = parser.flush();
-  std::string content = all.content + rest.content;
-  for (engine::tools::ToolCall& call : rest.calls) all.calls.push_back(std::move(call));
-  if (std::string reasoning = all.reasoning + rest.reasoning; !reasoning.empty()) {
-    m["reasoning_content"] = reasoning;
-    m["reasoning"] = std::move(reasoning);  // the name newer clients read
+  if (AnswerStream(request_->answer).plain()) return m;
+  Answer all = read_answer(request_->answer, c);
+  std::string content = std::move(all.text);
+  if (!all.reasoning.empty()) {
+    m["reasoning_content"] = all.reasoning;
+    m["reasoning"] = std::move(all.reasoning);  // the name newer clients read
   }
   if (!all.calls.empty()) {
     has_calls = true;
@@ -133,21 +141,35 @@ json ChatFormatter::message(const ChoiceResult& c, bool& has_calls) const {
 }
 
 json ChatFormatter::finish_chunk(int index, engine::FinishReason reason) const {
-  if (plain_) return chunk(delta_choice(index, json::object(), nullptr, engine::finish_reason_name(reason)));
+  AnswerStream& s = streamed(index);
+  if (s.plain()) return chunk(delta_choice(index, json::object(), nullptr, engine::finish_reason_name(reason)));
   // what the parsers still hold (a cut marker, a call without its closing tag) goes out first
-  Stream& s = streamed(index);
-  json out = delta_chunks(index, s.parser.flush(), nullptr);
-  out.push_back(chunk(delta_choice(index, json::object(), nullptr, finish_name(reason, s.n_calls > 0))));
+  json out = delta_chunks(index, s.finish(), nullptr);
+  out.push_back(chunk(delta_choice(index, json::object(), nullptr, finish_name(reason, s.calls() > 0))));
   return out.size() == 1 ? json(std::move(out[0])) : out;
 }
 
-json ChatFormatter::usage_chunk(const json& usage) const {
-  json c = chunk(json::array());
-  c["usage"] = usage;
-  return c;
+std::string ChatFormatter::stream_token(int index, const engine::TokenEvent& token) const {
+  return sse_frames(token_chunk(index, token));
 }
 
-json ChatFormatter::response(const std::vector<ChoiceResult>& choices, const json& usage) const {
+std::string ChatFormatter::stream_finish(int index, engine::FinishReason reason, const engine::Usage&) const {
+  return sse_frames(finish_chunk(index, reason));
+}
+
+std::string ChatFormatter::stream_fail(const ApiError& error) const { return openai_stream_error(error); }
+
+std::string ChatFormatter::stream_close(const UsageTotals& usage, bool failed) const {
+  std::string out;
+  if (request_->params.include_usage && !failed) {
+    json c = chunk(json::array());
+    c["usage"] = openai_usage_json(usage);
+    out += sse_data(c);
+  }
+  return out + "data: [DONE]\n\n";
+}
+
+json ChatFormatter::response(const std::vector<ChoiceResult>& choices, const UsageTotals& usage) const {
   json out = json::array();
   for (size_t i = 0; i < choices.size(); ++i) {
     const ChoiceResult& c = choices[i];
@@ -159,7 +181,7 @@ json ChatFormatter::response(const std::vector<ChoiceResult>& choices, const jso
                    {"finish_reason", finish_name(c.reason, has_calls)}});
   }
   return {{"id", id_}, {"object", "chat.completion"}, {"created", created_}, {"model", app_.model_id},
-          {"system_fingerprint", "ggufd"}, {"choices", std::move(out)}, {"usage", usage}};
+          {"system_fingerprint", "ggufd"}, {"choices", std::move(out)}, {"usage", openai_usage_json(usage)}};
 }
 
 }  // namespace server

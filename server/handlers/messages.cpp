@@ -1,0 +1,25 @@
+// POST /v1/messages (Anthropic's Messages API; `?beta=true` too) and POST /v1/messages/count_tokens,
+// with Anthropic's error shape. anthropic-version / anthropic-beta headers are accepted and not
+// needed; x-api-key works as well as Authorization: Bearer (http_server.cpp).
+#include "server/api/anthropic_messages/messages_request.h"
+#include "server/api/anthropic_messages/messages_response.h"
+#include "server/api/request_json.h"
+#include "server/generation.h"
+#include "server/handlers/handlers.h"
+
+namespace server {
+
+void add_messages_routes(Router& router, App& app) {
+  const RouteOptions options = RouteOptions::json_api().with_errors(anthropic_error_json);
+  router.add("POST", "/v1/messages", generation_handler<MessagesRequest, MessagesFormatter>(app, prepare_messages),
+             options);
+  router.add("POST", "/v1/messages/count_tokens",
+             [&app](HttpRequest& req, RequestContext&) -> net::awaitable<HttpResponse> {
+               require_ready(app);
+               nlohmann::json body = co_await app.work->run([&app, &req] { return count_message_tokens(app, req.body); });
+               co_return HttpResponse::json(200, dump_json(body));
+             },
+             options);
+}
+
+}  // namespace server

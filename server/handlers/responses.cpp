@@ -1,0 +1,62 @@
+// POST /v1/responses (OpenAI's Responses API), POST /v1/responses/input_tokens, and
+// GET / DELETE /v1/responses/{id} over the bounded store of recent responses.
+#include "server/api/openai_responses/response_store.h"
+#include "server/api/openai_responses/responses_request.h"
+#include "server/api/openai_responses/responses_response.h"
+#include "server/api/request_json.h"
+#include "server/event_stream.h"
+#include "server/generation.h"
+#include "server/handlers/handlers.h"
+
+namespace server {
+
+namespace {
+
+ApiError no_such_response(const std::string& id) {
+  return ApiError(404, "Response with id '" + excerpt(id) + "' not found (never stored, deleted, or dropped from the "
+                       "server's bounded store).",
+                  "invalid_request_error", std::nullopt, "not_found");
+}
+
+net::awaitable<HttpResponse> create(App& app, HttpRequest& req, RequestContext& ctx) {
+  require_ready(app);
+  require_generation(app);
+  auto request = std::make_shared<const ResponsesRequest>(
+      co_await app.work->run([&app, &req] { return prepare_responses(app, req.body); }));
+  HttpResponse response;
+  if (request->failure) {  // streamed, and the prompt does not fit: the stream says so
+    response.content_type = "text/event-stream";
+    response.stream = make_fixed_stream(responses_failed_stream(app, request, *request->failure));
+  } else {
+    response = co_await serve_generation(app, ctx, *request, std::make_shared<const ResponsesFormatter>(app, request));
+  }
+  name_ignored_fields(response, request->ignored_fields);
+  co_return response;
+}
+
+}  // namespace
+
+void add_responses_routes(Router& router, App& app) {
+  router.add("POST", "/v1/responses",
+             [&app](HttpRequest& req, RequestContext& ctx) { return create(app, req, ctx); }, RouteOptions::json_api());
+  router.add("POST", "/v1/responses/input_tokens",
+             [&app](HttpRequest& req, RequestContext&) -> net::awaitable<HttpResponse> {
+               require_ready(app);
+               nlohmann::json body = co_await app.work->run([&app, &req] { return count_response_tokens(app, req.body); });
+               co_return HttpResponse::json(200, dump_json(body));
+             },
+             RouteOptions::json_api());
+  router.add("GET", "/v1/responses/{id}", [&app](HttpRequest& req, RequestContext&) -> net::awaitable<HttpResponse> {
+    const std::string& id = req.params["id"];
+    std::shared_ptr<const StoredResponse> r = app.responses != nullptr ? app.responses->get(id) : nullptr;
+    if (!r) throw no_such_response(id);
+    co_return HttpResponse::json(200, dump_json(r->object));
+  });
+  router.add("DELETE", "/v1/responses/{id}", [&app](HttpRequest& req, RequestContext&) -> net::awaitable<HttpResponse> {
+    const std::string& id = req.params["id"];
+    if (app.responses == nullptr || !app.responses->erase(id)) throw no_such_response(id);
+    co_return HttpResponse::json(200, dump_json({{"id", id}, {"object", "response.deleted"}, {"deleted", true}}));
+  });
+}
+
+}  // namespace server

@@ -1,0 +1,102 @@
+// What agents need of every generation route: --max-tokens as the default and the cap of generated
+// tokens, and keep-alives on streams while a request waits (a long prefill, a full server).
+#include <nlohmann/json.hpp>
+
+#include <future>
+
+#include "tests/server/fixture.h"
+#include "tests/server/sse_events.h"
+
+namespace ggufd::test {
+namespace {
+
+using nlohmann::json;
+
+json user(const std::string& text) { return json::array({{{"role", "user"}, {"content", text}}}); }
+
+TEST(MaxTokens, IsTheDefaultAndTheCapOfEveryRoute) {
+  if (!std::filesystem::exists(shared_path(kStories))) GTEST_SKIP() << "shared test data not found";
+  auto s = start_service([](server::ServiceOptions& o) { o.max_tokens = 5; });
+  ASSERT_TRUE(s->ready());
+  const uint16_t port = s->port();
+  for (const json& limit : {json(nullptr), json(1000)}) {
+    json chat = {{"messages", user("Tell me a long story")}, {"ignore_eos", true}};
+    json completion = {{"prompt", "Once upon a time"}, {"ignore_eos", true}};
+    json responses = {{"input", "Tell me a long story"}};
+    json messages = {{"messages", user("Tell me a long story")}, {"max_tokens", 1000}};
+    if (!limit.is_null()) {
+      chat["max_tokens"] = limit;
+      completion["max_tokens"] = limit;
+      responses["max_output_tokens"] = limit;
+    }
+    EXPECT_EQ(post_json(port, "/v1/chat/completions", chat).json()["usage"]["completion_tokens"], 5) << limit;
+    EXPECT_EQ(post_json(port, "/v1/completions", completion).json()["usage"]["completion_tokens"], 5) << limit;
+    EXPECT_LE(post_json(port, "/v1/responses", responses).json()["usage"]["output_tokens"].get<int>(), 5) << limit;
+    EXPECT_LE(post_json(port, "/v1/messages", messages).json()["usage"]["output_tokens"].get<int>(), 5) << limit;
+  }
+  // a smaller limit of the request still holds
+  EXPECT_EQ(post_json(port, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 2}, {"ignore_eos", true}})
+                .json()["usage"]["completion_tokens"],
+            2);
+  // /v1/messages: the server's cap ends the turn (Claude Code retries, then fails, on max_tokens);
+  // the request's own limit is max_tokens
+  const json capped = post_json(port, "/v1/messages", {{"messages", user("Hi")}, {"max_tokens", 1000},
+                                                       {"stop_sequences", {"zzzz"}}}).json();
+  if (capped["usage"]["output_tokens"] == 5) {
+    EXPECT_EQ(capped["stop_reason"], "end_turn") << capped.dump();
+  }
+  const json own = post_json(port, "/v1/messages", {{"messages", user("Hi")}, {"max_tokens", 2}}).json();
+  if (own["usage"]["output_tokens"] == 2) {
+    EXPECT_EQ(own["stop_reason"], "max_tokens") << own.dump();
+  }
+}
+
+// One slot, busy with a long request: a streamed request of each route waits for it and gets
+// keep-alives (an SSE comment; a ping event on /v1/messages) before its first token.
+TEST(KeepAlive, StreamsThatWaitGetKeepAlives) {
+  if (!std::filesystem::exists(shared_path(kStories))) GTEST_SKIP() << "shared test data not found";
+  auto s = start_service([](server::ServiceOptions& o) {
+    o.engine.n_slots = 1;
+    o.engine.n_ctx = 4096;
+    o.keep_alive_ms = 1;
+  });
+  ASSERT_TRUE(s->ready());
+  const uint16_t port = s->port();
+  struct Case {
+    std::string target;
+    json body;
+  };
+  const std::vector<Case> cases = {
+      {"/v1/chat/completions", {{"messages", user("Hi")}, {"max_tokens", 2}, {"stream", true}}},
+      {"/v1/completions", {{"prompt", "Hi"}, {"max_tokens", 2}, {"stream", true}}},
+      {"/v1/responses", {{"input", "Hi"}, {"max_output_tokens", 2}, {"stream", true}}},
+      {"/v1/messages", {{"messages", user("Hi")}, {"max_tokens", 2}, {"stream", true}}},
+  };
+  for (const Case& c : cases) {
+    // the busy slot: thousands of tokens
+    auto busy = std::async(std::launch::async, [port] {
+      return post_json(port, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 3000}, {"ignore_eos", true}});
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const HttpReply r = post_json(port, c.target, c.body);
+    ASSERT_EQ(r.status, 200) << c.target << ": " << r.body;
+    int comments = 0;
+    const std::vector<SseEvent> ev = sse_events(r.body, &comments);
+    int pings = 0, in_progress = 0;
+    for (const SseEvent& e : ev) {
+      pings += e.name == "ping" ? 1 : 0;
+      in_progress += e.name == "response.in_progress" ? 1 : 0;
+    }
+    if (c.target == "/v1/messages") {
+      EXPECT_GT(pings, 1) << r.body.substr(0, 400);  // one follows message_start anyway
+    } else if (c.target == "/v1/responses") {
+      EXPECT_GT(in_progress, 1) << r.body.substr(0, 400);  // one follows response.created anyway
+    } else {
+      EXPECT_GT(comments, 0) << c.target << ": " << r.body.substr(0, 400);
+    }
+    EXPECT_EQ(busy.get().status, 200);
+  }
+}
+
+}  // namespace
+}  // namespace ggufd::test
