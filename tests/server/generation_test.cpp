@@ -1,4 +1,8 @@
 // Completions and chat completions: exact shapes, streaming, determinism, stops, concurrency.
+#include <utility>  // Boost 1.74 + GCC 12: see server/asio.h
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <thread>

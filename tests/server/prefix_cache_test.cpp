@@ -1,6 +1,10 @@
 // The prefix cache over HTTP: a long system prompt computed on one slot serves a request on the
 // other (usage.prompt_tokens_details.cached_tokens, /metrics), with the output of a server that
 // shares nothing.
+#include <utility>  // Boost 1.74 + GCC 12: see server/asio.h
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
 

@@ -1,15 +1,9 @@
-// A blocking HTTP/1.1 client for tests (Boost.Beast), plus SSE parsing.
+// A blocking HTTP/1.1 client for tests, plus SSE parsing. Boost.Beast stays in http_client.cpp
+// (the test_support library): this header is included by every server test, and Beast's
+// templates instantiated in each of them cost more compile time than the tests themselves.
 #pragma once
 
-#include <utility>  // Boost 1.74 + GCC 12: see server/asio.h
-
-#include <sys/socket.h>
-
-#include <boost/asio/connect.hpp>
-#include <boost/asio/write.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -24,50 +18,13 @@ struct HttpReply {
 
   nlohmann::json json() const { return nlohmann::json::parse(body); }
   // The "data:" payloads of a server-sent-event body, in order.
-  std::vector<std::string> events() const {
-    std::vector<std::string> out;
-    size_t pos = 0;
-    while ((pos = body.find("data: ", pos)) != std::string::npos) {
-      const size_t end = body.find("\n\n", pos);
-      out.push_back(body.substr(pos + 6, end - pos - 6));
-      if (end == std::string::npos) break;
-      pos = end + 2;
-    }
-    return out;
-  }
+  std::vector<std::string> events() const;
 };
 
-inline HttpReply http_request(uint16_t port, const std::string& method, const std::string& target,
-                              const std::string& body = "",
-                              const std::map<std::string, std::string>& headers = {}) {
-  namespace net = boost::asio;
-  namespace http = boost::beast::http;
-  net::io_context io;
-  net::ip::tcp::socket socket(io);
-  socket.connect({net::ip::make_address("127.0.0.1"), port});
-  http::request<http::string_body> req{http::string_to_verb(method), target, 11};
-  req.set(http::field::host, "127.0.0.1");
-  if (!body.empty()) req.set(http::field::content_type, "application/json");
-  for (const auto& [k, v] : headers) req.set(k, v);
-  req.body() = body;
-  req.prepare_payload();
-  http::write(socket, req);
-  boost::beast::flat_buffer buffer;
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(64 << 20);
-  http::read(socket, buffer, parser);
-  HttpReply r;
-  r.status = static_cast<int>(parser.get().result_int());
-  r.body = parser.get().body();
-  for (const auto& f : parser.get()) {
-    std::string name(f.name_string());
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    r.headers[name] = std::string(f.value());
-  }
-  boost::system::error_code ec;
-  socket.shutdown(net::ip::tcp::socket::shutdown_both, ec);
-  return r;
-}
+// One request on a fresh connection to 127.0.0.1:port; the whole reply (body up to 64 MiB).
+// A body is sent as application/json unless `headers` say otherwise. Throws on a socket error.
+HttpReply http_request(uint16_t port, const std::string& method, const std::string& target,
+                       const std::string& body = "", const std::map<std::string, std::string>& headers = {});
 
 inline HttpReply post_json(uint16_t port, const std::string& target, const nlohmann::json& body,
                            const std::map<std::string, std::string>& headers = {}) {
@@ -75,22 +32,6 @@ inline HttpReply post_json(uint16_t port, const std::string& target, const nlohm
 }
 
 // Sends raw bytes and returns everything the server answers until it closes (or 5 s pass).
-inline std::string raw_exchange(uint16_t port, const std::string& bytes) {
-  namespace net = boost::asio;
-  net::io_context io;
-  net::ip::tcp::socket socket(io);
-  socket.connect({net::ip::make_address("127.0.0.1"), port});
-  net::write(socket, net::buffer(bytes));
-  timeval tv{5, 0};
-  setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::recv(socket.native_handle(), buf, sizeof buf, 0);
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  return out;
-}
+std::string raw_exchange(uint16_t port, const std::string& bytes);
 
 }  // namespace ggufd::test
