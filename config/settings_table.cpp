@@ -104,9 +104,9 @@ std::vector<Setting> sampling_settings(SamplingDefaults& s) {
       {"repeat-penalty", "--repeat-penalty", g, "sampling", "penalty for repeated tokens (1: off)",
        &s.repeat_penalty, rules::kRepeatPenalty.min, rules::kRepeatPenalty.max},
       {"max-tokens", "--max-tokens", g, "sampling",
-       "most tokens a request generates, and the limit of requests that set none (default: no cap; "
+       "most tokens a request generates, and the limit of requests that set none (0, the default: no cap; "
        "/v1/completions then 16, the others until the context is full)",
-       &s.max_tokens, 1, 1048576},
+       &s.max_tokens, 0, 1048576},
       {"reasoning-effort", "--reasoning-effort", g, "sampling",
        "chat requests that set none; none turns thinking off (default: the chat template's own)",
        &s.reasoning_effort, 0, 0, {"none", "minimal", "low", "medium", "high"}},

@@ -217,7 +217,7 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
                                  "--body-limit", "2048", "--header-limit", "4K", "--tokenize-limit", "3K",
                                  "--max-json-depth", "16", "--header-timeout", "4", "--read-timeout", "5",
                                  "--idle-timeout", "6", "--request-timeout", "7", "--max-connections", "8",
-                                 "--shutdown-grace", "9", "--strict-api", "--threads", "2", "--ctx-size", "128", "--parallel", "3",
+                                 "--shutdown-grace", "9", "--strict-api", "--keep-billing-header", "--threads", "2", "--ctx-size", "128", "--parallel", "3",
                                  "--queue-limit", "4", "--prefill-chunk", "32", "--kv-type", "f32", "--cache-ram", "64",
                                  "--model-draft", m, "--spec", "draft", "--draft-max", "8", "--draft-min", "2",
                                  "--temperature", "0", "--top-p", "0.5", "--top-k", "5", "--min-p", "0.1",
@@ -241,6 +241,7 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
   EXPECT_EQ(cfg.http.max_connections, 8);
   EXPECT_EQ(cfg.http.shutdown_grace, 9);
   EXPECT_TRUE(cfg.http.strict_api);
+  EXPECT_TRUE(cfg.http.keep_billing_header);
   EXPECT_EQ(cfg.sampling.reasoning_effort, "none");
   EXPECT_EQ(cfg.model.pooling, "mean");
   EXPECT_EQ(cfg.engine.threads, 2);
@@ -482,7 +483,7 @@ TEST_F(ConfigTest, RangeAndChoiceMessages) {
   EXPECT_EQ(error({"--top-k", "-5"}), "--top-k: -5 is out of range 0..1073741824");
   EXPECT_EQ(error({"--repeat-penalty", "0"}), "--repeat-penalty: 0 is not allowed: expected 0.01..10");
   EXPECT_EQ(error({"--max-json-depth", "1"}), "--max-json-depth: 1 is out of range 2..1024");
-  EXPECT_EQ(error({"--max-tokens", "0"}), "--max-tokens: 0 is not allowed: expected 1..1048576");
+  EXPECT_EQ(error({"--max-tokens", "-1"}), "--max-tokens: -1 is out of range 0..1048576");
   EXPECT_EQ(error({"--parallel", "0"}), "--parallel: 0 is not allowed: expected 1..256");
   EXPECT_EQ(error({"--threads", "5000"}), "--threads: 5000 is out of range 0..1024");
   EXPECT_EQ(error({"--queue-limit", "-1"}), "--queue-limit: -1 is out of range 0..65536");

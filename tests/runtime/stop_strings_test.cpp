@@ -10,11 +10,11 @@ namespace {
 TEST(StopMatcher, CutsAtTheEarliestMatchAndSaysWhichMatched) {
   StopMatcher m({"world", "lo w", ""});
   StopMatcher::Result a = m.push("hel");
-  EXPECT_EQ(a.text, "hel");
+  EXPECT_EQ(a.text, "he") << "the 'l' may start \"lo w\": held back";
   EXPECT_FALSE(a.stopped);
   StopMatcher::Result b = m.push("lo wor");  // "lo w" matches before "world" could
   EXPECT_TRUE(b.stopped);
-  EXPECT_EQ(b.text, "");
+  EXPECT_EQ(b.text, "l") << "the held-back 'l' was not part of the match";
   EXPECT_EQ(b.matched, "lo w");
 }
 
