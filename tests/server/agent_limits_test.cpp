@@ -15,7 +15,7 @@ using nlohmann::json;
 json user(const std::string& text) { return json::array({{{"role", "user"}, {"content", text}}}); }
 
 TEST(MaxTokens, IsTheDefaultAndTheCapOfEveryRoute) {
-  if (!std::filesystem::exists(shared_path(kStories))) GTEST_SKIP() << "shared test data not found";
+  GGUFD_REQUIRE_SHARED(kStories);
   auto s = start_service([](server::ServiceOptions& o) { o.max_tokens = 5; });
   ASSERT_TRUE(s->ready());
   const uint16_t port = s->port();
@@ -54,7 +54,7 @@ TEST(MaxTokens, IsTheDefaultAndTheCapOfEveryRoute) {
 // One slot, busy with a long request: a streamed request of each route waits for it and gets
 // keep-alives (an SSE comment; a ping event on /v1/messages) before its first token.
 TEST(KeepAlive, StreamsThatWaitGetKeepAlives) {
-  if (!std::filesystem::exists(shared_path(kStories))) GTEST_SKIP() << "shared test data not found";
+  GGUFD_REQUIRE_SHARED(kStories);
   auto s = start_service([](server::ServiceOptions& o) {
     o.engine.n_slots = 1;
     o.engine.n_ctx = 4096;

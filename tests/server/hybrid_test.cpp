@@ -56,9 +56,10 @@ TEST(HybridHttp, ASharedSystemPromptResumesFromASnapshot) {
   ASSERT_GE(first["usage"]["prompt_tokens"].get<int64_t>(), 64);
   EXPECT_GT(metric(shared->port(), "ggufd_prefix_cache_snapshot_blocks"), 0);
   const json second = chat(shared->port(), "Tell me about the dog.");
-  EXPECT_GE(cached_tokens(second), 32) << "whole blocks, up to the last one with a snapshot";
+  // From a snapshot at a block end, or (back on the first request's slot) from that slot's own
+  // state rolled back within its last two chunks: not always a whole number of blocks.
+  EXPECT_GE(cached_tokens(second), 32) << "at least the first block of the shared system prompt";
   EXPECT_LT(cached_tokens(second), second["usage"]["prompt_tokens"].get<int64_t>());
-  EXPECT_EQ(cached_tokens(second) % 32, 0);
 
   auto plain = start_qwen35(0);
   ASSERT_TRUE(plain->ready()) << plain->service().load_error();

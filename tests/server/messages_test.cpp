@@ -34,7 +34,8 @@ class Messages : public testing::Test {
     service_ = nullptr;
   }
   void SetUp() override {
-    if (service_ == nullptr) GTEST_SKIP() << "shared test data not found: " << shared_path(kStories);
+    GGUFD_REQUIRE_SHARED(kStories);
+    ASSERT_NE(service_, nullptr);
     ASSERT_TRUE(service_->ready()) << service_->service().load_error();
   }
   static uint16_t port() { return service_->port(); }
@@ -172,7 +173,7 @@ TEST_F(Messages, ErrorsHaveAnthropicsShape) {
 }
 
 TEST(MessagesAuth, XApiKeyIsAcceptedAndRefusalsHaveAnthropicsShape) {
-  if (!std::filesystem::exists(shared_path(kStories))) GTEST_SKIP() << "shared test data not found";
+  GGUFD_REQUIRE_SHARED(kStories);
   auto s = start_service([](server::ServiceOptions& o) { o.http.api_keys = {"sekrit"}; });
   ASSERT_TRUE(s->ready());
   const json body = {{"max_tokens", 2}, {"messages", user("x")}};
@@ -234,7 +235,7 @@ TEST(BillingHeader, TheNonceBlockIsDropped) {
 // turn computes only what the first did not; kept (--keep-billing-header), it shares only the text
 // before the nonce.
 TEST(BillingHeader, TurnTwoReusesTurnOnesPrefix) {
-  if (!std::filesystem::exists(shared_path(kStories))) GTEST_SKIP() << "shared test data not found";
+  GGUFD_REQUIRE_SHARED(kStories);
   std::string instructions = "You are a storyteller.";
   for (int i = 0; i < 30; ++i) instructions += " Tell the story of the little dog and the cat, slowly.";
   auto turn = [&](uint16_t port, const std::string& nonce, const json& messages) {

@@ -35,7 +35,8 @@ class Responses : public testing::Test {
     service_ = nullptr;
   }
   void SetUp() override {
-    if (service_ == nullptr) GTEST_SKIP() << "shared test data not found: " << shared_path(kStories);
+    GGUFD_REQUIRE_SHARED(kStories);
+    ASSERT_NE(service_, nullptr);
     ASSERT_TRUE(service_->ready()) << service_->service().load_error();
   }
   static uint16_t port() { return service_->port(); }

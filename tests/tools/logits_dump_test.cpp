@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/shared.h"
 #include "tests/support/run.h"
 
 namespace {
@@ -152,7 +153,7 @@ TEST_F(LogitsDump, BadArgumentsFailClearly) {
 // twice, the llama graph's two "ffn_out"s, ffn_swiglu, ...) with one value of layer 1's l_out
 // moved: it maps the names, sees no drift before, and places the first drift there.
 TEST_F(LogitsDump, CompareMapsLlamaNamesAndPlacesTheDrift) {
-  if (std::system("python3 -c '' 2>/dev/null") != 0) GTEST_SKIP() << "no python3";
+  if (std::system("python3 -c '' 2>/dev/null") != 0) GGUFD_MISSING_TEST_DATA("python3 (scripts/install-deps --test installs it)");
   const std::string ours = temp("ours.json"), ref = temp("ref.json");
   const auto r = run_ggufd("logits -m " + *model_ + " --tokens 1,7,9,30 --dump-layers " + ours + " --positions 1,3");
   ASSERT_EQ(r.status, 0) << r.err;

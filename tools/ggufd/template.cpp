@@ -9,6 +9,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 
 #include "engine/text/chat_template.h"
 #include "engine/text/tokenizer/tokenizer.h"
@@ -67,8 +68,17 @@ Command add_template(CLI::App& app) {
     in.bos_token = j.value("bos_token", in.bos_token);
     in.eos_token = j.value("eos_token", in.eos_token);
     server::ReasoningOptions reasoning;  // as the chat route reads them (its checks are the server's)
-    if (const auto e = j.find("reasoning_effort"); e != j.end() && e->is_string()) reasoning.effort = e->get<std::string>();
+    if (const auto e = j.find("reasoning_effort"); e != j.end() && !e->is_null()) {
+      static const std::set<std::string> kEfforts = {"none", "minimal", "low", "medium", "high"};
+      if (!e->is_string() || kEfforts.count(e->get<std::string>()) == 0) {
+        throw std::invalid_argument("'reasoning_effort' must be one of none, minimal, low, medium, high");
+      }
+      reasoning.effort = e->get<std::string>();
+    }
     const auto kwargs = j.find("chat_template_kwargs");
+    if (kwargs != j.end() && !kwargs->is_null() && !kwargs->is_object()) {
+      throw std::invalid_argument("'chat_template_kwargs' must be an object");
+    }
     in.extra_variables = server::to_jinja(server::template_variables(
         reasoning, kwargs != j.end() && kwargs->is_object() ? *kwargs : nlohmann::ordered_json::object(), ""));
     if (!tools.tools.empty() && engine::tools::template_renders_tools(features.syntax)) {

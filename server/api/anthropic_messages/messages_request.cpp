@@ -273,12 +273,18 @@ std::string without_billing_header(const std::string& text) {
   static const std::string kPrefix = "x-anthropic-billing-header:";
   if (text.rfind(kPrefix, 0) != 0) return text;
   size_t i = kPrefix.size();
-  for (;;) {  // `key=value;` fields, blank-separated
+  for (int fields = 0;; ++fields) {  // `key=value;` fields, blank-separated
     size_t j = i;
     while (j < text.size() && (text[j] == ' ' || text[j] == '\t')) ++j;
     const size_t key = j;
     while (j < text.size() && key_char(text[j])) ++j;
-    if (j == key || j >= text.size() || text[j] != '=') break;
+    if (j == key || j >= text.size() || text[j] != '=') {
+      if (fields == 0) {  // no field at all: the header's line is not text of the prompt either
+        const size_t eol = text.find('\n', i);
+        i = eol == std::string::npos ? text.size() : eol;
+      }
+      break;
+    }
     const size_t semi = text.find(';', j);
     const size_t eol = text.find('\n', j);
     if (semi == std::string::npos || (eol != std::string::npos && eol < semi)) {
