@@ -63,7 +63,9 @@ TEST_F(Responses, CreateReturnsTheResponseObject) {
   EXPECT_TRUE(j["created_at"].is_number_integer());
   EXPECT_EQ(j["model"], "stories");
   EXPECT_TRUE(j["status"] == "completed" || j["status"] == "incomplete") << j.dump();
-  if (j["status"] == "incomplete") EXPECT_EQ(j["incomplete_details"]["reason"], "max_output_tokens");
+  if (j["status"] == "incomplete") {
+    EXPECT_EQ(j["incomplete_details"]["reason"], "max_output_tokens");
+  }
   const std::vector<json> messages = items(j, "message");
   ASSERT_EQ(messages.size(), 1u) << j.dump();
   EXPECT_EQ(messages[0]["role"], "assistant");

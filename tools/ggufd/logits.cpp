@@ -53,7 +53,7 @@ std::vector<int32_t> golden_tokens(const std::string& path, int64_t index, int64
     n_prompt = static_cast<int64_t>(tokens.size());
     const size_t n_gen = c.contains("gen_top") ? c["gen_top"].size() : 0;
     const nlohmann::json& greedy = c.contains("greedy") ? c["greedy"] : nlohmann::json::array();
-    for (size_t g = 0; g < n_gen && g < greedy.size(); ++g) tokens.push_back(greedy[g].get<int32_t>());
+    for (size_t i = 0; i < n_gen && i < greedy.size(); ++i) tokens.push_back(greedy[i].get<int32_t>());
     return tokens;
   } catch (const nlohmann::json::exception& e) {
     throw std::invalid_argument(path + ": not a golden file: " + e.what());
