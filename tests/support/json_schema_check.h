@@ -57,7 +57,11 @@ inline std::string fail(const std::string& ptr, const std::string& keyword,
 // The value as text for messages, cut short when long.
 inline std::string shown(const json& v) {
   std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
-  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+  if (s.size() > 60) {
+    s.resize(57);
+    s += "...";
+  }
+  return s;
 }
 
 // The member `key` of a schema object when it has the given JSON type, else nullptr.
