@@ -26,7 +26,7 @@ std::string content_text(const ojson& m) {
 
 // An assistant turn's tool_calls with each function.arguments as an object (clients send the
 // JSON text OpenAI returned; a template renders the object).
-ojson parsed_calls(const ojson& calls, size_t i) {
+ojson checked_calls(const ojson& calls, size_t i) {
   const std::string where = "messages[" + std::to_string(i) + "].tool_calls";
   if (!calls.is_array()) throw invalid_field("messages", where + " must be an array");
   ojson out = ojson::array();
@@ -59,7 +59,7 @@ ojson for_template(const ojson& m, size_t i) {
   if (auto c = out.find("content"); c == out.end() || c->is_null()) out["content"] = "";
   if (auto calls = out.find("tool_calls"); calls != out.end()) {
     if (calls->is_null()) out.erase("tool_calls");
-    else *calls = parsed_calls(*calls, i);
+    else *calls = checked_calls(*calls, i);
   }
   // earlier reasoning, under both names templates read (Qwen3: reasoning_content, gpt-oss: thinking)
   const ojson* reasoning = nullptr;

@@ -24,7 +24,7 @@ namespace {
 using ggufd::test::shared_path;
 using engine::test::RecordingSink;
 
-constexpr int32_t B = PrefixCache::kBlockTokens;
+constexpr int32_t kBlock = PrefixCache::kBlockTokens;
 
 // n tokens after BOS (id 1), spread over the vocabulary; `salt` gives another sequence.
 std::vector<int32_t> tokens(size_t n, int64_t n_vocab, int32_t salt = 0) {
@@ -68,13 +68,13 @@ TEST_P(SharedBlocks, GiveTheLogitsOfComputingEverything) {
 
   ModelEvaluator shared(model, n_ctx, 2, KvType::kF16, max_batch, 2, 1 << 20);
   ASSERT_EQ(shared.cache_use().window_cells, 0) << "every layer in the full pool";
-  ASSERT_EQ(shared.prefix_block(), B);
+  ASSERT_EQ(shared.prefix_block(), kBlock);
   eval(shared, 0, p, 0);
   shared.publish_prefix(0, p);
-  ASSERT_EQ(shared.share_prefix(1, q, 0, static_cast<int32_t>(q.size()) - 1), 2 * B);
-  const std::vector<float> got = eval(shared, 1, q, 2 * B);
+  ASSERT_EQ(shared.share_prefix(1, q, 0, static_cast<int32_t>(q.size()) - 1), 2 * kBlock);
+  const std::vector<float> got = eval(shared, 1, q, 2 * kBlock);
   const BatchEvaluator::CacheUse use = shared.cache_use();
-  EXPECT_EQ(use.prefix.hit_tokens, 2 * B);
+  EXPECT_EQ(use.prefix.hit_tokens, 2 * kBlock);
   EXPECT_EQ(use.cells_used, 100 + 36) << "q's first 64 positions are p's cells";
   EXPECT_GT(use.prefix.reserved_cells, 0);
   EXPECT_EQ(use.cells_total, 2 * n_ctx + use.prefix.reserved_cells);
@@ -82,7 +82,7 @@ TEST_P(SharedBlocks, GiveTheLogitsOfComputingEverything) {
   ModelEvaluator plain(model, n_ctx, 2, KvType::kF16, max_batch, 2, 0);
   EXPECT_EQ(plain.prefix_block(), 0);
   std::vector<float> want = eval(plain, 0, q, 0);
-  want.erase(want.begin(), want.begin() + 2 * B * V);
+  want.erase(want.begin(), want.begin() + 2 * kBlock * V);
   ASSERT_EQ(got.size(), want.size());
   EXPECT_TRUE(got == want) << "logits differ at " << (std::mismatch(got.begin(), got.end(), want.begin()).first - got.begin());
 }
@@ -121,8 +121,8 @@ TEST(SharedBlocks, NotWithASlidingWindowRing) {
   EXPECT_EQ(ev.share_prefix(1, p, 0, 99), 0);
 }
 
-// Through the scheduler: request B shares 70 prompt tokens with A, which ran before on the same
-// slot, since overwritten by another request. With the prefix cache B starts after A's first two
+// Through the scheduler: request kBlock shares 70 prompt tokens with A, which ran before on the same
+// slot, since overwritten by another request. With the prefix cache kBlock starts after A's first two
 // blocks; without it, after the one token the other request left. Tokens and logprobs agree.
 // A llama, and a hybrid stack (its recurrent state restored from a snapshot at block 2's end).
 class SchedulerPrefix : public ::testing::TestWithParam<std::string> {};
@@ -161,7 +161,7 @@ TEST_P(SchedulerPrefix, OutputIsTheSameWithAndWithout) {
     return submit(b, 16);
   };
   const auto with = run(1 << 20), without = run(0);
-  EXPECT_EQ(with->usage().cached_tokens, 2 * B);
+  EXPECT_EQ(with->usage().cached_tokens, 2 * kBlock);
   EXPECT_EQ(without->usage().cached_tokens, 1);
   const std::vector<TokenEvent> x = with->events(), y = without->events();
   ASSERT_EQ(x.size(), y.size());

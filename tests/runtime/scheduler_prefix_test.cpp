@@ -22,7 +22,7 @@ namespace {
 
 using namespace engine::test;
 
-constexpr int32_t B = PrefixCache::kBlockTokens;
+constexpr int32_t kPrefixBlock = PrefixCache::kBlockTokens;
 
 // The fake's logits, with the cells a forward pass would take from a KvCache shared through a
 // PrefixCache; counts the tokens evaluated per sequence.
@@ -44,7 +44,7 @@ class SharingFakeEvaluator : public FakeEvaluator {
     cached[seq] = kv_.truncate(seq, n_keep);
     return FakeEvaluator::truncate(seq, cached[seq]);
   }
-  int32_t prefix_block() const override { return B; }
+  int32_t prefix_block() const override { return kPrefixBlock; }
   int32_t share_prefix(SeqId seq, const std::vector<int32_t>& tokens, int32_t have, int32_t n_max) override {
     std::lock_guard lock(mu_);
     const int32_t n = prefix_.attach(seq, tokens, have, n_max);
@@ -157,20 +157,20 @@ class SchedulerPrefixTest : public testing::Test {
 };
 
 TEST_F(SchedulerPrefixTest, AnotherSlotStartsAfterTheBlocksOneSlotComputed) {
-  SharingFakeEvaluator& fake = start(std::make_unique<SharingFakeEvaluator>(2 * 1024 + 4 * B), 1024);
+  SharingFakeEvaluator& fake = start(std::make_unique<SharingFakeEvaluator>(2 * 1024 + 4 * kPrefixBlock), 1024);
   const std::vector<int32_t> a = letters(80, 0);
   std::vector<int32_t> b(a.begin(), a.begin() + 70);
   b.push_back(3);
   b.push_back(9);
   const auto sink = two_slots(a, b);
-  EXPECT_EQ(sink->usage().cached_tokens, 2 * B) << "two whole blocks; the third differs after token 70";
-  EXPECT_EQ(fake.evaluated(1), static_cast<int64_t>(b.size()) - 2 * B + 2)
+  EXPECT_EQ(sink->usage().cached_tokens, 2 * kPrefixBlock) << "two whole blocks; the third differs after token 70";
+  EXPECT_EQ(fake.evaluated(1), static_cast<int64_t>(b.size()) - 2 * kPrefixBlock + 2)
       << "slot 1 computed only the rest of the prompt, and two of the three tokens it generated";
   EXPECT_EQ(sink->text(), continuation(9, 3));
   const SchedulerStats s = scheduler_->stats();
-  EXPECT_EQ(s.prefix_cache.block_tokens, B);
+  EXPECT_EQ(s.prefix_cache.block_tokens, kPrefixBlock);
   EXPECT_EQ(s.prefix_cache.lookups, 2);
-  EXPECT_EQ(s.prefix_cache.hit_tokens, 2 * B);
+  EXPECT_EQ(s.prefix_cache.hit_tokens, 2 * kPrefixBlock);
   EXPECT_GE(s.prefix_cache.blocks, 2);
 }
 
@@ -209,8 +209,8 @@ TEST_F(SchedulerPrefixTest, AConversationsNextTurnStartsAfterThePreviousReply) {
   const int64_t before = fake.total_evaluated();
   ASSERT_EQ(scheduler_->submit(request(second, 2, turn2)), SubmitStatus::kAccepted);
   ASSERT_EQ(second->wait(), FinishReason::kLength);
-  EXPECT_EQ(second->usage().cached_tokens, 2 * B) << "turn 1 (40) and 24 tokens of its reply";
-  EXPECT_EQ(fake.total_evaluated() - before, 75 - 2 * B + 1) << "the rest, and one generated token";
+  EXPECT_EQ(second->usage().cached_tokens, 2 * kPrefixBlock) << "turn 1 (40) and 24 tokens of its reply";
+  EXPECT_EQ(fake.total_evaluated() - before, 75 - 2 * kPrefixBlock + 1) << "the rest, and one generated token";
   EXPECT_EQ(second->text(), continuation(5, 2));
 }
 

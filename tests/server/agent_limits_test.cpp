@@ -73,9 +73,10 @@ TEST(KeepAlive, StreamsThatWaitGetKeepAlives) {
       {"/v1/messages", {{"messages", user("Hi")}, {"max_tokens", 2}, {"stream", true}}},
   };
   for (const Case& c : cases) {
-    // the busy slot: thousands of tokens
+    // the busy slot: 1500 tokens (a quarter of a second here; a keep-alive every millisecond while
+    // the request waits for it)
     auto busy = std::async(std::launch::async, [port] {
-      return post_json(port, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 3000}, {"ignore_eos", true}});
+      return post_json(port, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 1500}, {"ignore_eos", true}});
     });
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     const HttpReply r = post_json(port, c.target, c.body);

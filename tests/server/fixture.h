@@ -57,6 +57,34 @@ inline std::unique_ptr<RunningService> start_service(
   return std::make_unique<RunningService>(std::move(o));
 }
 
+// The value of the sample `name` (no labels) on the service's /metrics, or -1 when it is absent.
+inline double metric(uint16_t port, const std::string& name) {
+  const std::string body = "\n" + http_request(port, "GET", "/metrics").body;
+  const size_t at = body.find("\n" + name + " ");
+  return at == std::string::npos ? -1 : std::stod(body.substr(at + name.size() + 2));
+}
+
+// A chat's messages: one user message saying `text`.
+inline nlohmann::json one_user_message(const std::string& text) {
+  return nlohmann::json::array({{{"role", "user"}, {"content", text}}});
+}
+
+// The text of a streamed OpenAI reply's chunks (chat deltas or completion text), in order.
+inline std::string streamed_text(const HttpReply& r) {
+  std::string text;
+  for (const std::string& e : r.events()) {
+    if (e == "[DONE]") break;
+    const nlohmann::json chunk = nlohmann::json::parse(e);
+    for (const nlohmann::json& c : chunk["choices"]) {
+      if (c.contains("text")) text += c["text"].get<std::string>();
+      if (c.contains("delta") && c["delta"].contains("content") && c["delta"]["content"].is_string()) {
+        text += c["delta"]["content"].get<std::string>();
+      }
+    }
+  }
+  return text;
+}
+
 // One service shared by all tests of a suite (loading it per test would dominate the run time).
 class ServerTest : public testing::Test {
 

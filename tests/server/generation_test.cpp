@@ -22,20 +22,6 @@ json complete(const json& body) {
   return r.json();
 }
 
-// The text of a streamed completion, from its events.
-std::string streamed_text(const HttpReply& r) {
-  std::string text;
-  for (const std::string& e : r.events()) {
-    if (e == "[DONE]") break;
-    const json j = json::parse(e);
-    for (const json& c : j["choices"]) {
-      if (c.contains("text")) text += c["text"].get<std::string>();
-      if (c.contains("delta") && c["delta"].contains("content")) text += c["delta"]["content"].get<std::string>();
-    }
-  }
-  return text;
-}
-
 TEST_F(Generation, CompletionShapeAndUsage) {
   const json j = complete({{"model", "stories"}, {"prompt", "Once upon a time"}, {"max_tokens", 5},
                            {"temperature", 0}});
@@ -118,7 +104,7 @@ TEST_F(Generation, StreamedCompletionChunksAndUsage) {
     EXPECT_EQ(j["choices"][0]["finish_reason"].is_null(), !last) << events[i];
   }
   const json plain = complete({{"prompt", "Once upon a time"}, {"max_tokens", 6}, {"temperature", 0}});
-  EXPECT_EQ(streamed_text(r), plain["choices"][0]["text"]);
+  EXPECT_EQ(streamed_text(r), plain["choices"][0]["text"].get<std::string>());
 }
 
 TEST_F(Generation, ChatCompletionWithFallbackTemplate) {

@@ -104,20 +104,15 @@ TEST(HardeningHttp, PipelinedRequestDoesNotHideADisconnect) {
     o.engine.n_ctx = 2048;
   });
   ASSERT_TRUE(s->ready());
-  auto metric = [&](const std::string& name) {
-    const std::string m = http_request(s->port(), "GET", "/metrics").body;
-    const size_t at = m.find("\n" + name + " ");
-    return at == std::string::npos ? -1L : std::stol(m.substr(at + name.size() + 2));
-  };
   {
     RawConnection c(s->port());
     c.send(post_request("/v1/completions", completion(2000)) + "GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
-    for (int i = 0; i < 400 && metric("ggufd_slots_active") != 1; ++i) std::this_thread::sleep_for(5ms);
+    for (int i = 0; i < 400 && metric(s->port(), "ggufd_slots_active") != 1; ++i) std::this_thread::sleep_for(5ms);
     std::this_thread::sleep_for(20ms);
   }  // the client leaves mid-generation
-  for (int i = 0; i < 1000 && metric("ggufd_slots_active") != 0; ++i) std::this_thread::sleep_for(10ms);
-  EXPECT_EQ(metric("ggufd_slots_active"), 0);
-  const long generated = metric("ggufd_generated_tokens_total");
+  for (int i = 0; i < 1000 && metric(s->port(), "ggufd_slots_active") != 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(metric(s->port(), "ggufd_slots_active"), 0);
+  const double generated = metric(s->port(), "ggufd_generated_tokens_total");
   EXPECT_GT(generated, 0);
   EXPECT_LT(generated, 2000) << "the generation went on for a client that had left";
 

@@ -41,12 +41,6 @@ json chat(uint16_t port, const std::string& user) {
 
 int64_t cached_tokens(const json& reply) { return reply["usage"]["prompt_tokens_details"]["cached_tokens"]; }
 
-double metric(uint16_t port, const std::string& name) {
-  const std::string body = "\n" + http_request(port, "GET", "/metrics").body;
-  const size_t at = body.find("\n" + name + " ");
-  return at == std::string::npos ? -1 : std::stod(body.substr(at + name.size() + 2));
-}
-
 TEST(HybridHttp, ASharedSystemPromptResumesFromASnapshot) {
   GGUFD_REQUIRE_SHARED(kQwen35);
   auto shared = start_qwen35(1 << 20);

@@ -48,22 +48,6 @@ std::string header_of(const HttpReply& r) {
   return it == r.headers.end() ? "(absent)" : it->second;
 }
 
-// The text of a streamed reply's chunks (chat deltas or completion text), in order.
-std::string streamed_text(const HttpReply& r) {
-  std::string text;
-  for (const std::string& e : r.events()) {
-    if (e == "[DONE]") break;
-    const json chunk = json::parse(e);
-    for (const json& c : chunk["choices"]) {
-      if (c.contains("text")) text += c["text"].get<std::string>();
-      if (c.contains("delta") && c["delta"].contains("content") && c["delta"]["content"].is_string()) {
-        text += c["delta"]["content"].get<std::string>();
-      }
-    }
-  }
-  return text;
-}
-
 void expect_error(const HttpReply& r, int status, const std::string& param, const std::string& in_message = "") {
   EXPECT_EQ(r.status, status) << r.body;
   const json j = json::parse(r.body, nullptr, false);

@@ -14,7 +14,7 @@ namespace {
 
 using nlohmann::json;
 
-const json kWeather = json::parse(R"({"name": "get_weather", "description": "Current weather",
+const json kWeatherTool = json::parse(R"({"name": "get_weather", "description": "Current weather",
   "input_schema": {"type": "object", "additionalProperties": false,
   "properties": {"city": {"type": "string", "maxLength": 12}}, "required": ["city"]}})");
 
@@ -77,7 +77,7 @@ TEST_F(Messages, StreamedEventsAreNamedByTheirType) {
   ASSERT_EQ(r.status, 200) << r.body;
   const std::vector<SseEvent> ev = sse_events(r.body);
   ASSERT_GE(ev.size(), 5u) << r.body;
-  for (const SseEvent& e : ev) EXPECT_EQ(e.name, e.data["type"]) << r.body;
+  for (const SseEvent& e : ev) EXPECT_EQ(e.name, e.data["type"].get<std::string>()) << r.body;
   EXPECT_EQ(ev.front().name, "message_start");
   EXPECT_EQ(ev.front().data["message"]["content"], json::array());
   EXPECT_EQ(ev.back().name, "message_stop");
@@ -99,7 +99,7 @@ TEST_F(Messages, StreamedEventsAreNamedByTheirType) {
 }
 
 TEST_F(Messages, ForcedToolUseAndItsResult) {
-  const json body = {{"max_tokens", 200}, {"tools", {kWeather}},
+  const json body = {{"max_tokens", 200}, {"tools", {kWeatherTool}},
                      {"tool_choice", {{"type", "tool"}, {"name", "get_weather"}}}, {"messages", user("Weather in Paris?")}};
   const json j = create(body).json();
   ASSERT_EQ(j["stop_reason"], "tool_use") << j.dump();
@@ -111,14 +111,14 @@ TEST_F(Messages, ForcedToolUseAndItsResult) {
   EXPECT_EQ(use["name"], "get_weather");
   EXPECT_EQ(use["id"].get<std::string>().rfind("toolu_", 0), 0u);
   ASSERT_TRUE(use["input"].is_object());
-  EXPECT_EQ(test_support::schema_violation(use["input"], kWeather["input_schema"]), "") << use.dump();
+  EXPECT_EQ(test_support::schema_violation(use["input"], kWeatherTool["input_schema"]), "") << use.dump();
 
   json messages = user("Weather in Paris?");
   messages.push_back({{"role", "assistant"}, {"content", j["content"]}});
   json result = {{"type", "tool_result"}, {"tool_use_id", use["id"]}};
   result["content"] = json::array({{{"type", "text"}, {"text", "sunny"}}});
   messages.push_back({{"role", "user"}, {"content", json::array({result})}});
-  const HttpReply next = create({{"max_tokens", 8}, {"tools", {kWeather}}, {"messages", messages}});
+  const HttpReply next = create({{"max_tokens", 8}, {"tools", {kWeatherTool}}, {"messages", messages}});
   ASSERT_EQ(next.status, 200) << next.body;
 
   json streamed = body;
@@ -132,7 +132,7 @@ TEST_F(Messages, ForcedToolUseAndItsResult) {
   }
   const json input = json::parse(partial, nullptr, false);
   ASSERT_TRUE(input.is_object()) << s.body;
-  EXPECT_EQ(test_support::schema_violation(input, kWeather["input_schema"]), "");
+  EXPECT_EQ(test_support::schema_violation(input, kWeatherTool["input_schema"]), "");
 }
 
 TEST_F(Messages, StopSequenceIsReported) {
@@ -146,7 +146,7 @@ TEST_F(Messages, StopSequenceIsReported) {
 }
 
 TEST_F(Messages, CountTokensMatchesTheUsage) {
-  const json body = {{"system", "Be brief."}, {"messages", user("Tell me a story")}, {"tools", {kWeather}}};
+  const json body = {{"system", "Be brief."}, {"messages", user("Tell me a story")}, {"tools", {kWeatherTool}}};
   const HttpReply count = create(body, "/v1/messages/count_tokens");
   ASSERT_EQ(count.status, 200) << count.body;
   json run = body;

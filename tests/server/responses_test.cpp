@@ -16,7 +16,7 @@ namespace {
 
 using nlohmann::json;
 
-const json kWeather = json::parse(R"({"type": "function", "name": "get_weather", "description": "Current weather",
+const json kWeatherFunction = json::parse(R"({"type": "function", "name": "get_weather", "description": "Current weather",
   "parameters": {"type": "object", "additionalProperties": false,
   "properties": {"city": {"type": "string", "maxLength": 12}}, "required": ["city"]}, "strict": true})");
 
@@ -88,7 +88,7 @@ TEST_F(Responses, StreamedEventsBuildTheSameResponse) {
   const std::vector<SseEvent> ev = sse_events(r.body);
   ASSERT_GE(ev.size(), 4u) << r.body;
   for (size_t i = 0; i < ev.size(); ++i) {
-    EXPECT_EQ(ev[i].name, ev[i].data["type"]) << r.body;
+    EXPECT_EQ(ev[i].name, ev[i].data["type"].get<std::string>()) << r.body;
     EXPECT_EQ(ev[i].data["sequence_number"], i) << r.body;
   }
   EXPECT_EQ(ev[0].name, "response.created");
@@ -123,7 +123,7 @@ TEST_F(Responses, StreamedEventsBuildTheSameResponse) {
 }
 
 TEST_F(Responses, ForcedFunctionCallAndItsRoundTrip) {
-  const json body = {{"input", "Weather in Paris?"}, {"tools", {kWeather}}, {"tool_choice", "required"},
+  const json body = {{"input", "Weather in Paris?"}, {"tools", {kWeatherFunction}}, {"tool_choice", "required"},
                      {"max_output_tokens", 200}};
   const json j = create(body).json();
   const std::vector<json> calls = items(j, "function_call");
@@ -133,14 +133,14 @@ TEST_F(Responses, ForcedFunctionCallAndItsRoundTrip) {
   EXPECT_EQ(call["call_id"].get<std::string>().rfind("call_", 0), 0u);
   EXPECT_EQ(call["id"].get<std::string>().rfind("fc_", 0), 0u);
   const json args = json::parse(call["arguments"].get<std::string>());
-  EXPECT_EQ(test_support::schema_violation(args, kWeather["parameters"]), "") << args.dump();
+  EXPECT_EQ(test_support::schema_violation(args, kWeatherFunction["parameters"]), "") << args.dump();
   EXPECT_EQ(j["status"], "completed");
 
   // the call and its output handed back as input items
   json input = json::array({{{"role", "user"}, {"content", "Weather in Paris?"}}});
   input.push_back(call);
   input.push_back({{"type", "function_call_output"}, {"call_id", call["call_id"]}, {"output", "sunny, 21 C"}});
-  const HttpReply next = create({{"input", input}, {"tools", {kWeather}}, {"max_output_tokens", 8}});
+  const HttpReply next = create({{"input", input}, {"tools", {kWeatherFunction}}, {"max_output_tokens", 8}});
   ASSERT_EQ(next.status, 200) << next.body;
   EXPECT_GT(next.json()["usage"]["input_tokens"].get<int>(), j["usage"]["input_tokens"].get<int>());
 
@@ -199,7 +199,7 @@ TEST_F(Responses, StoreContinuesAConversationAndForgetsOnDelete) {
 }
 
 TEST_F(Responses, InputTokensCountsThePrompt) {
-  const json body = {{"input", "Tell me a story"}, {"instructions", "Be brief."}, {"tools", {kWeather}}};
+  const json body = {{"input", "Tell me a story"}, {"instructions", "Be brief."}, {"tools", {kWeatherFunction}}};
   const HttpReply count = post_json(port(), "/v1/responses/input_tokens", body);
   ASSERT_EQ(count.status, 200) << count.body;
   EXPECT_EQ(count.json()["object"], "response.input_tokens");

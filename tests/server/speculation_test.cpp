@@ -19,19 +19,12 @@ namespace {
 using nlohmann::json;
 
 // A sample of /metrics (-1 when absent).
-double metric(uint16_t port, const std::string& name) {
-  const std::string body = "\n" + http_request(port, "GET", "/metrics").body;
-  const size_t at = body.find("\n" + name + " ");
-  return at == std::string::npos ? -1 : std::stod(body.substr(at + name.size() + 2));
-}
-
 const std::string kStory = "Lily had a red ball. Lily had a red ball. Lily had a red ball. Lily had";
 const json kPerson = json::parse(R"({"type": "object", "additionalProperties": false, "required": ["name", "age"],
   "properties": {"name": {"type": "string", "maxLength": 12}, "age": {"type": "integer", "minimum": 1}}})");
-const json kWeather = json::parse(R"({"type": "function", "function": {"name": "get_weather",
+const json kCityWeather = json::parse(R"({"type": "function", "function": {"name": "get_weather",
   "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12}},
   "required": ["city"]}}})");
-json ask(const std::string& q) { return json::array({{{"role", "user"}, {"content", q}}}); }
 
 // Every request of the comparison: (endpoint, body).
 std::vector<std::pair<std::string, json>> requests() {
@@ -43,13 +36,13 @@ std::vector<std::pair<std::string, json>> requests() {
       {"/v1/completions", {{"prompt", kStory}, {"max_tokens", 60}, {"temperature", 0}, {"stop", {"play with"}}}},
       {"/v1/completions", {{"prompt", kStory}, {"max_tokens", 40}, {"temperature", 0}, {"stream", true}}},
       {"/v1/chat/completions",
-       {{"messages", ask("Tell me about Lily.")}, {"max_tokens", 80}, {"temperature", 0},
+       {{"messages", one_user_message("Tell me about Lily.")}, {"max_tokens", 80}, {"temperature", 0},
         {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "p"}, {"schema", kPerson}}}}}}},
       {"/v1/chat/completions",
-       {{"messages", ask("Tell me about Lily.")}, {"max_tokens", 80}, {"seed", 2}, {"n", 2},
+       {{"messages", one_user_message("Tell me about Lily.")}, {"max_tokens", 80}, {"seed", 2}, {"n", 2},
         {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "p"}, {"schema", kPerson}}}}}}},
       {"/v1/chat/completions",
-       {{"messages", ask("Weather in Oslo?")}, {"tools", {kWeather}}, {"tool_choice", "required"},
+       {{"messages", one_user_message("Weather in Oslo?")}, {"tools", {kCityWeather}}, {"tool_choice", "required"},
         {"max_tokens", 200}, {"temperature", 0}}},
   };
 }

@@ -22,7 +22,6 @@ const json kWeather = json::parse(R"({"type": "function", "function": {"name": "
 const json kSearch = json::parse(R"({"type": "function", "function": {"name": "search",
   "parameters": {"type": "object", "properties": {"q": {"type": "string", "maxLength": 8}}, "required": ["q"]}}})");
 
-json ask(const std::string& question) { return json::array({{{"role", "user"}, {"content", question}}}); }
 
 // Services with the generic syntax (stories260K has no template: ChatML) and with Qwen3's.
 class ToolCalling : public testing::TestWithParam<const char*> {
@@ -107,7 +106,7 @@ json streamed_calls(const HttpReply& r, std::string& finish) {
 }
 
 TEST_P(ToolCalling, RequiredGivesValidCallsStreamedOrNot) {
-  json body = {{"messages", ask("Weather in Oslo?")}, {"tools", {kWeather, kSearch}}, {"tool_choice", "required"},
+  json body = {{"messages", one_user_message("Weather in Oslo?")}, {"tools", {kWeather, kSearch}}, {"tool_choice", "required"},
                {"parallel_tool_calls", false}, {"max_tokens", 400}, {"temperature", 0}};
   const json calls = checked_calls(chat(body));
   ASSERT_EQ(calls.size(), 1u);
@@ -121,7 +120,7 @@ TEST_P(ToolCalling, RequiredGivesValidCallsStreamedOrNot) {
 
 TEST_P(ToolCalling, ANamedFunctionIsTheOneCalled) {
   for (int seed = 1; seed <= 2; ++seed) {
-    const json calls = checked_calls(chat({{"messages", ask("Find cats")},
+    const json calls = checked_calls(chat({{"messages", one_user_message("Find cats")},
                                            {"tools", {kWeather, kSearch}},
                                            {"tool_choice", {{"type", "function"}, {"function", {{"name", "search"}}}}},
                                            {"max_tokens", 1200}, {"seed", seed}}));
@@ -130,12 +129,12 @@ TEST_P(ToolCalling, ANamedFunctionIsTheOneCalled) {
 }
 
 TEST_P(ToolCalling, NoneAndAutoNeverCallUnofferedFunctions) {
-  const json none = chat({{"messages", ask("Hi")}, {"tools", {kWeather}}, {"tool_choice", "none"}, {"max_tokens", 20}});
+  const json none = chat({{"messages", one_user_message("Hi")}, {"tools", {kWeather}}, {"tool_choice", "none"}, {"max_tokens", 20}});
   ASSERT_TRUE(none.contains("choices")) << none.dump();
   EXPECT_FALSE(none["choices"][0]["message"].contains("tool_calls"));
   EXPECT_TRUE(none["choices"][0]["message"]["content"].is_string());
   for (int seed = 1; seed <= 3; ++seed) {
-    const json r = chat({{"messages", ask("Hi")}, {"tools", {kWeather}}, {"max_tokens", 60}, {"seed", seed}});
+    const json r = chat({{"messages", one_user_message("Hi")}, {"tools", {kWeather}}, {"max_tokens", 60}, {"seed", seed}});
     ASSERT_TRUE(r.contains("choices")) << r.dump();
     for (const json& c : r["choices"][0]["message"].value("tool_calls", json::array())) {
       EXPECT_EQ(c["function"]["name"], "get_weather");
@@ -152,7 +151,7 @@ TEST_P(ToolCalling, ARoundTripRendersCallsAndResults) {
       {{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "{\"temp\": 3}"}}};
   const json with = chat({{"messages", history}, {"tools", {kWeather}}, {"max_tokens", 8}});
   ASSERT_TRUE(with.contains("choices")) << with.dump();
-  const json without = chat({{"messages", ask("Weather in Oslo?")}, {"tools", {kWeather}}, {"max_tokens", 8}});
+  const json without = chat({{"messages", one_user_message("Weather in Oslo?")}, {"tools", {kWeather}}, {"max_tokens", 8}});
   EXPECT_GT(with["usage"]["prompt_tokens"].get<int>(), without["usage"]["prompt_tokens"].get<int>() + 10)
       << "the call and its result are in the prompt";
   // the same history without tools renders too (a final answer after the tools ran)
@@ -160,7 +159,7 @@ TEST_P(ToolCalling, ARoundTripRendersCallsAndResults) {
 }
 
 TEST_P(ToolCalling, BadToolRequestsAre400sNamingTheField) {
-  const json msgs = ask("x");
+  const json msgs = one_user_message("x");
   struct Case {
     json body;
     std::string param, says;
@@ -195,7 +194,7 @@ class Reasoning : public ToolCalling {};
 
 TEST_P(Reasoning, ThinkBlocksAndCallsAreSplitStreamedOrNot) {
   const std::string call = "<tool_call>\\n{\\\"name\\\": \\\"search\\\", \\\"arguments\\\": {\\\"q\\\": \\\"cats\\\"}}\\n</tool_call>";
-  json body = {{"messages", ask("x")}, {"tools", {kSearch}}, {"max_tokens", 200},
+  json body = {{"messages", one_user_message("x")}, {"tools", {kSearch}}, {"max_tokens", 200},
                {"grammar", "root ::= \"<think>\\nI should search.\\n</think>\\n\\nOK. " + call + "\""}};
   const json r = chat(body);
   ASSERT_TRUE(r.contains("choices")) << r.dump();
@@ -224,9 +223,9 @@ TEST_P(Reasoning, ThinkBlocksAndCallsAreSplitStreamedOrNot) {
 
 TEST_P(Reasoning, EffortNoneTurnsThinkingOff) {
   // Qwen3's template closes an empty think block in the prompt when enable_thinking is false
-  const json on = chat({{"messages", ask("x")}, {"max_tokens", 1}});
-  const json off = chat({{"messages", ask("x")}, {"max_tokens", 1}, {"reasoning_effort", "none"}});
-  const json kw = chat({{"messages", ask("x")}, {"max_tokens", 1}, {"chat_template_kwargs", {{"enable_thinking", false}}}});
+  const json on = chat({{"messages", one_user_message("x")}, {"max_tokens", 1}});
+  const json off = chat({{"messages", one_user_message("x")}, {"max_tokens", 1}, {"reasoning_effort", "none"}});
+  const json kw = chat({{"messages", one_user_message("x")}, {"max_tokens", 1}, {"chat_template_kwargs", {{"enable_thinking", false}}}});
   ASSERT_TRUE(on.contains("usage") && off.contains("usage")) << off.dump();
   EXPECT_GT(off["usage"]["prompt_tokens"].get<int>(), on["usage"]["prompt_tokens"].get<int>());
   EXPECT_EQ(off["usage"]["prompt_tokens"], kw["usage"]["prompt_tokens"]);

@@ -13,6 +13,7 @@
 #include "gguf/file.h"
 #include "tests/support/json_schema_check.h"
 #include "tests/support/schema_gen.h"
+#include "tests/support/sanitized.h"
 #include "tests/support/shared.h"
 
 namespace engine::grammar {
@@ -61,7 +62,8 @@ TEST(GrammarSchemaProperty, GeneratedOutputValidatesOnARealVocabulary) {
   const gguf::File file = gguf::File::open(ggufd::test::shared_path("tokenizer/ggml-vocab-qwen3.gguf"));
   const auto vocab = TokenVocab::from_tokenizer(Tokenizer::from_gguf(file));
   int completed = 0;
-  for (uint32_t seed = 0; seed < 40; ++seed) {
+  const uint32_t seeds = ggufd::test::kSanitized ? 10 : 40;  // a grammar per seed on 151,669 tokens
+  for (uint32_t seed = 0; seed < seeds; ++seed) {
     std::mt19937 rng(seed);
     const json schema = test_support::random_schema(rng, 3);
     SCOPED_TRACE("seed " + std::to_string(seed) + " schema " + schema.dump());
@@ -73,7 +75,8 @@ TEST(GrammarSchemaProperty, GeneratedOutputValidatesOnARealVocabulary) {
     ASSERT_NO_THROW(value = json::parse(text)) << text;
     EXPECT_EQ(test_support::schema_violation(value, schema), "") << text;
   }
-  EXPECT_GE(completed, 25);  // most walks finish; the rest hit the step bound in a long string
+  // most walks finish; the rest hit the step bound in a long string
+  EXPECT_GE(completed, static_cast<int>(seeds / 2));
 }
 
 TEST(GrammarSchemaProperty, ExampleInstancesAreAccepted) {

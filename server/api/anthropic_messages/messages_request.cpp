@@ -17,7 +17,7 @@ using ojson = nlohmann::ordered_json;
 
 namespace {
 
-const std::set<std::string> kKnown = {
+const std::set<std::string> kMessagesFields = {
     "model", "messages", "system", "max_tokens", "stop_sequences", "stream", "temperature", "top_p", "top_k",
     "tools", "tool_choice", "thinking", "output_config", "output_format",
     // accepted; they cannot change the output here
@@ -143,7 +143,7 @@ std::vector<Message> system_messages(const ojson& body, const App& app) {
   return out;
 }
 
-ToolRequest read_tools(const ojson& body, std::vector<std::string>& ignored) {
+ToolRequest read_anthropic_tools(const ojson& body, std::vector<std::string>& ignored) {
   ToolRequest r;
   if (auto t = body.find("tools"); t != body.end() && !t->is_null()) {
     if (!t->is_array()) throw invalid_field("tools", "'tools' must be an array");
@@ -193,7 +193,7 @@ ToolRequest read_tools(const ojson& body, std::vector<std::string>& ignored) {
 }
 
 // thinking (enabled with budget_tokens, disabled, adaptive) and output_config.effort.
-void read_reasoning(const json& body, CoreRequest& r) {
+void read_thinking(const json& body, CoreRequest& r) {
   if (auto t = body.find("thinking"); t != body.end() && !t->is_null()) {
     if (!t->is_object()) throw invalid_field("thinking", "'thinking' must be an object");
     const std::string type = get_string(*t, "type").value_or("");
@@ -236,11 +236,11 @@ void read_output_format(const json& body, std::string_view text, const App& app,
   }
 }
 
-CoreRequest translate(const App& app, std::string_view text, bool need_max_tokens) {
+CoreRequest translate_messages(const App& app, std::string_view text, bool need_max_tokens) {
   const json body = parse_object(text, app.settings.max_json_depth);
   const ojson ordered = ojson::parse(text);
   CoreRequest core;
-  core.ignored_fields = check_fields(body, kKnown, {}, app.settings.strict_api);
+  core.ignored_fields = check_fields(body, kMessagesFields, {}, app.settings.strict_api);
   check_request_model(body, app);
   const std::optional<int64_t> max_tokens = get_int(body, "max_tokens", 1, INT32_MAX);
   if (need_max_tokens && !max_tokens) throw invalid_field("max_tokens", "max_tokens: Field required");
@@ -251,9 +251,9 @@ CoreRequest translate(const App& app, std::string_view text, bool need_max_token
   if (core.params.stop.size() > kMaxStops) {
     throw invalid_field("stop_sequences", "'stop_sequences' may hold at most " + std::to_string(kMaxStops) + " strings");
   }
-  read_reasoning(body, core);
+  read_thinking(body, core);
   read_output_format(body, text, app, core);
-  core.tools = read_tools(ordered, core.ignored_fields);
+  core.tools = read_anthropic_tools(ordered, core.ignored_fields);
   core.conversation = system_messages(ordered, app);
   const auto messages = ordered.find("messages");
   if (messages == ordered.end() || !messages->is_array() || messages->empty()) {
@@ -300,12 +300,12 @@ std::string without_billing_header(const std::string& text) {
 MessagesRequest prepare_messages(const App& app, std::string_view text) {
   MessagesRequest r;
   r.id = make_id("msg_");
-  prepare_generation(app, translate(app, text, true), r);
+  prepare_generation(app, translate_messages(app, text, true), r);
   return r;
 }
 
 json count_message_tokens(const App& app, std::string_view text) {
-  return {{"input_tokens", conversation_tokens(app, translate(app, text, false)).size()}};
+  return {{"input_tokens", conversation_tokens(app, translate_messages(app, text, false)).size()}};
 }
 
 }  // namespace server

@@ -7,7 +7,7 @@ namespace tools = engine::tools;
 
 namespace {
 
-bool blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
+bool blank_text(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
 
 std::string event(const json& data) { return sse_event(data["type"].get<std::string>(), data); }
 
@@ -92,7 +92,7 @@ std::string MessagesFormatter::add(AnswerDelta d) const {
   }
   if (!d.text.empty()) {
     pending_space_ += d.text;  // white space alone (between a think block and a call) opens no text block
-    if (open_ == Open::kText || !blank(pending_space_)) {
+    if (open_ == Open::kText || !blank_text(pending_space_)) {
       if (open_ != Open::kText) {
         out += close();
         out += open(Open::kText);
@@ -146,7 +146,7 @@ json MessagesFormatter::response(const std::vector<ChoiceResult>& choices, const
   const Answer a = read_answer(request_->answer, c);
   json content = json::array();
   if (!a.reasoning.empty()) content.push_back({{"type", "thinking"}, {"thinking", a.reasoning}, {"signature", ""}});
-  if (!blank(a.text) || (a.calls.empty() && a.reasoning.empty())) content.push_back({{"type", "text"}, {"text", a.text}});
+  if (!blank_text(a.text) || (a.calls.empty() && a.reasoning.empty())) content.push_back({{"type", "text"}, {"text", a.text}});
   for (const tools::ToolCall& call : a.calls) content.push_back(tool_use(call));
   const std::string& stop = c.usage.stop_string;
   return {{"id", request_->id},

@@ -15,7 +15,7 @@ using ojson = nlohmann::ordered_json;
 
 namespace {
 
-const std::set<std::string> kKnown = {
+const std::set<std::string> kChatFields = {
     "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
     "min_p", "n", "stop", "seed", "presence_penalty", "frequency_penalty", "repetition_penalty",
     "repeat_penalty", "repeat_last_n", "logit_bias", "logprobs", "top_logprobs", "stream",
@@ -26,10 +26,10 @@ const std::set<std::string> kKnown = {
     "modalities",  // ["text"] only (check_text_modalities)
     // tool calling and reasoning (tool_request.h)
     "tools", "tool_choice", "functions", "function_call", "reasoning_effort"};
-const std::set<std::string> kUnsupported = {"audio", "web_search_options", "verbosity"};
+const std::set<std::string> kChatUnsupported = {"audio", "web_search_options", "verbosity"};
 
 // `reasoning_effort` and `chat_template_kwargs` (the server's default applies in the core).
-void read_reasoning(const json& body, CoreRequest& r) {
+void read_chat_reasoning(const json& body, CoreRequest& r) {
   if (auto k = body.find("chat_template_kwargs"); k != body.end() && !k->is_null()) {
     if (!k->is_object()) {
       throw invalid_field("chat_template_kwargs", "'chat_template_kwargs' must be an object, found " + json_type_name(*k));
@@ -121,7 +121,7 @@ ChatRequest prepare_chat(const App& app, std::string_view text) {
   // just parsed within the depth limit, so this parse is too)
   const ojson ordered = ojson::parse(text);
   CoreRequest core;
-  core.ignored_fields = check_fields(body, kKnown, kUnsupported, app.settings.strict_api);
+  core.ignored_fields = check_fields(body, kChatFields, kChatUnsupported, app.settings.strict_api);
   check_text_modalities(body);
   check_request_model(body, app);
   core.params = parse_generation_params(body, app, {{"max_completion_tokens", "max_tokens", "n_predict"}, -1, 1});
@@ -131,7 +131,7 @@ ChatRequest prepare_chat(const App& app, std::string_view text) {
   } else if (body.contains("top_logprobs") && !body["top_logprobs"].is_null()) {
     throw invalid_field("top_logprobs", "'top_logprobs' requires 'logprobs': true");
   }
-  read_reasoning(body, core);
+  read_chat_reasoning(body, core);
   if (auto k = ordered.find("chat_template_kwargs"); k != ordered.end() && k->is_object()) core.template_kwargs = *k;
   core.tools = parse_tool_request(ordered);
   static const ojson kAbsent;

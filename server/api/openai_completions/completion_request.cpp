@@ -15,13 +15,13 @@ using nlohmann::json;
 namespace {
 
 // OpenAI's documented fields (suffix, which this server cannot honour, is refused) and llama-server's.
-const std::set<std::string> kKnown = {
+const std::set<std::string> kCompletionFields = {
     "model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "min_p", "n", "stop", "seed",
     "presence_penalty", "frequency_penalty", "repetition_penalty", "repeat_penalty",
     "repeat_last_n", "logit_bias", "logprobs", "echo", "stream", "stream_options", "user",
     "ignore_eos", "best_of", "cache_prompt", "n_predict", "parse_special", "response_format", "json_schema",
     "grammar"};
-const std::set<std::string> kUnsupported = {"suffix"};
+const std::set<std::string> kCompletionUnsupported = {"suffix"};
 constexpr size_t kMaxPrompts = 16;
 constexpr int64_t kCompletionsDefaultMaxTokens = 16;  // OpenAI's
 
@@ -64,7 +64,7 @@ std::vector<std::vector<int32_t>> parse_prompts(const json& body, const App& app
 CompletionRequest prepare_completion(const App& app, std::string_view text) {
   const json body = parse_object(text, app.settings.max_json_depth);
   CoreRequest core;
-  core.ignored_fields = check_fields(body, kKnown, kUnsupported, app.settings.strict_api);
+  core.ignored_fields = check_fields(body, kCompletionFields, kCompletionUnsupported, app.settings.strict_api);
   check_request_model(body, app);
   if (get_int(body, "best_of", 1, 1).value_or(1) != 1) throw invalid_field("best_of", "'best_of' must be 1");
   GenerationParams& params = core.params;

@@ -27,8 +27,8 @@ std::vector<std::string> part_texts(const ojson& content, const std::string& whe
       throw invalid_field("input", at + " must be an object with a 'type'");
     }
     const std::string type = part["type"].get<std::string>();
-    static const std::set<std::string> kUnsupported = {"input_image", "input_file", "input_audio"};
-    if (kUnsupported.count(type) != 0) {
+    static const std::set<std::string> kUnsupportedParts = {"input_image", "input_file", "input_audio"};
+    if (kUnsupportedParts.count(type) != 0) {
       throw invalid_field("input", at + ": '" + type + "' is not supported: this server takes text input only");
     }
     const char* key = type == "refusal" ? "refusal" : "text";
@@ -148,7 +148,7 @@ class InputReader {
   std::string pending_reasoning_;
 };
 
-void read_choice(const ojson& body, ToolRequest& r, std::vector<std::string>& ignored) {
+void read_responses_choice(const ojson& body, ToolRequest& r, std::vector<std::string>& ignored) {
   const auto c = body.find("tool_choice");
   if (c == body.end() || c->is_null()) return;
   if (c->is_string()) {
@@ -229,7 +229,7 @@ ToolRequest read_response_tools(const ojson& body, std::vector<std::string>& ign
       add_function(r, function_def(tool, "tools", where), "tools", where);
     }
   }
-  read_choice(body, r, ignored);
+  read_responses_choice(body, r, ignored);
   if (auto p = body.find("parallel_tool_calls"); p != body.end() && !p->is_null()) {
     if (!p->is_boolean()) throw invalid_field("parallel_tool_calls", "'parallel_tool_calls' must be a boolean");
     r.parallel_requested = p->get<bool>();

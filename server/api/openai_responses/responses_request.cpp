@@ -16,7 +16,7 @@ using ojson = nlohmann::ordered_json;
 
 namespace {
 
-const std::set<std::string> kKnown = {
+const std::set<std::string> kResponsesFields = {
     "model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "text", "reasoning",
     "max_output_tokens", "temperature", "top_p", "stream", "stream_options", "store", "previous_response_id",
     // accepted; they cannot change the output here
@@ -26,7 +26,7 @@ const std::set<std::string> kKnown = {
     "top_k", "min_p", "seed", "presence_penalty", "frequency_penalty", "repetition_penalty", "repeat_penalty",
     "repeat_last_n", "logit_bias"};
 // Server-side state this server does not keep (conversations, stored prompts).
-const std::set<std::string> kUnsupported = {"conversation", "prompt"};
+const std::set<std::string> kResponsesUnsupported = {"conversation", "prompt"};
 
 // text.format: text, json_object or json_schema ({"name", "schema", "strict"}).
 void read_text_format(const json& body, std::string_view text, const App& app, CoreRequest& r) {
@@ -53,7 +53,7 @@ void read_text_format(const json& body, std::string_view text, const App& app, C
 }
 
 // reasoning: {"effort", "summary"}; returns whether a summary was asked for.
-bool read_reasoning(const json& body, CoreRequest& r) {
+bool read_responses_reasoning(const json& body, CoreRequest& r) {
   const auto it = body.find("reasoning");
   if (it == body.end() || it->is_null()) return false;
   if (!it->is_object()) throw invalid_field("reasoning", "'reasoning' must be an object");
@@ -89,11 +89,11 @@ json echo_fields(const json& body) {
 
 // The request as the core's, and what only this dialect needs (`out`'s id, store, summary,
 // conversation, echo).
-CoreRequest translate(const App& app, std::string_view text, ResponsesRequest& out) {
+CoreRequest translate_responses(const App& app, std::string_view text, ResponsesRequest& out) {
   const json body = parse_object(text, app.settings.max_json_depth);
   const ojson ordered = ojson::parse(text);
   CoreRequest core;
-  core.ignored_fields = check_fields(body, kKnown, kUnsupported, app.settings.strict_api);
+  core.ignored_fields = check_fields(body, kResponsesFields, kResponsesUnsupported, app.settings.strict_api);
   check_request_model(body, app);
   if (get_bool(body, "background").value_or(false)) {
     throw invalid_field("background", "'background': true is not supported: this server answers while it generates");
@@ -102,7 +102,7 @@ CoreRequest translate(const App& app, std::string_view text, ResponsesRequest& o
   core.params.max_tokens = get_int(body, "max_output_tokens", 1, INT32_MAX).value_or(-1);
   core.params.stream = get_bool(body, "stream").value_or(false);
   out.store = get_bool(body, "store").value_or(true);
-  out.summary = read_reasoning(body, core);
+  out.summary = read_responses_reasoning(body, core);
   read_text_format(body, text, app, core);
   core.tools = read_response_tools(ordered, core.ignored_fields);
   (void)get_strings(body, "include");
@@ -133,7 +133,7 @@ CoreRequest translate(const App& app, std::string_view text, ResponsesRequest& o
 ResponsesRequest prepare_responses(const App& app, std::string_view text) {
   ResponsesRequest r;
   r.id = make_id("resp_");
-  CoreRequest core = translate(app, text, r);
+  CoreRequest core = translate_responses(app, text, r);
   const bool stream = core.params.stream;
   try {
     prepare_generation(app, std::move(core), r);
@@ -147,7 +147,7 @@ ResponsesRequest prepare_responses(const App& app, std::string_view text) {
 
 json count_response_tokens(const App& app, std::string_view text) {
   ResponsesRequest r;
-  const CoreRequest core = translate(app, text, r);
+  const CoreRequest core = translate_responses(app, text, r);
   const std::vector<int32_t> tokens = conversation_tokens(app, core);
   return {{"object", "response.input_tokens"}, {"input_tokens", tokens.size()}};
 }
