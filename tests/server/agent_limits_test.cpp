@@ -12,7 +12,6 @@ namespace {
 
 using nlohmann::json;
 
-json user(const std::string& text) { return json::array({{{"role", "user"}, {"content", text}}}); }
 
 TEST(MaxTokens, IsTheDefaultAndTheCapOfEveryRoute) {
   GGUFD_REQUIRE_SHARED(kStories);
@@ -20,10 +19,10 @@ TEST(MaxTokens, IsTheDefaultAndTheCapOfEveryRoute) {
   ASSERT_TRUE(s->ready());
   const uint16_t port = s->port();
   for (const json& limit : {json(nullptr), json(1000)}) {
-    json chat = {{"messages", user("Tell me a long story")}, {"ignore_eos", true}};
+    json chat = {{"messages", one_user_message("Tell me a long story")}, {"ignore_eos", true}};
     json completion = {{"prompt", "Once upon a time"}, {"ignore_eos", true}};
     json responses = {{"input", "Tell me a long story"}};
-    json messages = {{"messages", user("Tell me a long story")}, {"max_tokens", 1000}};
+    json messages = {{"messages", one_user_message("Tell me a long story")}, {"max_tokens", 1000}};
     if (!limit.is_null()) {
       chat["max_tokens"] = limit;
       completion["max_tokens"] = limit;
@@ -40,12 +39,12 @@ TEST(MaxTokens, IsTheDefaultAndTheCapOfEveryRoute) {
             2);
   // /v1/messages: the server's cap ends the turn (Claude Code retries, then fails, on max_tokens);
   // the request's own limit is max_tokens
-  const json capped = post_json(port, "/v1/messages", {{"messages", user("Hi")}, {"max_tokens", 1000},
+  const json capped = post_json(port, "/v1/messages", {{"messages", one_user_message("Hi")}, {"max_tokens", 1000},
                                                        {"stop_sequences", {"zzzz"}}}).json();
   if (capped["usage"]["output_tokens"] == 5) {
     EXPECT_EQ(capped["stop_reason"], "end_turn") << capped.dump();
   }
-  const json own = post_json(port, "/v1/messages", {{"messages", user("Hi")}, {"max_tokens", 2}}).json();
+  const json own = post_json(port, "/v1/messages", {{"messages", one_user_message("Hi")}, {"max_tokens", 2}}).json();
   if (own["usage"]["output_tokens"] == 2) {
     EXPECT_EQ(own["stop_reason"], "max_tokens") << own.dump();
   }
@@ -67,10 +66,10 @@ TEST(KeepAlive, StreamsThatWaitGetKeepAlives) {
     json body;
   };
   const std::vector<Case> cases = {
-      {"/v1/chat/completions", {{"messages", user("Hi")}, {"max_tokens", 2}, {"stream", true}}},
+      {"/v1/chat/completions", {{"messages", one_user_message("Hi")}, {"max_tokens", 2}, {"stream", true}}},
       {"/v1/completions", {{"prompt", "Hi"}, {"max_tokens", 2}, {"stream", true}}},
       {"/v1/responses", {{"input", "Hi"}, {"max_output_tokens", 2}, {"stream", true}}},
-      {"/v1/messages", {{"messages", user("Hi")}, {"max_tokens", 2}, {"stream", true}}},
+      {"/v1/messages", {{"messages", one_user_message("Hi")}, {"max_tokens", 2}, {"stream", true}}},
   };
   for (const Case& c : cases) {
     // the busy slot: 1500 tokens (a quarter of a second here; a keep-alive every millisecond while

@@ -18,7 +18,6 @@ const json kWeatherTool = json::parse(R"({"name": "get_weather", "description": 
   "input_schema": {"type": "object", "additionalProperties": false,
   "properties": {"city": {"type": "string", "maxLength": 12}}, "required": ["city"]}})");
 
-json user(const std::string& text) { return json::array({{{"role", "user"}, {"content", text}}}); }
 
 class Messages : public testing::Test {
  protected:
@@ -56,7 +55,7 @@ void expect_anthropic_error(const HttpReply& r, int status, const std::string& t
 }
 
 TEST_F(Messages, CreateReturnsAMessage) {
-  const HttpReply r = create({{"model", "claude-x"}, {"max_tokens", 8}, {"messages", user("Tell me a story")}});
+  const HttpReply r = create({{"model", "claude-x"}, {"max_tokens", 8}, {"messages", one_user_message("Tell me a story")}});
   ASSERT_EQ(r.status, 200) << r.body;
   const json j = r.json();
   EXPECT_EQ(j["type"], "message");
@@ -72,7 +71,7 @@ TEST_F(Messages, CreateReturnsAMessage) {
 }
 
 TEST_F(Messages, StreamedEventsAreNamedByTheirType) {
-  const HttpReply r = create({{"max_tokens", 12}, {"temperature", 0}, {"stream", true}, {"messages", user("Once")}},
+  const HttpReply r = create({{"max_tokens", 12}, {"temperature", 0}, {"stream", true}, {"messages", one_user_message("Once")}},
                              "/v1/messages?beta=true");
   ASSERT_EQ(r.status, 200) << r.body;
   const std::vector<SseEvent> ev = sse_events(r.body);
@@ -94,13 +93,13 @@ TEST_F(Messages, StreamedEventsAreNamedByTheirType) {
   }
   EXPECT_EQ(starts, stops);
   EXPECT_GE(starts, 1);
-  const json same = create({{"max_tokens", 12}, {"temperature", 0}, {"messages", user("Once")}}).json();
+  const json same = create({{"max_tokens", 12}, {"temperature", 0}, {"messages", one_user_message("Once")}}).json();
   EXPECT_EQ(same["content"][0]["text"], text);
 }
 
 TEST_F(Messages, ForcedToolUseAndItsResult) {
   const json body = {{"max_tokens", 200}, {"tools", {kWeatherTool}},
-                     {"tool_choice", {{"type", "tool"}, {"name", "get_weather"}}}, {"messages", user("Weather in Paris?")}};
+                     {"tool_choice", {{"type", "tool"}, {"name", "get_weather"}}}, {"messages", one_user_message("Weather in Paris?")}};
   const json j = create(body).json();
   ASSERT_EQ(j["stop_reason"], "tool_use") << j.dump();
   json use;
@@ -113,7 +112,7 @@ TEST_F(Messages, ForcedToolUseAndItsResult) {
   ASSERT_TRUE(use["input"].is_object());
   EXPECT_EQ(test_support::schema_violation(use["input"], kWeatherTool["input_schema"]), "") << use.dump();
 
-  json messages = user("Weather in Paris?");
+  json messages = one_user_message("Weather in Paris?");
   messages.push_back({{"role", "assistant"}, {"content", j["content"]}});
   json result = {{"type", "tool_result"}, {"tool_use_id", use["id"]}};
   result["content"] = json::array({{{"type", "text"}, {"text", "sunny"}}});
@@ -138,7 +137,7 @@ TEST_F(Messages, ForcedToolUseAndItsResult) {
 TEST_F(Messages, StopSequenceIsReported) {
   // stories260K writes spaces and common letters at once
   const json j = create({{"max_tokens", 60}, {"temperature", 0}, {"stop_sequences", {" ", "e", "a", "o"}},
-                         {"messages", user("Once upon a time there was")}})
+                         {"messages", one_user_message("Once upon a time there was")}})
                      .json();
   ASSERT_EQ(j["stop_reason"], "stop_sequence") << j.dump();
   const std::set<std::string> stops = {" ", "e", "a", "o"};
@@ -146,7 +145,7 @@ TEST_F(Messages, StopSequenceIsReported) {
 }
 
 TEST_F(Messages, CountTokensMatchesTheUsage) {
-  const json body = {{"system", "Be brief."}, {"messages", user("Tell me a story")}, {"tools", {kWeatherTool}}};
+  const json body = {{"system", "Be brief."}, {"messages", one_user_message("Tell me a story")}, {"tools", {kWeatherTool}}};
   const HttpReply count = create(body, "/v1/messages/count_tokens");
   ASSERT_EQ(count.status, 200) << count.body;
   json run = body;
@@ -157,7 +156,7 @@ TEST_F(Messages, CountTokensMatchesTheUsage) {
 }
 
 TEST_F(Messages, ErrorsHaveAnthropicsShape) {
-  expect_anthropic_error(create({{"messages", user("x")}}), 400, "invalid_request_error");  // no max_tokens
+  expect_anthropic_error(create({{"messages", one_user_message("x")}}), 400, "invalid_request_error");  // no max_tokens
   expect_anthropic_error(create({{"max_tokens", 5}, {"messages", "x"}}), 400, "invalid_request_error");
   const json image = {{"max_tokens", 5}, {"messages", {{{"role", "user"}, {"content", {{{"type", "image"},
                         {"source", {{"type", "base64"}, {"media_type", "image/png"}, {"data", "AAAA"}}}}}}}}}};
@@ -168,7 +167,7 @@ TEST_F(Messages, ErrorsHaveAnthropicsShape) {
                          "invalid_request_error");
   expect_anthropic_error(http_request(port(), "POST", "/v1/messages", "{}", {{"content-type", "text/plain"}}), 415,
                          "invalid_request_error");
-  expect_anthropic_error(create({{"max_tokens", 5}, {"tool_choice", {{"type", "tool"}, {"name", "x"}}}, {"messages", user("x")}}),
+  expect_anthropic_error(create({{"max_tokens", 5}, {"tool_choice", {{"type", "tool"}, {"name", "x"}}}, {"messages", one_user_message("x")}}),
                          400, "invalid_request_error");
 }
 
@@ -176,13 +175,13 @@ TEST(MessagesAuth, XApiKeyIsAcceptedAndRefusalsHaveAnthropicsShape) {
   GGUFD_REQUIRE_SHARED(kStories);
   auto s = start_service([](server::ServiceOptions& o) { o.http.api_keys = {"sekrit"}; });
   ASSERT_TRUE(s->ready());
-  const json body = {{"max_tokens", 2}, {"messages", user("x")}};
+  const json body = {{"max_tokens", 2}, {"messages", one_user_message("x")}};
   EXPECT_EQ(post_json(s->port(), "/v1/messages", body, {{"x-api-key", "sekrit"}}).status, 200);
   EXPECT_EQ(post_json(s->port(), "/v1/messages", body, {{"authorization", "Bearer sekrit"}}).status, 200);
   expect_anthropic_error(post_json(s->port(), "/v1/messages", body, {{"x-api-key", "wrong"}}), 401, "authentication_error");
   expect_anthropic_error(post_json(s->port(), "/v1/messages", body), 401, "authentication_error");
   // the OpenAI routes keep theirs, and take x-api-key too
-  const HttpReply chat = post_json(s->port(), "/v1/chat/completions", {{"messages", user("x")}, {"max_tokens", 2}},
+  const HttpReply chat = post_json(s->port(), "/v1/chat/completions", {{"messages", one_user_message("x")}, {"max_tokens", 2}},
                                    {{"x-api-key", "sekrit"}});
   EXPECT_EQ(chat.status, 200) << chat.body;
   EXPECT_TRUE(post_json(s->port(), "/v1/chat/completions", body).json()["error"].contains("code"));
@@ -252,7 +251,7 @@ TEST(BillingHeader, TurnTwoReusesTurnOnesPrefix) {
       o.keep_billing_header = keep;
     });
     ASSERT_TRUE(s->ready());
-    json messages = user("Once upon a time");
+    json messages = one_user_message("Once upon a time");
     const json first = turn(s->port(), "a1b2c", messages);
     ASSERT_EQ(first["type"], "message") << first.dump();
     messages.push_back({{"role", "assistant"}, {"content", first["content"]}});
