@@ -6,8 +6,8 @@
 //   [model] model alias chat-template-file pooling model-draft
 //   [http] host port api-key api-key-file cors-origin body-limit header-limit read-timeout
 //          idle-timeout request-timeout max-connections shutdown-grace strict-api keep-billing-header
-//   [engine] threads ctx-size parallel queue-limit prefill-chunk kv-type cache-ram spec draft-max
-//            draft-min
+//   [engine] threads ctx-size parallel queue-limit prefill-chunk kv-type cache-ram cache-dir
+//            cache-dir-size spec draft-max draft-min
 //   [sampling] temperature top-p top-k min-p repeat-penalty max-tokens
 //   [log] log-level log-format metrics
 // A key in another section, an unknown section, an unknown key or a key set twice is an error.

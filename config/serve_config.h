@@ -50,6 +50,8 @@ struct EngineConfig {
   int prefill_chunk = 512;          // prompt tokens per step
   std::string kv_type = "f16";      // f16 | f32 | q8_0 (engine::kv_type_names)
   int cache_ram = 256;              // MiB of KV cache beyond the slots' for prompt prefixes all slots share; 0: no sharing
+  std::string cache_dir;            // the prefix cache on disk as well ("": memory only)
+  int cache_dir_size = 10240;       // MiB of block files per model in cache_dir (LRU beyond)
   std::string spec = "auto";        // speculative decoding: auto | none | ngram | draft
   int draft_max = 16;               // drafts verified per slot and step at most
   int draft_min = 0;                // a shorter proposal is not verified

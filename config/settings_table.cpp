@@ -77,6 +77,13 @@ std::vector<Setting> engine_settings(EngineConfig& e) {
       {"cache-ram", "--cache-ram", g, "engine",
        "MiB of KV cache added for prompt prefixes shared by all slots (allocated at start; 0: no sharing)",
        &e.cache_ram, 0, 1048576},
+      {"cache-dir", "--cache-dir", g, "engine",
+       "keep the prefix cache's blocks on disk too, so a new session or a restarted server reuses a computed "
+       "system prompt and tools (created if missing; empty: memory only)",
+       &e.cache_dir},
+      {"cache-dir-size", "--cache-dir-size", g, "engine",
+       "MiB of block files per model in --cache-dir (the least recently used are removed beyond)",
+       &e.cache_dir_size, 1, 1 << 30},
       {"spec", "--spec", g, "engine",
        "speculative decoding (output unchanged): ngram drafts from the context, draft from --model-draft; "
        "auto: draft with --model-draft, else none",

@@ -238,6 +238,12 @@ void Service::Impl::load() {
                      "model resumes a cached prefix",
                      kv.prefix_cache.snapshot_slots, mib(kv.prefix_cache.snapshot_bytes));
       }
+      if (kv.prefix_cache.on_disk) {
+        spdlog::info("prefix cache on disk: {} ({} blocks of this model, {:.1f} MiB; at most {:.0f} MiB, least "
+                     "recently used removed first)",
+                     options.engine.prefix_store.dir, kv.prefix_cache.disk.files, mib(kv.prefix_cache.disk.bytes),
+                     mib(options.engine.prefix_store.max_bytes));
+      }
     } else if (app.generates) {
       spdlog::info("prefix cache: off ({}); each slot reuses its own prompt prefix only",
                    options.engine.prefix_cache_bytes <= 0 ? "--cache-ram 0" : "the sliding-window layers keep a ring");

@@ -266,6 +266,41 @@ void KvCache::free_sequence(SeqId seq) {
   if (recurrent_) recurrent_->free_sequence(seq);
 }
 
+void KvCache::read_cells(std::span<const int32_t> cells, std::span<uint8_t> out) const {
+  if (out.size() != cells.size() * cell_bytes_ || window_.n_cells > 0) {
+    throw std::logic_error("KvCache::read_cells: buffer size, or a cache with a window pool");
+  }
+  uint8_t* o = out.data();
+  for (int64_t il = 0; il < hp_->n_layer; ++il) {
+    if (hp_->recurrent(il)) continue;
+    for (int32_t c : cells) o = std::copy_n(static_cast<const uint8_t*>(k_row(il, c)), k_row_bytes_, o);
+    for (int32_t c : cells) o = std::copy_n(static_cast<const uint8_t*>(v_row(il, c)), v_row_bytes_, o);
+  }
+}
+
+void KvCache::write_cells(std::span<const int32_t> cells, std::span<const uint8_t> in) {
+  if (in.size() != cells.size() * cell_bytes_ || window_.n_cells > 0) {
+    throw std::logic_error("KvCache::write_cells: buffer size, or a cache with a window pool");
+  }
+  for (int32_t c : cells) {
+    if (c < 0 || c >= full_.n_cells || full_.refs[sz(c)] != 1) {
+      throw std::logic_error("KvCache::write_cells: cell " + std::to_string(c) + " is free or shared");
+    }
+  }
+  const uint8_t* i = in.data();
+  for (int64_t il = 0; il < hp_->n_layer; ++il) {
+    if (hp_->recurrent(il)) continue;
+    for (int32_t c : cells) {
+      std::copy_n(i, k_row_bytes_, static_cast<uint8_t*>(k_row(il, c)));
+      i += k_row_bytes_;
+    }
+    for (int32_t c : cells) {
+      std::copy_n(i, v_row_bytes_, static_cast<uint8_t*>(v_row(il, c)));
+      i += v_row_bytes_;
+    }
+  }
+}
+
 void KvCache::clear() {
   full_.clear();
   window_.clear();

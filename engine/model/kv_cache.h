@@ -144,6 +144,12 @@ class KvCache {
   // Every sequence and every retain() is forgotten: whoever retained cells must forget them too.
   void clear();
 
+  // The rows of full-pool `cells` as one buffer of cells.size() * cell_bytes() (the disk prefix
+  // cache): per layer that keeps rows, the cells' K rows, then their V rows. write_cells() takes
+  // such a buffer back into (other) cells; the cells must not be shared.
+  void read_cells(std::span<const int32_t> cells, std::span<uint8_t> out) const;
+  void write_cells(std::span<const int32_t> cells, std::span<const uint8_t> in);
+
   // Raw rows: K (k_dim) and V (v_dim) of one cell (of the layer's pool) in one layer, in type()'s
   // layout (kernels::kv_store / kv_load); a layer's cells are k_row_bytes() / v_row_bytes() apart.
   void* k_row(int64_t layer, int32_t cell) { return k_.get() + row_offset(layer, cell, k_row_bytes_); }

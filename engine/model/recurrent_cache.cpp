@@ -216,6 +216,24 @@ bool RecurrentCache::restore(SeqId seq, SnapshotRef ref) {
   return true;
 }
 
+std::span<const uint8_t> RecurrentCache::snapshot_memory(SnapshotRef ref) const {
+  if (!valid(ref)) return {};
+  const float* p = snap_data_.get() + sz(ref.slot) * sz(n_rec_) * snap_layer_floats_;
+  return {reinterpret_cast<const uint8_t*>(p), snapshot_size()};
+}
+
+RecurrentCache::SnapshotRef RecurrentCache::adopt(int32_t pos, std::span<const uint8_t> bytes) {
+  if (bytes.size() != snapshot_size()) throw std::invalid_argument("recurrent state: snapshot of the wrong size");
+  const int32_t slot = capture(-1, pos);
+  if (slot < 0) return {};
+  float* p = snap_data_.get() + sz(slot) * sz(n_rec_) * snap_layer_floats_;
+  std::memcpy(p, bytes.data(), bytes.size());
+  Snap& s = snaps_[sz(slot)];
+  s.committed = true;
+  s.claimed = true;
+  return {slot, s.gen};
+}
+
 void RecurrentCache::drop_snapshots(SeqId seq, int32_t from) {
   for (Snap& s : snaps_) {
     if (s.in_use() && !s.claimed && s.seq == seq && s.pos > from) free_snapshot(s);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -97,6 +98,11 @@ class RecurrentCache {
   bool valid(SnapshotRef ref) const;
   void release(SnapshotRef ref);
   bool restore(SeqId seq, SnapshotRef ref);
+  // The disk cache (PrefixStore): a valid snapshot's memory (snapshot_size() bytes; empty when
+  // not valid), and a claimed snapshot of the state at boundary pos made from such bytes ({-1}
+  // when there is no pool or every slot is being written).
+  std::span<const uint8_t> snapshot_memory(SnapshotRef ref) const;
+  SnapshotRef adopt(int32_t pos, std::span<const uint8_t> bytes);
 
  private:
   struct Seq {

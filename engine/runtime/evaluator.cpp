@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <stdexcept>
+#include <string>
 
 #include "engine/model/pooling.h"
 
@@ -33,7 +34,8 @@ ModelEvaluator::CacheShape ModelEvaluator::cache_shape(const HParams& hp, int64_
 }
 
 ModelEvaluator::ModelEvaluator(const Model& model, int64_t n_ctx, int64_t n_seq, KvType kv_type,
-                               int64_t max_batch, int n_threads, int64_t prefix_cache_bytes)
+                               int64_t max_batch, int n_threads, int64_t prefix_cache_bytes,
+                               const PrefixStoreOptions& store)
     : model_(model),
       pool_(thread_count(n_threads)),
       shape_(cache_shape(model.hparams(), n_ctx, n_seq, kv_type, max_batch, prefix_cache_bytes)),
@@ -42,6 +44,15 @@ ModelEvaluator::ModelEvaluator(const Model& model, int64_t n_ctx, int64_t n_seq,
   cache_.reserve_recurrent(n_seq, shape_.snapshots);  // (hybrid stacks: their states, now)
   // Cached blocks live in the reserved cells and in whatever the sequences leave free.
   if (shape_.share) prefix_.emplace(cache_, shape_.reserved);
+  if (!store.dir.empty()) {
+    if (!prefix_) {
+      if (store.warn) store.warn("prefix cache: --cache-dir unused: this model shares no prefixes (" +
+                                 std::string(prefix_cache_bytes <= 0 ? "--cache-ram 0" : "its sliding-window layers keep a ring") + ")");
+    } else {
+      store_.emplace(store, PrefixStore::fingerprint(model, kv_type));
+      prefix_->set_store(&*store_);
+    }
+  }
 }
 
 void ModelEvaluator::eval(const Batch& batch) {

@@ -85,13 +85,14 @@ class BatchEvaluator {
 // its longest. With a ring (gemma2/3, gpt-oss at long contexts) nothing is shared: each sequence
 // keeps only its own prefix (BatchEvaluator::truncate). A hybrid stack's cache holds n_seq
 // recurrent states, and with prefix sharing half of prefix_cache_bytes goes to snapshots of them
-// at block ends (RecurrentCache), the other half to cells.
-// Ownership: borrows the Model (which must outlive it); owns the cache, scratch and threads.
+// at block ends (RecurrentCache), the other half to cells. With a store directory
+// (PrefixStoreOptions::dir) and sharing, the cached blocks are also kept on disk (PrefixStore).
+// Ownership: borrows the Model (which must outlive it); owns the cache, scratch, store and threads.
 class ModelEvaluator final : public BatchEvaluator {
  public:
   // n_threads 0: one per physical core.
   ModelEvaluator(const Model& model, int64_t n_ctx, int64_t n_seq, KvType kv_type, int64_t max_batch,
-                 int n_threads, int64_t prefix_cache_bytes = 0);
+                 int n_threads, int64_t prefix_cache_bytes = 0, const PrefixStoreOptions& store = {});
 
   int64_t n_vocab() const override { return forward_.n_vocab(); }
   void eval(const Batch& batch) override;
@@ -123,7 +124,8 @@ class ModelEvaluator final : public BatchEvaluator {
   ThreadPool pool_;
   const CacheShape shape_;
   KvCache cache_;
-  std::optional<PrefixCache> prefix_;  // after cache_: destroyed first
+  std::optional<PrefixStore> store_;
+  std::optional<PrefixCache> prefix_;  // after cache_ and store_: destroyed first
   Forward forward_;
 };
 

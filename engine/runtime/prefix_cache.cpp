@@ -2,6 +2,7 @@
 #include "engine/runtime/prefix_cache.h"
 
 #include <algorithm>
+#include <climits>
 #include <random>
 #include <stdexcept>
 
@@ -14,6 +15,7 @@ constexpr int32_t B = PrefixCache::kBlockTokens;
 size_t sz(int64_t n) { return static_cast<size_t>(n); }
 
 static_assert(B == RecurrentCache::kChunk, "hybrid stacks' snapshots fall on block ends");
+static_assert(B == PrefixStore::kBlockTokens, "a block is a file of the disk cache");
 
 // splitmix64's finalizer: every input bit reaches every output bit.
 uint64_t mix(uint64_t z) {
@@ -73,6 +75,7 @@ void PrefixCache::touch() {
 int32_t PrefixCache::attach(SeqId seq, std::span<const int32_t> tokens, int32_t have, int32_t n_max) {
   ++lookups_;
   match(tokens, n_max);
+  if (store_ != nullptr && load_stored(tokens, n_max)) match(tokens, n_max);
   touch();
   RecurrentCache* rc = cache_.recurrent();
   if (rc != nullptr) {  // only as far as the last block whose end state is known
@@ -99,16 +102,20 @@ void PrefixCache::publish(SeqId seq, std::span<const int32_t> tokens) {
   const size_t n_blocks = std::min(tokens.size(), entries.size()) / B;
   uint64_t key = seed_;
   Block* prev = nullptr;
+  PrefixStore::Key disk_key = store_ != nullptr ? store_->first() : PrefixStore::Key{};
   for (size_t k = 0; k < n_blocks; ++k) {
     const size_t first = k * B, last = first + B - 1;
     // sorted distinct positions from 0: the block's positions are all there when its last is
     if (entries[last].pos != static_cast<int32_t>(last)) break;
     const int32_t* t = tokens.data() + first;
     key = hash_(key, t, B);
+    const PrefixStore::Key parent_disk_key = disk_key;
+    if (store_ != nullptr) disk_key = store_->next(disk_key, t);
     const auto [it, inserted] = blocks_.try_emplace(key);
     Block& b = it->second;
     if (inserted) {
       b.key = key;
+      b.disk_key = disk_key;
       b.parent = prev;
       std::copy(t, t + B, b.tokens.begin());
       for (size_t i = 0; i < sz(B); ++i) {
@@ -124,10 +131,67 @@ void PrefixCache::publish(SeqId seq, std::span<const int32_t> tokens) {
     }
     RecurrentCache* rc = cache_.recurrent();
     if (rc != nullptr && !rc->valid(b.snap)) b.snap = rc->claim(seq, static_cast<int32_t>(last + 1));
+    if (inserted && store_ != nullptr) save(b, parent_disk_key);
     chain_.push_back(&b);
     prev = &b;
   }
   touch();
+}
+
+void PrefixCache::save(const Block& b, PrefixStore::Key parent) {
+  kv_buf_.resize(sz(B) * cache_.cell_bytes());
+  cache_.read_cells(b.cells, kv_buf_);
+  std::span<const uint8_t> snap;
+  if (const RecurrentCache* rc = cache_.recurrent()) snap = rc->snapshot_memory(b.snap);
+  store_->save(b.disk_key, parent, b.tokens.data(), kv_buf_, snap);
+}
+
+bool PrefixCache::load_stored(std::span<const int32_t> tokens, int64_t n_max) {
+  const int64_t limit = std::min<int64_t>(n_max, static_cast<int64_t>(tokens.size()));
+  auto end = static_cast<int64_t>(chain_.size()) * B;
+  Block* prev = chain_.empty() ? nullptr : chain_.back();
+  PrefixStore::Key disk_key = prev != nullptr ? prev->disk_key : store_->first();
+  if (end + B > limit || !store_->contains(store_->next(disk_key, tokens.data() + end))) return false;
+  // A sequence of its own holds the matched blocks and the new cells while they are read, so that
+  // making room evicts neither; the blocks' own holds keep the cells when it goes.
+  constexpr SeqId kLoading = INT32_MAX;
+  cells_.clear();
+  for (const Block* b : chain_) cells_.insert(cells_.end(), b->cells.begin(), b->cells.end());
+  cache_.free_sequence(kLoading);
+  cache_.attach(kLoading, cells_);
+  RecurrentCache* rc = cache_.recurrent();
+  kv_buf_.resize(sz(B) * cache_.cell_bytes());
+  snap_buf_.resize(rc != nullptr ? rc->snapshot_size() : 0);
+  uint64_t key = prev != nullptr ? prev->key : seed_;
+  bool loaded = false;
+  for (; end + B <= limit; end += B) {
+    const int32_t* t = tokens.data() + end;
+    const PrefixStore::Key next = store_->next(disk_key, t);
+    key = hash_(key, t, B);
+    bool has_snapshot = false;
+    // (a key already in the index here is another prefix's: match() stopped before it)
+    if (blocks_.count(key) != 0 || !store_->contains(next) || !make_room(B) ||
+        !store_->load(next, disk_key, t, kv_buf_, snap_buf_, has_snapshot)) {
+      break;
+    }
+    Block& b = blocks_[key];
+    b.key = key;
+    b.disk_key = next;
+    b.parent = prev;
+    std::copy(t, t + B, b.tokens.begin());
+    for (int32_t i = 0; i < B; ++i) b.cells[sz(i)] = cache_.cell_for(kLoading, static_cast<int32_t>(end + i));
+    cache_.write_cells(b.cells, kv_buf_);
+    for (int32_t c : b.cells) cache_.retain(c);
+    if (rc != nullptr && has_snapshot) b.snap = rc->adopt(static_cast<int32_t>(end + B), snap_buf_);
+    if (prev != nullptr) ++prev->children;
+    b.used = ++tick_;
+    lru_.insert({b.used, key});
+    prev = &b;
+    disk_key = next;
+    loaded = true;
+  }
+  cache_.free_sequence(kLoading);
+  return loaded;
 }
 
 bool PrefixCache::evictable(const Block& b) const {
@@ -180,6 +244,10 @@ PrefixCacheStats PrefixCache::stats() const {
   s.hit_tokens = hit_tokens_;
   s.evictions = evictions_;
   s.reserved_cells = reserved_cells_;
+  if (store_ != nullptr) {
+    s.on_disk = true;
+    s.disk = store_->stats();
+  }
   if (const RecurrentCache* rc = cache_.recurrent()) {
     for (const auto& [key, b] : blocks_) s.snapshot_blocks += rc->valid(b.snap);
     s.snapshot_slots = rc->n_snapshots();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/model/kv_cache.h"
+#include "engine/runtime/prefix_store.h"
 
 namespace engine {
 
@@ -28,6 +29,9 @@ struct PrefixCacheStats {
   int64_t snapshot_blocks = 0;
   int64_t snapshot_slots = 0;
   size_t snapshot_bytes = 0;
+  // The disk cache (--cache-dir), when there is one.
+  bool on_disk = false;
+  PrefixStoreStats disk;
 };
 
 // An index of immutable blocks of kBlockTokens consecutive tokens of some sequence, each with the
@@ -58,7 +62,13 @@ struct PrefixCacheStats {
 // (RecurrentCache; kBlockTokens equals its chunk). attach() then takes the blocks up to the last
 // one with a snapshot and restores it; the blocks after it only serve as ancestors.
 //
-// Ownership: borrows the KvCache (which must outlive it); releases its blocks' cells (and
+// On disk (set_store()): every block this cache creates is also written to a PrefixStore, and
+// attach() extends the blocks it matched in memory with the ones that follow on disk, read into
+// free cells (as many as make_room() finds) and cached like any other; a hybrid stack's block
+// brings its snapshot. So a prefix computed by an earlier session, or before a restart, is
+// attached as if this cache had computed it.
+//
+// Ownership: borrows the KvCache (which must outlive it) and the store; releases its blocks' cells (and
 // snapshots) when destroyed. Thread-safety: none; the evaluator's thread only, like the KvCache.
 class PrefixCache {
  public:
@@ -97,6 +107,9 @@ class PrefixCache {
   // Drops every block (their cells are released).
   void clear();
 
+  // Writes blocks to, and reads them from, `store` (borrowed; null: memory only).
+  void set_store(PrefixStore* store) { store_ = store; }
+
   PrefixCacheStats stats() const;
 
  private:
@@ -108,6 +121,7 @@ class PrefixCache {
     std::array<int32_t, kBlockTokens> tokens{};
     std::array<int32_t, kBlockTokens> cells{};
     RecurrentCache::SnapshotRef snap;  // hybrid stacks: the state after the block, when known
+    PrefixStore::Key disk_key;         // its key in the store (with one)
 
     bool follows(const Block* before, const int32_t* toks) const;
   };
@@ -118,6 +132,10 @@ class PrefixCache {
   void touch();
   bool evictable(const Block& b) const;
   void drop(Block& b);  // releases its cells and forgets it (not its lru_ entry)
+  // Reads from the store the blocks that continue chain_ (as `tokens` goes, at most n_max tokens'
+  // worth) into the index. Returns whether it read any.
+  bool load_stored(std::span<const int32_t> tokens, int64_t n_max);
+  void save(const Block& b, PrefixStore::Key parent);
 
   KvCache& cache_;
   BlockHash hash_;
@@ -129,6 +147,8 @@ class PrefixCache {
   int64_t lookups_ = 0, hit_tokens_ = 0, evictions_ = 0;
   std::vector<Block*> chain_;    // scratch of attach() / publish()
   std::vector<int32_t> cells_;   // scratch of attach()
+  PrefixStore* store_ = nullptr;
+  std::vector<uint8_t> kv_buf_, snap_buf_;  // a block's rows and snapshot, to and from the store
 };
 
 }  // namespace engine

@@ -381,7 +381,7 @@ Scheduler::Scheduler(const Model& model, const Tokenizer& tokenizer, SchedulerOp
   const int64_t drafts = options.spec == SpecMode::kNone ? 0 : options.draft_max;
   auto owned = std::make_unique<ModelEvaluator>(model, options.n_ctx, options.n_slots, options.kv_type,
                                                 options.prefill_chunk + options.n_slots * (1 + drafts),
-                                                options.n_threads, options.prefix_cache_bytes);
+                                                options.n_threads, options.prefix_cache_bytes, options.prefix_store);
   std::unique_ptr<DraftSource> drafter;
   if (options.spec == SpecMode::kNgram) {
     drafter = std::make_unique<NgramDrafter>();

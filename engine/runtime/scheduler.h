@@ -100,6 +100,8 @@ struct SchedulerOptions {
   // cached blocks. 0: no sharing (each slot reuses its own prefix only). Models whose
   // sliding-window layers keep a ring never share (ModelEvaluator).
   int64_t prefix_cache_bytes = int64_t{256} << 20;
+  // The prefix cache on disk as well (dir empty: memory only); see PrefixStore.
+  PrefixStoreOptions prefix_store;
   // Speculative decoding (speculation.h): each generating slot's next token is verified together
   // with up to draft_max drafts (1..KvCache::kWindowSlack, so that a sliding-window ring can
   // always drop the rejected ones); a proposal shorter than draft_min is not verified. kDraft

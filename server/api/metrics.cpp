@@ -51,6 +51,18 @@ void render_prefix_cache(const engine::PrefixCacheStats& p, std::string& out) {
   header(out, "ggufd_prefix_cache_snapshot_blocks", "gauge",
          "Cached blocks a hybrid model can resume from (a snapshot of its recurrent state at their end).");
   sample(out, "ggufd_prefix_cache_snapshot_blocks", static_cast<double>(p.snapshot_blocks));
+  // --cache-dir (zero without it)
+  header(out, "ggufd_prefix_cache_disk_blocks", "gauge", "Prefix blocks of this model kept on disk (--cache-dir).");
+  sample(out, "ggufd_prefix_cache_disk_blocks", static_cast<double>(p.disk.files));
+  header(out, "ggufd_prefix_cache_disk_bytes", "gauge", "Size of those block files.");
+  sample(out, "ggufd_prefix_cache_disk_bytes", static_cast<double>(p.disk.bytes));
+  header(out, "ggufd_prefix_cache_disk_loaded_total", "counter", "Prefix blocks read back from disk into the cache.");
+  sample(out, "ggufd_prefix_cache_disk_loaded_total", static_cast<double>(p.disk.loaded));
+  header(out, "ggufd_prefix_cache_disk_saved_total", "counter", "Prefix blocks written to disk.");
+  sample(out, "ggufd_prefix_cache_disk_saved_total", static_cast<double>(p.disk.saved));
+  header(out, "ggufd_prefix_cache_disk_rejected_total", "counter",
+         "Block files ignored (and removed) as corrupt, foreign or unreadable.");
+  sample(out, "ggufd_prefix_cache_disk_rejected_total", static_cast<double>(p.disk.rejected));
 }
 
 // Speculative decoding: drafts verified and accepted (acceptance rate: their ratio). Zero when off.

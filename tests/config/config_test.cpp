@@ -219,7 +219,7 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
                                  "--idle-timeout", "6", "--request-timeout", "7", "--max-connections", "8",
                                  "--shutdown-grace", "9", "--strict-api", "--keep-billing-header", "--threads", "2", "--ctx-size", "128", "--parallel", "3",
                                  "--queue-limit", "4", "--prefill-chunk", "32", "--kv-type", "f32", "--cache-ram", "64",
-                                 "--model-draft", m, "--spec", "draft", "--draft-max", "8", "--draft-min", "2",
+                                 "--cache-dir", "/tmp/kv", "--cache-dir-size", "512", "--model-draft", m, "--spec", "draft", "--draft-max", "8", "--draft-min", "2",
                                  "--temperature", "0", "--top-p", "0.5", "--top-k", "5", "--min-p", "0.1",
                                  "--repeat-penalty", "1.1", "--max-tokens", "99", "--reasoning-effort", "none", "--log-level", "debug",
                                  "--log-format", "json", "--no-metrics"});
@@ -251,6 +251,8 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
   EXPECT_EQ(cfg.engine.prefill_chunk, 32);
   EXPECT_EQ(cfg.engine.kv_type, "f32");
   EXPECT_EQ(cfg.engine.cache_ram, 64);
+  EXPECT_EQ(cfg.engine.cache_dir, "/tmp/kv");
+  EXPECT_EQ(cfg.engine.cache_dir_size, 512);
   EXPECT_EQ(cfg.model.draft, m);
   EXPECT_EQ(cfg.engine.spec, "draft");
   EXPECT_EQ(cfg.engine.draft_max, 8);

@@ -37,6 +37,8 @@ TEST(Defaults, ConfigDefaultsAreTheLibrariesDefaults) {
   EXPECT_EQ(c.engine.prefill_chunk, s.engine.prefill_chunk);
   EXPECT_EQ(engine::kv_type_from_name(c.engine.kv_type), s.engine.kv_type);
   EXPECT_EQ(int64_t{c.engine.cache_ram} << 20, s.engine.prefix_cache_bytes);
+  EXPECT_EQ(c.engine.cache_dir, s.engine.prefix_store.dir);
+  EXPECT_EQ(uint64_t(c.engine.cache_dir_size) << 20, s.engine.prefix_store.max_bytes);
   EXPECT_EQ(c.model.draft, s.draft_model_path);
   EXPECT_EQ(c.engine.spec, "auto");  // without --model-draft: the scheduler's default, s.engine.spec
   EXPECT_EQ(c.engine.draft_max, s.engine.draft_max);

@@ -84,6 +84,9 @@ server::ServiceOptions to_options(const config::ServeConfig& c) {
   o.engine.prefill_chunk = c.engine.prefill_chunk;
   o.engine.kv_type = engine::kv_type_from_name(c.engine.kv_type);
   o.engine.prefix_cache_bytes = int64_t{c.engine.cache_ram} << 20;
+  o.engine.prefix_store.dir = c.engine.cache_dir;
+  o.engine.prefix_store.max_bytes = uint64_t(c.engine.cache_dir_size) << 20;
+  o.engine.prefix_store.warn = [](const std::string& what) { spdlog::warn("{}", what); };
   o.draft_model_path = c.model.draft;
   if (c.engine.spec == "none") {
     o.engine.spec = engine::SpecMode::kNone;
