@@ -83,8 +83,9 @@ void quantize_q8k(const float* x, ActQ8K* y, int64_t cols) {
       const float m = amax32(x + c);
       amax = m > amax ? m : amax;
     }
-    const float d = amax / 127.0f;
-    const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+    const float idf = amax != 0.0f ? 127.0f / amax : 0.0f;  // as ref::quantize_q8k (ggml's q8_K)
+    const float d = amax != 0.0f ? 1.0f / idf : 0.0f;
+    const __m256 id = _mm256_set1_ps(idf);
     for (int c = 0; c < kQKK; c += 32) quant32(x + c, id, y[i].qs + c);
     // bsums: 16-element group sums, via maddubs with ones (|sum| <= 2032 fits int16).
     for (int c = 0; c < kQKK; c += 32) {

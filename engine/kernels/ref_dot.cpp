@@ -30,12 +30,17 @@ void quantize_q8a(const float* x, ActQ8A* y, int64_t cols) {
   }
 }
 
+// As ggml's quantize_row_q8_K_ref, bit for bit: the scale is 127 / amax and d its reciprocal
+// (ggml uses -127 / max, max the signed element of largest magnitude, so its quants and d may both
+// come out negated: the same products). d = amax / 127 with 1 / d as the scale differs from that in
+// the last bit for about a quarter of all blocks, which moves a quant by one where x lands within
+// an ulp of a rounding boundary.
 void quantize_q8k(const float* x, ActQ8K* y, int64_t cols) {
   for (int64_t i = 0; i < cols / kQKK; ++i, x += kQKK) {
     float amax = 0.0f;
     for (int j = 0; j < kQKK; ++j) amax = std::max(amax, std::fabs(x[j]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    const float d = amax != 0.0f ? 1.0f / id : 0.0f;
     for (int g = 0; g < 16; ++g) {
       int sum = 0;
       for (int j = 16 * g; j < 16 * g + 16; ++j) {

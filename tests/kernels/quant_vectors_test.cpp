@@ -139,13 +139,21 @@ TEST_P(QuantVectors, DotProductsMatchGgml) {
   const std::vector<uint8_t> gx = ggml_act(t->act, v.act);
   EXPECT_NEAR(t->vec_dot(v.bytes.data(), gx.data(), n), v.vec_dot, reorder);
 
-  // 2. Our activation quantizer. Q8K: ggml's integers (no quant of these rows lands within an
-  //    ulp of a rounding boundary, where the two could differ by one), and a block scale
-  //    1 / (-127 / max) where ours is amax / 127, an ulp (2^-23) apart. Q8A (MXFP4): ggml rounds
+  // 2. Our activation quantizer. Q8K: ggml's integers and scale exactly (scale 127 / amax, d its
+  //    reciprocal; ggml's may both be negated, the same products). Q8A (MXFP4): ggml rounds
   //    each block's activation scale to fp16 and we keep it in f32, which moves each block's
   //    term by up to 2^-11 of itself.
   std::vector<uint8_t> ox(static_cast<size_t>(kernels::act_row_bytes(t->act, n)));
   kernels::quantize_act_ref(t->act, v.act.data(), ox.data(), n);
+  if (t->act == ActFormat::kQ8K) {
+    const auto* o = reinterpret_cast<const kernels::ActQ8K*>(ox.data());
+    const auto* g = reinterpret_cast<const kernels::ActQ8K*>(gx.data());
+    for (int64_t b = 0; b < n / kernels::kQKK; ++b) {
+      const float sign = g[b].d < 0 ? -1.0f : 1.0f;
+      ASSERT_EQ(o[b].d, sign * g[b].d) << "block " << b;
+      for (int j = 0; j < kernels::kQKK; ++j) ASSERT_EQ(o[b].qs[j], static_cast<int>(sign) * g[b].qs[j]) << "block " << b << " element " << j;
+    }
+  }
   const float ours = t->vec_dot(v.bytes.data(), ox.data(), n);
   EXPECT_NEAR(ours, v.vec_dot, std::ldexp(mag, t->act == ActFormat::kQ8A ? -11 : -23) + reorder);
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/model/attention.h"
 #include "engine/model/forward.h"
 #include "engine/model/model.h"
 #include "tests/support/isa.h"
@@ -42,6 +43,7 @@ const std::vector<std::string> kGoldenModels = {
     // llama.cpp for what ../shared does not cover. Never skipped.
     "repo/tiny-gpt-oss-F32",  "repo/tiny-gpt-oss-MXFP4_MOE-nofa", "repo/tiny-mistral3-F32", "repo/tiny-mistral3-Q8_0",
     "repo/tiny-llama-yarn-F32", "repo/tiny-llama3rope-F32", "repo/tiny-qwen2moe-F32", "repo/tiny-qwen2moe-Q8_0",
+    "repo/synth-llama-IQ3_XXS", "repo/synth-llama-TQ2_0",
 };
 
 bool in_repo(const std::string& stem) { return stem.rfind("repo/", 0) == 0; }
@@ -97,6 +99,23 @@ std::vector<float> eval_all(const Model& m, const std::vector<int32_t>& tokens, 
 constexpr float kRouteTie = 0.006f;
 constexpr double kAfterTie = 1.5;
 
+// llama.cpp's CPU flash attention with an F16 cache accumulates O in f16 on its one-row path (decode,
+// and prompt batches of fewer than 64 tokens) and in f32 on its tiled path (prompt batches of 64
+// or more), so its references choose by batch size; ours choose by position (below
+// Attention::kF16AccumPositions: f16; see attention.h). With a prompt of 64 tokens or more, prompt
+// positions below 128 and generated positions from 128 on are computed one way here and the other
+// in the reference: layer 0's kqv_out differs by 1.3e-3 to 2e-3 of its norm there and by 1e-6 where
+// the two agree (scripts/drift/README.md, Findings). The low-bit models below amplify that (their
+// Q8_K activation quants flip): those positions only, and only in these files, are compared with
+// kAccumMismatch times the tolerance (measured: up to 1.10, the scalar table's TQ2_0).
+const std::set<std::string> kLongPromptAccum = {"repo/synth-llama-IQ3_XXS", "repo/synth-llama-TQ2_0"};
+constexpr double kAccumMismatch = 1.15;
+bool accum_differs(size_t pos, size_t n_prompt) {
+  const auto f16_here = static_cast<int32_t>(pos) < Attention::kF16AccumPositions;
+  const bool f16_reference = pos >= n_prompt || n_prompt < 64;
+  return f16_here != f16_reference;
+}
+
 // Teacher-forced logits of the model `stem` against its reference, with a `kv_type` cache: the
 // float tolerance for float weights with an f16 / f32 cache, the quantized one otherwise.
 void compare_with_golden(const std::string& stem, KvType kv_type) {
@@ -133,13 +152,14 @@ void compare_with_golden(const std::string& stem, KvType kv_type) {
     for (size_t g = 0; g < c["gen_top"].size(); ++g) tokens.push_back(c["greedy"][g].get<int32_t>());
     std::vector<float> margins;
     const std::vector<float> logits = eval_all(model, tokens, pool, 32, &margins, kv_type);
-    double slack = 1.0;  // kAfterTie once a near-tie has been passed
+    double slack_after_tie = 1.0;  // kAfterTie once a near-tie has been passed
     for (size_t p = 0; p < tokens.size(); ++p) {
       if (!exact_type && margins[p] < kRouteTie) {
         ++route_ties;
-        slack = kAfterTie;
+        slack_after_tie = kAfterTie;
         continue;
       }
+      const double slack = kLongPromptAccum.count(stem) && accum_differs(p, n_prompt) ? kAccumMismatch : slack_after_tie;
       const auto& ref = p < n_prompt ? c["top"][p] : c["gen_top"][p - n_prompt];
       const float* row = logits.data() + p * static_cast<size_t>(n_vocab);
       for (const auto& pair : ref) {
