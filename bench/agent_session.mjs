@@ -4,6 +4,7 @@
 //
 //   node bench/agent_session.mjs record --cli claude|codex --server URL --out DIR [--turns N]
 //   node bench/agent_session.mjs replay --session DIR --server URL [--label NAME] [--api-key KEY]
+//                                     [--max-tokens N]
 //
 // record puts a forwarding proxy between the CLI and `--server` (a ggufd: it answers the session),
 // runs the CLI's first turn and N-1 follow-up turns in one session (claude -p / -p --continue;
@@ -15,7 +16,8 @@
 // replay sends the recorded requests in order, streamed, each once the one before has finished,
 // and measures for each the time to the first generated event (text, reasoning or tool input) and
 // to the end; then the first request once more: a second session with the same system prompt and
-// tools. Output: {"label", "server", "requests": [{"file", "route", "bytes", "ttft_ms", "total_ms"}],
+// tools. --max-tokens N replaces each request's limit (the CLIs ask for up to 32,000 tokens, and a
+// server that only takes a default from its command line would generate them all). Output: {"label", "server", "requests": [{"file", "route", "bytes", "ttft_ms", "total_ms"}],
 // "second_session_first_turn": {...}}. Compare servers on the same model file.
 import http from 'node:http';
 import { spawn } from 'node:child_process';
@@ -33,11 +35,11 @@ function args() {
   a.mode = argv.shift();
   for (let i = 0; i < argv.length; i += 2) {
     const key = argv[i].replace(/^--/, '').replace(/-(\w)/g, (_, c) => c.toUpperCase());
-    a[key] = key === 'turns' ? Number(argv[i + 1]) : argv[i + 1];
+    a[key] = ['turns', 'maxTokens'].includes(key) ? Number(argv[i + 1]) : argv[i + 1];
   }
   if (!['record', 'replay'].includes(a.mode) || !a.server) {
     console.error('usage: agent_session.mjs record --cli claude|codex --server URL --out DIR [--turns N]\n' +
-                  '       agent_session.mjs replay --session DIR --server URL [--label NAME] [--api-key KEY]');
+                  '       agent_session.mjs replay --session DIR --server URL [--label NAME] [--api-key KEY] [--max-tokens N]');
     process.exit(2);
   }
   return a;
@@ -104,10 +106,11 @@ async function record(a) {
 }
 
 // Sends one recorded request, streamed; times the first generated event and the end.
-async function replayOne(server, file, apiKey) {
+async function replayOne(server, file, apiKey, maxTokens) {
   const route = file.includes('messages') ? 'messages' : 'responses';
   const body = JSON.parse(readFileSync(file, 'utf8'));
   body.stream = true;
+  if (maxTokens) body[route === 'messages' ? 'max_tokens' : 'max_output_tokens'] = maxTokens;
   const text = JSON.stringify(body);
   const start = performance.now();
   const r = await fetch(`${server}/v1/${route}`, {
@@ -134,10 +137,10 @@ async function replay(a) {
   const server = a.server.replace(/\/$/, '');
   const requests = [];
   for (const f of files) {
-    requests.push(await replayOne(server, f, a.apiKey));
+    requests.push(await replayOne(server, f, a.apiKey, a.maxTokens));
     console.error(JSON.stringify(requests.at(-1)));
   }
-  const again = await replayOne(server, files[0], a.apiKey);
+  const again = await replayOne(server, files[0], a.apiKey, a.maxTokens);
   console.log(JSON.stringify({ label: a.label, server, requests, second_session_first_turn: again }, null, 2));
 }
 
