@@ -55,6 +55,8 @@ inline constexpr ArchTraits kArchTraits[] = {
     {Arch::kQwen2Moe,  "qwen2moe", RopeStyle::kNeox,   FfnAct::kSilu,     false, false, false, true,  false, true,  "ffn_norm"},
     {Arch::kGemma2,    "gemma2",   RopeStyle::kNeox,   FfnAct::kGeluTanh, false, false, true,  false, false, false, "ffn_norm"},
     {Arch::kGemma3,    "gemma3",   RopeStyle::kNeox,   FfnAct::kGeluTanh, false, true,  true,  false, false, false, "ffn_norm"},
+    // (experts optional: beside the dense FFN, in the layers with a router)
+    {Arch::kGemma4,    "gemma4",   RopeStyle::kNeox,   FfnAct::kGeluTanh, false, true,  true,  false, false, false, "ffn_norm"},
     {Arch::kPhi3,      "phi3",     RopeStyle::kNeox,   FfnAct::kSilu,     false, false, false, false, false, false, "ffn_norm"},
     {Arch::kGranite,   "granite",  RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false, false, false, "ffn_norm"},
     {Arch::kSmolLM3,   "smollm3",  RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false, false, false, "ffn_norm"},

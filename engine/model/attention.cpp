@@ -30,8 +30,8 @@ FlashWorker::FlashWorker(const kernels::FlashParams& p)
 }
 
 Attention::Attention(const HParams& hp) : hp_(hp), group_(hp.n_head / hp.n_head_kv) {
-  params_.d_k = hp.head_dim_k;
-  params_.d_v = hp.head_dim_v;
+  params_.d_k = hp.max_head_k();  // (the workers' scratch fits every layer; run() sets the layer's)
+  params_.d_v = hp.max_head_v();
   params_.softcap = hp.attn_softcap;
   params_.scale = hp.attn_softcap != 0.0f ? hp.kq_scale / hp.attn_softcap : hp.kq_scale;
 }
@@ -126,21 +126,21 @@ void Attention::plan(int64_t il, const KvCache& cache, int n_threads) {
   partials_.resize(sz(n_partial) * partial_stride());
 }
 
-size_t Attention::partial_stride() const { return sz(kernels::kFlashRows * (2 + hp_.head_dim_v)); }
+size_t Attention::partial_stride() const { return sz(kernels::kFlashRows * (2 + hp_.max_head_v())); }
 
 kernels::FlashState Attention::partial_state(int32_t i) {
   float* base = partials_.data() + sz(i) * partial_stride();
   return {base, base + kernels::kFlashRows, base + 2 * kernels::kFlashRows};
 }
 
-void Attention::bind_rows(const Item& it, const float* q, float* att, const std::vector<float>& sinks,
-                          FlashWorker& w) const {
+void Attention::bind_rows(const Item& it, const kernels::FlashParams& p, const float* q, float* att,
+                          const std::vector<float>& sinks, FlashWorker& w) const {
   const Seq& s = seqs_[sz(it.seq)];
   for (int32_t i = it.row0; i < it.row1; ++i) {
     const int64_t t = s.tokens[sz(i / group_)], h = it.kv_head * group_ + i % group_;
     const size_t r = sz(i - it.row0);
-    w.q_rows[r] = q + t * hp_.q_dim() + h * hp_.head_dim_k;              // (head_dim_k,)
-    w.out_rows[r] = att + (t * hp_.n_head + h) * hp_.head_dim_v;          // (head_dim_v,)
+    w.q_rows[r] = q + (t * hp_.n_head + h) * p.d_k;    // (d_k,)
+    w.out_rows[r] = att + (t * hp_.n_head + h) * p.d_v;  // (d_v,)
     w.q_pos[r] = s.tok_pos[sz(i / group_)];
     w.sinks[r] = sinks.empty() ? 0.0f : sinks[sz(h)];
   }
@@ -156,8 +156,10 @@ void Attention::run(int64_t il, const std::vector<float>& sinks, const float* q,
   ensure_workers(pool.size());
   const kernels::FlashFn flash = kernels::dispatch().flash;
   const int p = pool_index(cache.pool(il));
-  const int64_t d_v = hp_.head_dim_v;
+  const int64_t d_v = hp_.head_v(il);
   kernels::FlashParams params = params_;
+  params.d_k = hp_.head_k(il);
+  params.d_v = d_v;
   params.window = hp_.swa_layer[sz(il)] ? static_cast<int32_t>(hp_.n_swa) : 0;
   const auto* k_base = static_cast<const uint8_t*>(cache.k_row(il, 0));  // cell 0 of the layer's pool
   const auto* v_base = static_cast<const uint8_t*>(cache.v_row(il, 0));
@@ -167,10 +169,10 @@ void Attention::run(int64_t il, const std::vector<float>& sinks, const float* q,
     for (size_t n; (n = next.fetch_add(1, std::memory_order_relaxed)) < order_.size();) {
       const Item& it = items_[sz(order_[n])];
       const Seq& s = seqs_[sz(it.seq)];
-      bind_rows(it, q, att, sinks, w);
+      bind_rows(it, params, q, att, sinks, w);
       // K/V head kv_head of the sequence's cells, in position order
-      const kernels::FlashKv kv{k_base + cache.k_head_offset(it.kv_head), v_base + cache.v_head_offset(it.kv_head),
-                                cache.k_row_bytes(), cache.v_row_bytes(), cells_[p].data() + s.kv_begin[p],
+      const kernels::FlashKv kv{k_base + cache.k_head_offset(il, it.kv_head), v_base + cache.v_head_offset(il, it.kv_head),
+                                cache.k_row_bytes(il), cache.v_row_bytes(il), cells_[p].data() + s.kv_begin[p],
                                 kv_pos_[p].data() + s.kv_begin[p], s.kv_n[p], cache.elem()};
       const int n_rows = it.row1 - it.row0;
       kernels::FlashState st = it.partial < 0 ? w.state() : partial_state(it.partial);
@@ -188,7 +190,7 @@ void Attention::run(int64_t il, const std::vector<float>& sinks, const float* q,
       for (int32_t i = 1; i < lead.n_split; ++i) {
         kernels::flash_merge(into, partial_state(lead.partial + i), lead.row1 - lead.row0, d_v);
       }
-      bind_rows(lead, q, att, sinks, w);
+      bind_rows(lead, params, q, att, sinks, w);
       kernels::flash_finish(into, lead.row1 - lead.row0, d_v, sinks.empty() ? nullptr : w.sinks.data(),
                             w.out_rows.data());
     }

@@ -60,7 +60,8 @@ class Attention {
   // pool); call once per chunk, after the tokens' cells are assigned. seq, pos: (n,).
   void prepare(int64_t n, const SeqId* seq, const int32_t* pos, const KvCache& cache);
 
-  // Layer il: q (n, n_head * head_dim_k) the chunk's queries -> att (n, n_head * head_dim_v).
+  // Layer il: q (n, n_head * head_k(il)) the chunk's queries -> att (n, n_head * head_v(il)), over
+  // the K/V rows the cache gives layer il (another layer's, when it reuses them).
   // sinks: (n_head,) or empty.
   void run(int64_t il, const std::vector<float>& sinks, const float* q, const KvCache& cache, float* att,
            ThreadPool& pool);
@@ -90,14 +91,15 @@ class Attention {
   };
   void plan(int64_t il, const KvCache& cache, int n_threads);
   void ensure_workers(int n);
-  // Fills w's row pointers, positions and sinks for the item's rows.
-  void bind_rows(const Item& it, const float* q, float* att, const std::vector<float>& sinks, FlashWorker& w) const;
+  // Fills w's row pointers, positions and sinks for the item's rows (head sizes p.d_k, p.d_v).
+  void bind_rows(const Item& it, const kernels::FlashParams& p, const float* q, float* att,
+                 const std::vector<float>& sinks, FlashWorker& w) const;
   size_t partial_stride() const;
   kernels::FlashState partial_state(int32_t i);
 
   const HParams& hp_;
   int64_t group_;  // query heads per K/V head
-  kernels::FlashParams params_{};
+  kernels::FlashParams params_{};  // the largest head sizes (run() sets each layer's)
   std::vector<Seq> seqs_;
   std::vector<int32_t> cells_[2], kv_pos_[2];  // per pool: every sequence's entries, back to back
   std::vector<Item> items_;

@@ -22,25 +22,11 @@ namespace {
 
 size_t sz(int64_t n) { return static_cast<size_t>(n); }
 
-// fn(t) for every token t < n of a chunk, each thread a contiguous run of them (the per-token
-// row operations are independent). Fewer than 16 tokens (decode steps) run on the calling
-// thread: a row's norm or activation takes about a microsecond, waking the pool several.
-template <class Fn>
-void for_each_token(int64_t n, ThreadPool& pool, const Fn& fn) {
-  if (n < 16 || pool.size() < 2) {
-    for (int64_t t = 0; t < n; ++t) fn(t);
-    return;
-  }
-  pool.run([&](int ith, int nth) {
-    for (int64_t t = n * ith / nth, end = n * (ith + 1) / nth; t < end; ++t) fn(t);
-  });
-}
-
 }  // namespace
 
-RopeParams Forward::rope_params(float base, float scale, const float* factors) const {
+RopeParams Forward::rope_params(int n_rot, float base, float scale, const float* factors) const {
   RopeParams rp;
-  rp.n_rot = hp_.n_rot;
+  rp.n_rot = n_rot;
   rp.freq_base = base;
   rp.freq_scale = scale;
   rp.freq_factors = factors;
@@ -58,24 +44,30 @@ Forward::Forward(const Model& model, int64_t max_batch, int64_t n_ctx_seq)
       has_swa_(std::find(hp_.swa_layer.begin(), hp_.swa_layer.end(), 1) != hp_.swa_layer.end()) {
   if (max_batch <= 0) throw std::invalid_argument("max_batch must be positive");
   const float* factors = model.rope_factors(n_ctx_seq > 0 ? n_ctx_seq : hp_.n_ctx_train);
-  rope_params_ = rope_params(hp_.rope_freq_base, hp_.rope_freq_scale, factors);
+  rope_params_ = rope_params(hp_.n_rot, hp_.rope_freq_base, hp_.rope_freq_scale, factors);
   rope_params_.imrope = hp_.imrope;
   std::copy(std::begin(hp_.rope_sections), std::end(hp_.rope_sections), rope_params_.sections);
-  rope_params_swa_ = rope_params(hp_.rope_freq_base_swa, hp_.rope_freq_scale_swa, factors);
+  rope_params_swa_ = rope_params(hp_.rot_swa(), hp_.rope_freq_base_swa, hp_.rope_freq_scale_swa,
+                                 hp_.rope_factors_swa ? factors : nullptr);
   const int64_t B = max_batch;
   x_.resize(sz(B * hp_.n_embd));
   xb_.resize(sz(B * hp_.n_embd));
   xb2_.resize(sz(B * hp_.n_embd));
-  q_.resize(sz(B * hp_.q_dim()));
-  k_.resize(sz(B * hp_.k_dim()));
-  v_.resize(sz(B * hp_.v_dim()));
-  att_.resize(sz(B * hp_.n_head * hp_.head_dim_v));
-  if (hp_.n_expert == 0) {
+  q_.resize(sz(B * hp_.n_head * hp_.max_head_k()));
+  k_.resize(sz(B * hp_.n_head_kv * hp_.max_head_k()));
+  v_.resize(sz(B * hp_.n_head_kv * hp_.max_head_v()));
+  att_.resize(sz(B * hp_.n_head * hp_.max_head_v()));
+  if (hp_.n_expert == 0 || hp_.experts_beside_ffn) {
     hb_.resize(sz(B * hp_.n_ff));
     hb2_.resize(sz(B * hp_.n_ff));
   }
   rope_.resize(sz(B * hp_.n_rot));
-  if (has_swa_) rope_swa_.resize(sz(B * hp_.n_rot));
+  if (has_swa_) rope_swa_.resize(sz(B * hp_.rot_swa()));
+  if (hp_.n_embd_per_layer > 0) {
+    pl_in_.resize(sz(B * hp_.n_layer * hp_.n_embd_per_layer));
+    pl_proj_.resize(sz(B * hp_.n_layer * hp_.n_embd_per_layer));
+    pl_gate_.resize(sz(B * hp_.n_embd_per_layer));
+  }
   cells_.resize(sz(B));
   window_cells_.resize(sz(B));
   xout_.resize(sz(B * hp_.n_embd));
@@ -116,6 +108,10 @@ Forward::Forward(const Model& model, int64_t max_batch, int64_t n_ctx_seq)
       hb_.resize(sz(B * hp_.n_ff_shexp));
       hb2_.resize(sz(B * hp_.n_ff_shexp));
       ys_.resize(sz(B * hp_.n_embd));
+    }
+    if (hp_.experts_beside_ffn) {  // the dense branch's output in ys_, the router's input in xr_
+      ys_.resize(sz(B * hp_.n_embd));
+      xr_.resize(sz(B * hp_.n_embd));
     }
   }
 }
@@ -167,9 +163,10 @@ void Forward::eval_chunk(const Batch& batch, int64_t begin, int64_t end, KvCache
       window_cells_[sz(t)] = cache.cell_for(seq[t], pos[t], KvCache::Pool::kWindow);
     }
     rope_angles(rope_.data() + t * hp_.n_rot, pos[t], rope_params_);
-    if (has_swa_) rope_angles(rope_swa_.data() + t * hp_.n_rot, pos[t], rope_params_swa_);
+    if (has_swa_) rope_angles(rope_swa_.data() + t * hp_.rot_swa(), pos[t], rope_params_swa_);
   }
   observe("inp_embd", -1, n, E, x_.data());
+  if (hp_.n_embd_per_layer > 0) per_layer_inputs(tokens, n, pool);
   attention_.prepare(n, seq, pos, cache);  // the chunk's sequences and their cached keys
   if (hp_.ssm.enabled()) plan_recurrent(n, seq, pos, cache);
   for (int64_t il = 0; il < hp_.n_layer; ++il) {
@@ -179,6 +176,9 @@ void Forward::eval_chunk(const Batch& batch, int64_t begin, int64_t end, KvCache
       attention_block(il, n, pos, cache, pool);
     }
     ffn_block(il, n, pool);
+    if (hp_.n_embd_per_layer > 0) per_layer_block(il, n, pool);
+    if (const std::vector<float>& s = model_.layers[sz(il)].out_scale; !s.empty()) scale(x_.data(), s[0], n * E);
+    observe("l_out", il, n, E, x_.data());
   }
   if (hp_.ssm.enabled()) finish_recurrent(cache);
 }
@@ -206,27 +206,30 @@ void Forward::attention_block(int64_t il, int64_t n, const int32_t* pos,
   });
   observe("attn_norm", il, n, E, xb_.data());
   // Q = xb @ Wq^T, K = xb @ Wk^T, V = xb @ Wv^T  xb (n, E) -> q (n, q_dim), k (n, k_dim), v (n, v_dim)
-  // (one group: xb is converted once, and the threads share the three products' row chunks)
-  // (attn_out_gate: Q and its gate, (n, 2 * q_dim), then split)
+  // of the layer (one group: xb is converted once, and the threads share the products' row chunks)
+  // (attn_out_gate: Q and its gate, (n, 2 * q_dim), then split; a layer reusing another's K/V: Q
+  // only; without Wv: V = K's projection, copied in prepare_qkv)
   const MatmulJob qkv[] = {{&l.wq, xb_.data(), n, hp_.attn_out_gate ? qg_.data() : q_.data()},
                            {&l.wk, xb_.data(), n, k_.data()}, {&l.wv, xb_.data(), n, v_.data()}};
-  matmul_group(qkv, pool);
+  matmul_group(std::span(qkv, !hp_.own_kv(il) ? 1 : l.wv.data ? 3 : 2), pool);
   if (hp_.attn_out_gate) split_q_gate(n);
 
   // Per token: biases, per-head q/k norms, rope; then K/V into the token's cache cell.
   pool.run([&](int ith, int nth) {
     for (int64_t t = ith; t < n; t += nth) prepare_qkv(il, t, pos[t], cache);
   });
-  observe("q", il, n, hp_.q_dim(), q_.data());
-  observe("k", il, n, hp_.k_dim(), k_.data());
-  observe("v", il, n, hp_.v_dim(), v_.data());
+  observe("q", il, n, hp_.q_dim(il), q_.data());
+  if (hp_.own_kv(il)) {
+    observe("k", il, n, hp_.k_dim(il), k_.data());
+    observe("v", il, n, hp_.v_dim(il), v_.data());
+  }
 
-  // att[t, h] = softmax(kq_scale * q[t, h] . K[seq_t, window of pos_t]) @ V[...]   (n, n_head * head_dim_v)
+  // att[t, h] = softmax(kq_scale * q[t, h] . K[seq_t, window of pos_t]) @ V[...]   (n, n_head * head_v(il))
   attention_.run(il, l.attn_sinks, q_.data(), cache, att_.data(), pool);
-  observe("kqv_out", il, n, hp_.n_head * hp_.head_dim_v, att_.data());
+  observe("kqv_out", il, n, hp_.n_head * hp_.head_v(il), att_.data());
   if (hp_.attn_out_gate) gate_attention(n);  // att *= sigmoid(gate)
 
-  // xb2 = att @ Wo^T (+ bo)                      att (n, n_head * head_dim_v) -> xb2 (n, E)
+  // xb2 = att @ Wo^T (+ bo)                      att (n, n_head * head_v(il)) -> xb2 (n, E)
   matmul(l.wo, att_.data(), n, xb2_.data(), pool);
   if (!l.bo.empty()) {
     for (int64_t t = 0; t < n; ++t) add(xb2_.data() + t * E, l.bo.data(), E);
@@ -250,32 +253,38 @@ void Forward::add_residual(const std::vector<float>& post_norm, int64_t n, Threa
 
 void Forward::prepare_qkv(int64_t il, int64_t t, int32_t pos, KvCache& cache) {
   const LayerWeights& l = model_.layers[sz(il)];
-  const int64_t hd = hp_.head_dim_k;
-  float* q = q_.data() + t * hp_.q_dim();  // (n_head, head_dim_k)
-  float* k = k_.data() + t * hp_.k_dim();  // (n_head_kv, head_dim_k)
-  float* v = v_.data() + t * hp_.v_dim();  // (n_head_kv, head_dim_v)
-  if (!l.bq.empty()) add(q, l.bq.data(), hp_.q_dim());
-  if (!l.bk.empty()) add(k, l.bk.data(), hp_.k_dim());
-  if (!l.bv.empty()) add(v, l.bv.data(), hp_.v_dim());
+  const int64_t hd = hp_.head_k(il), qd = hp_.q_dim(il), kd = hp_.k_dim(il), vd = hp_.v_dim(il);
+  const int n_rot = hp_.rot(il);
+  float* q = q_.data() + t * qd;  // (n_head, head_k(il))
+  float* k = k_.data() + t * kd;  // (n_head_kv, head_k(il))
+  float* v = v_.data() + t * vd;  // (n_head_kv, head_v(il))
+  if (!l.bq.empty()) add(q, l.bq.data(), qd);
   const bool use_rope = hp_.rope_layer[sz(il)] != 0;
-  const float* angles = (hp_.swa_layer[sz(il)] ? rope_swa_ : rope_).data() + t * hp_.n_rot;  // (n_rot/2, 2)
+  const float* angles = hp_.swa(il) ? rope_swa_.data() + t * hp_.rot_swa() : rope_.data() + t * hp_.n_rot;  // (n_rot/2, 2)
   for (int64_t h = 0; h < hp_.n_head; ++h) {
     if (!l.q_norm.empty()) rmsnorm(q + h * hd, q + h * hd, l.q_norm.data(), hd, hp_.rms_eps);
-    if (use_rope) rope(q + h * hd, angles, hp_.n_rot, hp_.rope_style);
+    if (use_rope) rope(q + h * hd, angles, n_rot, hp_.rope_style);
   }
-  if (hp_.q_scale != 1.0f) scale(q, hp_.q_scale, hp_.q_dim());  // gemma, phi3: Q itself scaled
+  if (hp_.q_scale != 1.0f) scale(q, hp_.q_scale, qd);  // gemma, phi3: Q itself scaled
   if (hp_.attn_temp_scale != 0.0f) {  // mistral3: Q *= 1 + s ln(floor(pos / floor) + 1)
     const float p = std::floor(static_cast<float>(pos) / static_cast<float>(hp_.attn_temp_floor));
-    scale(q, static_cast<float>(std::log(p + 1.0) * hp_.attn_temp_scale + 1.0), hp_.q_dim());
+    scale(q, static_cast<float>(std::log(p + 1.0) * hp_.attn_temp_scale + 1.0), qd);
   }
+  if (!hp_.own_kv(il)) return;  // (it reads another layer's K/V)
+  if (!l.wv.data) std::copy(k, k + kd, v);  // V = K's projection (gemma4 without attn_v)
+  if (!l.bk.empty()) add(k, l.bk.data(), kd);
+  if (!l.bv.empty()) add(v, l.bv.data(), vd);
   for (int64_t h = 0; h < hp_.n_head_kv; ++h) {
     if (!l.k_norm.empty()) rmsnorm(k + h * hd, k + h * hd, l.k_norm.data(), hd, hp_.rms_eps);
-    if (use_rope) rope(k + h * hd, angles, hp_.n_rot, hp_.rope_style);
+    if (use_rope) rope(k + h * hd, angles, n_rot, hp_.rope_style);
+  }
+  if (hp_.v_norm) {  // per head, without a weight (gemma4)
+    for (int64_t h = 0; h < hp_.n_head_kv; ++h) rmsnorm(v + h * hp_.head_v(il), v + h * hp_.head_v(il), nullptr, hp_.head_v(il), hp_.rms_eps);
   }
   // cache K[il, cell] = k (k_dim,), V[il, cell] = v (v_dim,), in the layer's pool
   const int32_t cell = (cache.pool(il) == KvCache::Pool::kWindow ? window_cells_ : cells_)[sz(t)];
-  kernels::kv_store(cache.elem(), k, cache.k_row(il, cell), hp_.k_dim());
-  kernels::kv_store(cache.elem(), v, cache.v_row(il, cell), hp_.v_dim());
+  kernels::kv_store(cache.elem(), k, cache.k_row(il, cell), kd);
+  kernels::kv_store(cache.elem(), v, cache.v_row(il, cell), vd);
 }
 
 void Forward::ffn_block(int64_t il, int64_t n, ThreadPool& pool) {
@@ -289,12 +298,13 @@ void Forward::ffn_block(int64_t il, int64_t n, ThreadPool& pool) {
   if (l.gate_exps.empty()) {
     dense_ffn(l, n, pool);
     observe("ffn_act", il, n, hp_.n_ff, hb_.data());  // act(gate) * up, still in hb
+  } else if (l.ffn_gate.data) {
+    ffn_beside_experts(l, n, pool);
   } else {
-    moe_ffn(l, n, pool);
+    moe_ffn(l, xb_.data(), n, pool);
   }
   add_residual(l.post_ffn_norm, n, pool);
   observe("ffn_out", il, n, E, xb2_.data());
-  observe("l_out", il, n, E, x_.data());
 }
 
 void Forward::ffn_act(float* gate, const float* up, int64_t n) const {
@@ -316,12 +326,12 @@ void Forward::dense_ffn(const LayerWeights& l, int64_t n, ThreadPool& pool) {
   matmul(l.ffn_down, hb_.data(), n, xb2_.data(), pool);
 }
 
-void Forward::route(const LayerWeights& l, int64_t n, ThreadPool& pool) {
+void Forward::route(const LayerWeights& l, const float* in, int64_t n, ThreadPool& pool) {
   const int64_t X = hp_.n_expert, K = hp_.n_expert_used;
   const bool topk_softmax = hp_.expert_gating == ExpertGating::kSoftmaxTopK;
-  // router = xb @ Wgate_inp^T (+ bias)           xb (n, E) -> router (n, X); softmax unless
+  // router = in @ Wgate_inp^T (+ bias)           in (n, E) -> router (n, X); softmax unless
   // only the chosen experts' logits are
-  matmul(l.ffn_gate_inp, xb_.data(), n, router_.data(), pool);
+  matmul(l.ffn_gate_inp, in, n, router_.data(), pool);
   for (int64_t t = 0; t < n; ++t) {
     float* p = router_.data() + t * X;
     if (!l.ffn_gate_inp_b.empty()) add(p, l.ffn_gate_inp_b.data(), X);
@@ -359,9 +369,9 @@ void Forward::route(const LayerWeights& l, int64_t n, ThreadPool& pool) {
 // The n * K choices are grouped by expert, so each chosen expert's weights are read once for the
 // whole batch, and experts no token chose are not read at all; all experts' gate and up products
 // (and the shared expert's, for all n tokens) run as one group of the pool, then all their downs.
-void Forward::moe_ffn(const LayerWeights& l, int64_t n, ThreadPool& pool) {
+void Forward::moe_ffn(const LayerWeights& l, const float* router_in, int64_t n, ThreadPool& pool) {
   const int64_t E = hp_.n_embd, F = hp_.n_ff_exp, K = hp_.n_expert_used, X = hp_.n_expert;
-  route(l, n, pool);
+  route(l, router_in, n, pool);
   // expert e's rows are [first_[e], first_[e + 1]) of xe (n * K, E); row i is choice rows_[i] (t * K + j)
   std::fill(first_.begin(), first_.end(), 0);
   for (int64_t tj = 0; tj < n * K; ++tj) ++first_[sz(sel_[sz(tj)] + 1)];
@@ -406,11 +416,12 @@ void Forward::moe_ffn(const LayerWeights& l, int64_t n, ThreadPool& pool) {
   // ys = hs @ Wdown_shexp^T                      hb (n, Fs) -> ys (n, E)
   if (Fs > 0) jobs_.push_back({&l.down_shexp, hb_.data(), n, ys_.data()});
   matmul_group(jobs_, pool);
-  // xb2[t] = sum over j of w[t, j] * (ye[i] + down bias), i the row of choice t * K + j
+  // xb2[t] = sum over j of w[t, j] * (ye[i] * down scale + down bias), i the row of choice t * K + j
   std::fill(xb2_.begin(), xb2_.begin() + n * E, 0.0f);
   for (int64_t i = 0; i < n * K; ++i) {
     const int64_t tj = rows_[sz(i)], t = tj / K;
     float* src = ye_.data() + i * E;
+    if (!l.down_exps_scale.empty()) scale(src, l.down_exps_scale[sz(sel_[sz(tj)])], E);
     if (!l.down_exps_b.empty()) add(src, l.down_exps_b.data() + sel_[sz(tj)] * E, E);
     const float w = selw_[sz(tj)];
     float* dst = xb2_.data() + t * E;

@@ -18,7 +18,9 @@ namespace engine {
 //   layer il: attn_norm, q, k, v (after biases, q/k norms, RoPE and Q's scale), kqv_out (attention
 //   before the output projection), attn_out (after it, its bias and a post-norm: what the residual
 //   adds), ffn_inp (the residual after it), ffn_norm, ffn_act (act(gate) * up; dense FFNs only),
-//   ffn_out (the FFN's output after a post-norm), l_out (the layer's output).
+//   ffn_out (the FFN's output after a post-norm), per_layer_out (gemma4: the residual after the
+//   per-layer input block), l_out (the layer's output);
+//   gemma4, layer -1 after inp_embd: inp_per_layer (each token's inputs to every layer, (n_layer, P)).
 // rows (n, width), row-major: row t is the batch's token first + t. Valid only during the call.
 class ForwardObserver {
  public:
@@ -78,16 +80,37 @@ class Forward {
   // After a chunk: each of its sequences' window cells that no later token attends to are freed.
   void slide_windows(const Batch& batch, int64_t begin, int64_t end, KvCache& cache);
   void ffn_block(int64_t il, int64_t n, ThreadPool& pool);
-  // xb (n, E) -> xb2 (n, E) through the dense FFN / the token's top-k experts.
+  // xb (n, E) -> xb2 (n, E) through the dense FFN / the token's top-k experts (chosen by the
+  // router from router_in (n, E)).
   void dense_ffn(const LayerWeights& l, int64_t n, ThreadPool& pool);
-  void moe_ffn(const LayerWeights& l, int64_t n, ThreadPool& pool);
-  // The router's top-k experts of each token: sel_ (n, k) ids and selw_ (n, k) weights.
-  void route(const LayerWeights& l, int64_t n, ThreadPool& pool);
+  void moe_ffn(const LayerWeights& l, const float* router_in, int64_t n, ThreadPool& pool);
+  // The router's top-k experts of each token, from in (n, E): sel_ (n, k) ids and selw_ (n, k) weights.
+  void route(const LayerWeights& l, const float* in, int64_t n, ThreadPool& pool);
+  // gemma4 (forward_gemma4.cpp). xb (n, E) = the FFN's normed input -> xb2 (n, E): the dense FFN
+  // and the experts side by side, each post-normed, summed (HParams::experts_beside_ffn).
+  void ffn_beside_experts(const LayerWeights& l, int64_t n, ThreadPool& pool);
+  // The chunk's per-layer inputs pl_in_ (n, n_layer * P) from its tokens and embeddings x_.
+  void per_layer_inputs(const int32_t* tokens, int64_t n, ThreadPool& pool);
+  // After layer il's FFN: x += its per-layer input block's output.
+  void per_layer_block(int64_t il, int64_t n, ThreadPool& pool);
+  // fn(t) for every token t < n of a chunk, each thread a contiguous run of them (the per-token
+  // row operations are independent). Fewer than 16 tokens (decode steps) run on the calling
+  // thread: a row's norm or activation takes about a microsecond, waking the pool several.
+  template <class Fn>
+  static void for_each_token(int64_t n, ThreadPool& pool, const Fn& fn) {
+    if (n < 16 || pool.size() < 2) {
+      for (int64_t t = 0; t < n; ++t) fn(t);
+      return;
+    }
+    pool.run([&](int ith, int nth) {
+      for (int64_t t = n * ith / nth, end = n * (ith + 1) / nth; t < end; ++t) fn(t);
+    });
+  }
   // Block output xb2 (n, E): the post-norm (gemma) and residual scale (granite), then x += xb2.
   void add_residual(const std::vector<float>& post_norm, int64_t n, ThreadPool& pool);
   // gate (n,) = act(gate) * up (n,) with the model's FFN activation.
   void ffn_act(float* gate, const float* up, int64_t n) const;
-  RopeParams rope_params(float base, float scale, const float* factors) const;
+  RopeParams rope_params(int n_rot, float base, float scale, const float* factors) const;
   // rows (n, width) of the running chunk to the observer, if any.
   void observe(const char* name, int64_t il, int64_t n, int64_t width, const float* rows) const {
     if (observer_ != nullptr) observer_->observe(name, il, chunk_begin_, n, width, rows);
@@ -131,14 +154,14 @@ class Forward {
   std::vector<float> x_;        // (B, n_embd) residual stream
   std::vector<float> xb_;       // (B, n_embd) normed input of a block
   std::vector<float> xb2_;      // (B, n_embd) block output before the residual add
-  std::vector<float> q_;        // (B, n_head * head_dim_k)
-  std::vector<float> k_;        // (B, n_head_kv * head_dim_k)
-  std::vector<float> v_;        // (B, n_head_kv * head_dim_v)
-  std::vector<float> att_;      // (B, n_head * head_dim_v) attention output per head
+  std::vector<float> q_;        // (B, n_head * head_k(il)), sized for the widest layer
+  std::vector<float> k_;        // (B, n_head_kv * head_k(il))
+  std::vector<float> v_;        // (B, n_head_kv * head_v(il))
+  std::vector<float> att_;      // (B, n_head * head_v(il)) attention output per head
   std::vector<float> hb_;       // (B, n_ff) gate, then act(gate) * up (MoE: the shared expert's, n_ff_shexp)
   std::vector<float> hb2_;      // (B, n_ff) up (MoE: n_ff_shexp)
   std::vector<float> rope_;     // (B, n_rot/2, 2) cos, sin per token
-  std::vector<float> rope_swa_; // (B, n_rot/2, 2) the same with the sliding layers' base
+  std::vector<float> rope_swa_; // (B, n_rot_swa/2, 2) the same with the sliding layers' base and dims
   std::vector<int32_t> cells_;  // (B,) the cache cell of each token (full pool)
   std::vector<int32_t> window_cells_;  // (B,) its cell in the window pool, when the cache has one
   std::vector<SeqId> slid_;     // the sequences slide_windows() has seen in this chunk
@@ -155,7 +178,12 @@ class Forward {
   std::vector<float> he_;       // (B * n_expert_used, n_ff_exp) gate, then act(gate) * up
   std::vector<float> he2_;      // (B * n_expert_used, n_ff_exp) up
   std::vector<float> ye_;       // (B * n_expert_used, n_embd) the experts' outputs
-  std::vector<float> ys_;       // (B, n_embd) the shared expert's output (qwen2moe)
+  std::vector<float> ys_;       // (B, n_embd) the shared expert's output (qwen2moe), the dense branch's (gemma4)
+  std::vector<float> xr_;       // (B, n_embd) the router's input, when not xb (gemma4)
+  // Per-layer inputs (gemma4; empty otherwise), P = n_embd_per_layer.
+  std::vector<float> pl_in_;    // (B, n_layer * P) each token's input to every layer
+  std::vector<float> pl_proj_;  // (B, n_layer * P) the embeddings' projection, normed per layer
+  std::vector<float> pl_gate_;  // (B, P) gelu(x @ inp_gate^T) * the layer's input
   std::vector<MatmulJob> jobs_; // the experts' products of one step
   std::vector<float> route_margin_;  // (batch size,) see route_margin()
   // Hybrid stacks (empty otherwise).

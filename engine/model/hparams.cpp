@@ -6,6 +6,7 @@
 #include <string>
 
 #include "engine/model/arch.h"
+#include "engine/model/gemma4_hparams.h"
 #include "engine/model/hybrid_hparams.h"
 #include "engine/model/model.h"
 
@@ -182,6 +183,9 @@ void read_arch_hparams(const gguf::File& file, const std::string& p, HParams& hp
     case Arch::kQwen3Next:
       read_hybrid_hparams(file, p, hp);
       break;
+    case Arch::kGemma4:
+      read_gemma4_hparams(file, p, hp);
+      break;
     case Arch::kJinaBertV2:  // llama.cpp's fixed value (no key)
       hp.alibi_max_bias = 8.0f;
       break;
@@ -197,7 +201,7 @@ void read_experts(const gguf::File& file, const std::string& p, const ArchTraits
     if (traits.moe) fail(file, p + "expert_count is missing: architecture " + hp.arch_name + " has experts");
     return;
   }
-  if (!traits.moe && hp.arch != Arch::kLlama) {
+  if (!traits.moe && hp.arch != Arch::kLlama && hp.arch != Arch::kGemma4) {
     fail(file, p + "expert_count is set, but experts are not supported for architecture " + hp.arch_name);
   }
   constexpr uint64_t kMaxExperts = 512;
@@ -288,6 +292,9 @@ HParams read_hparams(const gguf::File& file) {
   hp.kq_scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim_k));
   hp.swa_layer.assign(static_cast<size_t>(hp.n_layer), 0);
   hp.rope_layer.assign(static_cast<size_t>(hp.n_layer), 1);
+  hp.head_dim_k_swa = hp.head_dim_k;  // (gemma4 reads the sliding layers' own)
+  hp.head_dim_v_swa = hp.head_dim_v;
+  hp.n_rot_swa = hp.n_rot;
   read_arch_hparams(file, p, hp);
   // llama.cpp reads the YaRN multiplier for mistral3 only (and architectures ggufd lacks)
   set_yarn_attn_factor(hp, hp.arch == Arch::kMistral3 ? finite(file, p + "rope.scaling.yarn_log_multiplier",
@@ -300,6 +307,10 @@ HParams read_hparams(const gguf::File& file) {
   }
   if (hp.arch == Arch::kQwen2Moe) hp.expert_weights_norm = false;  // llama.cpp's qwen2moe graph: never
   if (traits->hybrid) hp.expert_weights_norm = true;  // llama.cpp's qwen35moe / qwen3next graphs: always
+  if (hp.arch == Arch::kGemma4) {  // llama.cpp's gemma4 graph: renormalized, unscaled, whatever the keys
+    hp.expert_weights_norm = true;
+    hp.expert_weights_scale = 0.0f;
+  }
   return hp;
 }
 
@@ -382,6 +393,7 @@ std::vector<HParamField> describe_hparams(const HParams& hp) {
     text("attention_layers", layer_ranges(hp.recurrent_layer, 0) + " (output-gated)");
     describe_hybrid(hp, f);
   }
+  describe_gemma4(hp, f);
   if (hp.attn_softcap != 0.0f) num("attn_logit_softcapping", hp.attn_softcap);
   if (hp.final_softcap != 0.0f) num("final_logit_softcapping", hp.final_softcap);
   if (hp.embd_scale != 1.0f) num("embedding_scale", hp.embd_scale);

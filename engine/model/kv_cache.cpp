@@ -21,11 +21,17 @@ kernels::KvElem elem_of(KvType type) {
 
 // Q8_0 rows are whole 32-element blocks per head (a head's slice must start on a block).
 void check_head_sizes(KvType type, const HParams& hp) {
-  if (type != KvType::kQ8_0 || (hp.head_dim_k % 32 == 0 && hp.head_dim_v % 32 == 0)) return;
-  throw std::invalid_argument("KV cache type q8_0 needs head sizes that are multiples of 32 (Q8_0 blocks); this model's are " +
-                              std::to_string(hp.head_dim_k) + " (K) and " + std::to_string(hp.head_dim_v) +
-                              " (V): use f16 or f32");
+  for (const int64_t d : {hp.head_dim_k, hp.head_dim_v, hp.head_dim_k_swa, hp.head_dim_v_swa}) {
+    if (type != KvType::kQ8_0 || d % 32 == 0) continue;
+    throw std::invalid_argument("KV cache type q8_0 needs head sizes that are multiples of 32 (Q8_0 blocks); this model's are " +
+                                std::to_string(hp.head_dim_k) + " (K) and " + std::to_string(hp.head_dim_v) + " (V)" +
+                                (hp.head_dim_k_swa != hp.head_dim_k ? ", " + std::to_string(hp.head_dim_k_swa) + " (sliding layers)" : "") +
+                                ": use f16 or f32");
+  }
 }
+
+// Whether layer il keeps K/V rows of its own (not a Gated DeltaNet layer, nor one reusing another's).
+bool has_rows(const HParams& hp, int64_t il) { return !hp.recurrent(il) && hp.own_kv(il); }
 
 bool has_window_layers(const HParams& hp) {
   return hp.n_swa > 0 && std::find(hp.swa_layer.begin(), hp.swa_layer.end(), 1) != hp.swa_layer.end();
@@ -61,12 +67,6 @@ KvCache::KvCache(const HParams& hp, int64_t n_cells, KvType type, int64_t n_wind
     : type_(type),
       elem_(elem_of(type)),
       n_swa_(hp.n_swa),
-      k_dim_(hp.k_dim()),
-      v_dim_(hp.v_dim()),
-      head_dim_k_(hp.head_dim_k),
-      head_dim_v_(hp.head_dim_v),
-      k_row_bytes_(kernels::kv_bytes(elem_, k_dim_)),
-      v_row_bytes_(kernels::kv_bytes(elem_, v_dim_)),
       cell_bytes_(cell_bytes_for(hp, type)),
       hp_(&hp) {
   check_head_sizes(type, hp);
@@ -74,20 +74,28 @@ KvCache::KvCache(const HParams& hp, int64_t n_cells, KvType type, int64_t n_wind
   check_cells(n_window_cells, 0, "KV cache window size");
   full_.n_cells = n_cells;
   window_.n_cells = has_window_layers(hp) ? n_window_cells : 0;
-  // Each layer's rows: (cells of its pool, dim), one layer after another.
-  layer_pool_.resize(sz(hp.n_layer));
-  layer_cell0_.resize(sz(hp.n_layer));
-  int64_t rows = 0;
-  for (size_t il = 0; il < layer_pool_.size(); ++il) {
-    const bool window = window_.n_cells > 0 && hp.swa_layer[il] != 0;
-    layer_pool_[il] = window ? Pool::kWindow : Pool::kFull;
-    layer_cell0_[il] = rows;
-    if (!hp.recurrent(static_cast<int64_t>(il))) rows += window ? window_.n_cells : full_.n_cells;  // (no K/V)
+  // Each layer's rows: (cells of its pool, k_dim(il) / v_dim(il)), one layer after another; a
+  // reusing layer points at the rows of the (earlier) layer it reuses.
+  layers_.resize(sz(hp.n_layer));
+  size_t k_end = 0, v_end = 0;
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    LayerRows& r = layers_[sz(il)];
+    if (!hp.own_kv(il)) {
+      r = layers_[sz(hp.kv_layer[sz(il)])];
+      continue;
+    }
+    const bool window = window_.n_cells > 0 && hp.swa(il);
+    r = {window ? Pool::kWindow : Pool::kFull, kernels::kv_bytes(elem_, hp.k_dim(il)), kernels::kv_bytes(elem_, hp.v_dim(il)),
+         k_end, v_end};
+    if (!has_rows(hp, il)) continue;  // (Gated DeltaNet: no K/V)
+    const int64_t cells = window ? window_.n_cells : full_.n_cells;
+    k_end += sz(cells) * r.k_bytes;
+    v_end += sz(cells) * r.v_bytes;
   }
   if (hp.ssm.enabled() && hp.n_recurrent() > 0) recurrent_ = std::make_unique<RecurrentCache>(hp, n_cells, 0);
-  bytes_ = sz(rows) * (k_row_bytes_ + v_row_bytes_);
-  k_ = std::make_unique_for_overwrite<uint8_t[]>(sz(rows) * k_row_bytes_);
-  v_ = std::make_unique_for_overwrite<uint8_t[]>(sz(rows) * v_row_bytes_);
+  bytes_ = k_end + v_end;
+  k_ = std::make_unique_for_overwrite<uint8_t[]>(k_end);
+  v_ = std::make_unique_for_overwrite<uint8_t[]>(v_end);
   clear();
 }
 
@@ -99,7 +107,11 @@ int64_t KvCache::window_cells(const HParams& hp, int64_t n_cells, int64_t n_seq,
 
 size_t KvCache::cell_bytes_for(const HParams& hp, KvType type) {
   const kernels::KvElem elem = elem_of(type);
-  return sz(hp.n_layer - hp.n_recurrent()) * (kernels::kv_bytes(elem, hp.k_dim()) + kernels::kv_bytes(elem, hp.v_dim()));
+  size_t bytes = 0;
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    if (has_rows(hp, il)) bytes += kernels::kv_bytes(elem, hp.k_dim(il)) + kernels::kv_bytes(elem, hp.v_dim(il));
+  }
+  return bytes;
 }
 
 size_t KvCache::bytes_without_window() const {
@@ -272,9 +284,9 @@ void KvCache::read_cells(std::span<const int32_t> cells, std::span<uint8_t> out)
   }
   uint8_t* o = out.data();
   for (int64_t il = 0; il < hp_->n_layer; ++il) {
-    if (hp_->recurrent(il)) continue;
-    for (int32_t c : cells) o = std::copy_n(static_cast<const uint8_t*>(k_row(il, c)), k_row_bytes_, o);
-    for (int32_t c : cells) o = std::copy_n(static_cast<const uint8_t*>(v_row(il, c)), v_row_bytes_, o);
+    if (!has_rows(*hp_, il)) continue;
+    for (int32_t c : cells) o = std::copy_n(static_cast<const uint8_t*>(k_row(il, c)), k_row_bytes(il), o);
+    for (int32_t c : cells) o = std::copy_n(static_cast<const uint8_t*>(v_row(il, c)), v_row_bytes(il), o);
   }
 }
 
@@ -289,14 +301,14 @@ void KvCache::write_cells(std::span<const int32_t> cells, std::span<const uint8_
   }
   const uint8_t* i = in.data();
   for (int64_t il = 0; il < hp_->n_layer; ++il) {
-    if (hp_->recurrent(il)) continue;
+    if (!has_rows(*hp_, il)) continue;
     for (int32_t c : cells) {
-      std::copy_n(i, k_row_bytes_, static_cast<uint8_t*>(k_row(il, c)));
-      i += k_row_bytes_;
+      std::copy_n(i, k_row_bytes(il), static_cast<uint8_t*>(k_row(il, c)));
+      i += k_row_bytes(il);
     }
     for (int32_t c : cells) {
-      std::copy_n(i, v_row_bytes_, static_cast<uint8_t*>(v_row(il, c)));
-      i += v_row_bytes_;
+      std::copy_n(i, v_row_bytes(il), static_cast<uint8_t*>(v_row(il, c)));
+      i += v_row_bytes(il);
     }
   }
 }

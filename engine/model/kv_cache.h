@@ -27,7 +27,9 @@ KvType kv_type_from_name(const std::string& name);
 // Fixed-capacity storage for the K and V rows of every layer, cell by cell, shared by many
 // independent sequences.
 //
-// A cell holds one token: per layer, its K row (k_dim) and V row (v_dim). A sequence maps its
+// A cell holds one token: per layer, its K row (k_dim(il)) and V row (v_dim(il)); a layer that
+// reuses another's K/V (HParams::kv_layer) has no rows of its own, it reads that layer's. A
+// sequence maps its
 // positions to cells. A sequence exists while it has cells: cell_for() creates or extends it,
 // truncate() drops its positions >= p, free_sequence() drops it entirely. The forward pass reads
 // only the cells a sequence's positions map to, so sequences never see one another's tokens.
@@ -81,11 +83,11 @@ class KvCache {
 
   KvType type() const { return type_; }
   kernels::KvElem elem() const { return elem_; }  // how the kernels read the rows
-  // Bytes of a whole K / V row of a cell, and where K/V head h starts in it.
-  size_t k_row_bytes() const { return k_row_bytes_; }
-  size_t v_row_bytes() const { return v_row_bytes_; }
-  size_t k_head_offset(int64_t h) const { return kernels::kv_bytes(elem_, h * head_dim_k_); }
-  size_t v_head_offset(int64_t h) const { return kernels::kv_bytes(elem_, h * head_dim_v_); }
+  // Bytes of a whole K / V row of a cell in layer il, and where K/V head h starts in it.
+  size_t k_row_bytes(int64_t il) const { return layers_[static_cast<size_t>(il)].k_bytes; }
+  size_t v_row_bytes(int64_t il) const { return layers_[static_cast<size_t>(il)].v_bytes; }
+  size_t k_head_offset(int64_t il, int64_t h) const { return kernels::kv_bytes(elem_, h * hp_->head_k(il)); }
+  size_t v_head_offset(int64_t il, int64_t h) const { return kernels::kv_bytes(elem_, h * hp_->head_v(il)); }
   int64_t n_cells() const { return full_.n_cells; }
   int64_t n_window_cells() const { return window_.n_cells; }
   int64_t n_free() const { return static_cast<int64_t>(full_.free.size()); }
@@ -94,7 +96,7 @@ class KvCache {
   // The same for a cache of `type` for hp, before building one.
   static size_t cell_bytes_for(const HParams& hp, KvType type);
   // The pool holding a layer's rows.
-  Pool pool(int64_t layer) const { return layer_pool_[static_cast<size_t>(layer)]; }
+  Pool pool(int64_t layer) const { return layers_[static_cast<size_t>(layer)].pool; }
   // Memory of the K and V arrays.
   size_t bytes() const { return bytes_; }
   // Hybrid stacks: the Gated DeltaNet layers' state (null for other models).
@@ -150,16 +152,13 @@ class KvCache {
   void read_cells(std::span<const int32_t> cells, std::span<uint8_t> out) const;
   void write_cells(std::span<const int32_t> cells, std::span<const uint8_t> in);
 
-  // Raw rows: K (k_dim) and V (v_dim) of one cell (of the layer's pool) in one layer, in type()'s
-  // layout (kernels::kv_store / kv_load); a layer's cells are k_row_bytes() / v_row_bytes() apart.
-  void* k_row(int64_t layer, int32_t cell) { return k_.get() + row_offset(layer, cell, k_row_bytes_); }
-  void* v_row(int64_t layer, int32_t cell) { return v_.get() + row_offset(layer, cell, v_row_bytes_); }
-  const void* k_row(int64_t layer, int32_t cell) const {
-    return k_.get() + row_offset(layer, cell, k_row_bytes_);
-  }
-  const void* v_row(int64_t layer, int32_t cell) const {
-    return v_.get() + row_offset(layer, cell, v_row_bytes_);
-  }
+  // Raw rows: K (k_dim(layer)) and V (v_dim(layer)) of one cell (of the layer's pool) in one layer,
+  // in type()'s layout (kernels::kv_store / kv_load); a layer's cells are k_row_bytes(layer) /
+  // v_row_bytes(layer) apart. A layer that reuses another's K/V gets that layer's rows.
+  void* k_row(int64_t layer, int32_t cell) { return k_.get() + k_offset(layer, cell); }
+  void* v_row(int64_t layer, int32_t cell) { return v_.get() + v_offset(layer, cell); }
+  const void* k_row(int64_t layer, int32_t cell) const { return k_.get() + k_offset(layer, cell); }
+  const void* v_row(int64_t layer, int32_t cell) const { return v_.get() + v_offset(layer, cell); }
 
  private:
   // Cells and the sequences occupying them.
@@ -176,8 +175,20 @@ class KvCache {
     void clear();
   };
 
-  size_t row_offset(int64_t layer, int32_t cell, size_t row_bytes) const {
-    return static_cast<size_t>(layer_cell0_[static_cast<size_t>(layer)] + cell) * row_bytes;
+  // Where one layer's rows are: its pool, the bytes of its K / V rows, the offset of its cell 0's
+  // rows in k_ / v_ (a reusing layer: those of the layer it reuses).
+  struct LayerRows {
+    Pool pool;
+    size_t k_bytes, v_bytes;
+    size_t k0, v0;
+  };
+  size_t k_offset(int64_t layer, int32_t cell) const {
+    const LayerRows& r = layers_[static_cast<size_t>(layer)];
+    return r.k0 + static_cast<size_t>(cell) * r.k_bytes;
+  }
+  size_t v_offset(int64_t layer, int32_t cell) const {
+    const LayerRows& r = layers_[static_cast<size_t>(layer)];
+    return r.v0 + static_cast<size_t>(cell) * r.v_bytes;
   }
   const CellPool& pool_ref(Pool p) const { return p == Pool::kWindow ? window_ : full_; }
   // Throws std::logic_error unless sharing is possible and `cell` is a held full-pool cell.
@@ -185,15 +196,13 @@ class KvCache {
 
   KvType type_;
   kernels::KvElem elem_;
-  int64_t n_swa_, k_dim_, v_dim_, head_dim_k_, head_dim_v_;
-  size_t k_row_bytes_, v_row_bytes_;
+  int64_t n_swa_;
   size_t cell_bytes_;
   CellPool full_, window_;
-  std::vector<Pool> layer_pool_;       // (n_layer,)
-  std::vector<int64_t> layer_cell0_;   // (n_layer,) the layer's first row in k_ / v_
+  std::vector<LayerRows> layers_;  // (n_layer,)
   size_t bytes_ = 0;
-  std::unique_ptr<uint8_t[]> k_;  // per layer (cells of its pool, n_head_kv * head_dim_k), in type()
-  std::unique_ptr<uint8_t[]> v_;  // per layer (cells of its pool, n_head_kv * head_dim_v), in type()
+  std::unique_ptr<uint8_t[]> k_;  // per layer with rows (cells of its pool, n_head_kv * head_k(il)), in type()
+  std::unique_ptr<uint8_t[]> v_;  // per layer with rows (cells of its pool, n_head_kv * head_v(il)), in type()
   std::vector<Entry> no_entries_;  // what entries() returns for an unknown sequence
   const HParams* hp_;              // (the model outlives its caches)
   std::unique_ptr<RecurrentCache> recurrent_;

@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 
 #include <cstring>
+#include <initializer_list>
 #include <stdexcept>
 #include <string_view>
 
@@ -131,12 +132,13 @@ class Loader {
 // Layer weights are read by the functions below, each tensor's presence, shape and type checked
 // against hp and the architecture table.
 
-// Q, K, V of the layer with prefix b ("blk.N."): a fused attn_qkv (rows Q, then K, then V: phi3,
+// Q, K, V of layer il (prefix b "blk.N."): a fused attn_qkv (rows Q, then K, then V: phi3,
 // nomic-bert) with its optional fused bias, or attn_{q,k,v} with biases (required when
-// `biases`, else optional).
-void load_qkv(const Loader& ld, const HParams& hp, const std::string& b, bool biases, LayerWeights& l) {
+// `biases`, else optional). A layer that reuses another's K/V has Q only; with HParams::v_norm
+// (gemma4) attn_v is optional: V is then K's projection.
+void load_qkv(const Loader& ld, const HParams& hp, int64_t il, const std::string& b, bool biases, LayerWeights& l) {
   // (attn_out_gate: Q's rows are per head the query then its gate)
-  const int64_t E = hp.n_embd, nq = hp.q_dim() * (hp.attn_out_gate ? 2 : 1), nk = hp.k_dim(), nv = hp.v_dim();
+  const int64_t E = hp.n_embd, nq = hp.q_dim(il) * (hp.attn_out_gate ? 2 : 1), nk = hp.k_dim(il), nv = hp.v_dim(il);
   if (ld.has(b + "attn_qkv.weight")) {
     const Matrix qkv = ld.matrix(b + "attn_qkv.weight", nq + nk + nv, E);
     l.wq = Loader::row_slice(qkv, 0, nq);
@@ -151,9 +153,10 @@ void load_qkv(const Loader& ld, const HParams& hp, const std::string& b, bool bi
     return;
   }
   l.wq = ld.matrix(b + "attn_q.weight", nq, E);
-  l.wk = ld.matrix(b + "attn_k.weight", nk, E);
-  l.wv = ld.matrix(b + "attn_v.weight", nv, E);
   l.bq = ld.vector(b + "attn_q.bias", nq, biases);
+  if (!hp.own_kv(il)) return;
+  l.wk = ld.matrix(b + "attn_k.weight", nk, E);
+  if (!hp.v_norm || ld.has(b + "attn_v.weight")) l.wv = ld.matrix(b + "attn_v.weight", nv, E);
   l.bk = ld.vector(b + "attn_k.bias", nk, biases);
   l.bv = ld.vector(b + "attn_v.bias", nv, biases);
 }
@@ -183,6 +186,40 @@ DeltaNetWeights load_delta_net(const Loader& ld, const HParams& hp, const std::s
   return w;
 }
 
+// The experts of layer il (prefix b): router, gate/up (or fused gate_up), down, and their
+// optional biases (required when `biases`), shared expert, gemma4's norms and scales.
+void load_experts(const Loader& ld, const HParams& hp, const std::string& b, bool biases, LayerWeights& l) {
+  const int64_t E = hp.n_embd;
+  l.ffn_gate_inp = ld.matrix(b + "ffn_gate_inp.weight", hp.n_expert, E);
+  if (ld.has(b + "ffn_gate_up_exps.weight")) {  // fused: each expert's gate rows, then its up rows
+    for (const Matrix& gu : ld.experts(b + "ffn_gate_up_exps.weight", hp.n_expert, 2 * hp.n_ff_exp, E)) {
+      l.gate_exps.push_back(Loader::row_slice(gu, 0, hp.n_ff_exp));
+      l.up_exps.push_back(Loader::row_slice(gu, hp.n_ff_exp, hp.n_ff_exp));
+    }
+  } else {
+    l.gate_exps = ld.experts(b + "ffn_gate_exps.weight", hp.n_expert, hp.n_ff_exp, E);
+    l.up_exps = ld.experts(b + "ffn_up_exps.weight", hp.n_expert, hp.n_ff_exp, E);
+  }
+  l.down_exps = ld.experts(b + "ffn_down_exps.weight", hp.n_expert, E, hp.n_ff_exp);
+  l.ffn_gate_inp_b = ld.vector(b + "ffn_gate_inp.bias", hp.n_expert, biases);
+  l.gate_exps_b = ld.vectors(b + "ffn_gate_exps.bias", hp.n_ff_exp, hp.n_expert, biases);
+  l.up_exps_b = ld.vectors(b + "ffn_up_exps.bias", hp.n_ff_exp, hp.n_expert, biases);
+  l.down_exps_b = ld.vectors(b + "ffn_down_exps.bias", E, hp.n_expert, biases);
+  if (hp.n_ff_shexp > 0) {
+    l.ffn_gate_inp_shexp = ld.vector(b + "ffn_gate_inp_shexp.weight", E, true);
+    l.gate_shexp = ld.matrix(b + "ffn_gate_shexp.weight", hp.n_ff_shexp, E);
+    l.up_shexp = ld.matrix(b + "ffn_up_shexp.weight", hp.n_ff_shexp, E);
+    l.down_shexp = ld.matrix(b + "ffn_down_shexp.weight", E, hp.n_ff_shexp);
+  }
+  if (hp.experts_beside_ffn) {
+    l.ffn_gate_inp_scale = ld.vector(b + "ffn_gate_inp.scale", E, true);
+    l.pre_ffn_norm_2 = ld.vector(b + "pre_ffw_norm_2.weight", E, true);
+    l.post_ffn_norm_1 = ld.vector(b + "post_ffw_norm_1.weight", E, true);
+    l.post_ffn_norm_2 = ld.vector(b + "post_ffw_norm_2.weight", E, true);
+    l.down_exps_scale = ld.vector(b + "ffn_down_exps.scale", hp.n_expert, false);
+  }
+}
+
 // Layer il of a decoder.
 LayerWeights load_layer(const Loader& ld, const HParams& hp, int64_t il) {
   const ArchTraits& arch = arch_traits(hp.arch);
@@ -194,47 +231,35 @@ LayerWeights load_layer(const Loader& ld, const HParams& hp, int64_t il) {
   if (hp.recurrent(il)) {
     l.dn = load_delta_net(ld, hp, b);
   } else {
-    load_qkv(ld, hp, b, arch.qkv_bias, l);
-    l.wo = ld.matrix(b + "attn_output.weight", E, hp.n_head * hp.head_dim_v);
+    load_qkv(ld, hp, il, b, arch.qkv_bias, l);
+    l.wo = ld.matrix(b + "attn_output.weight", E, hp.n_head * hp.head_v(il));
     l.bo = ld.vector(b + "attn_output.bias", E, moe_biases);
-    l.q_norm = ld.vector(b + "attn_q_norm.weight", hp.head_dim_k, arch.qk_norm);
-    l.k_norm = ld.vector(b + "attn_k_norm.weight", hp.head_dim_k, arch.qk_norm);
+    l.q_norm = ld.vector(b + "attn_q_norm.weight", hp.head_k(il), arch.qk_norm);
+    if (hp.own_kv(il)) l.k_norm = ld.vector(b + "attn_k_norm.weight", hp.head_k(il), arch.qk_norm);
   }
   if (arch.sinks) l.attn_sinks = ld.vector(b + "attn_sinks.weight", hp.n_head, true);
   if (arch.post_norms) l.post_attn_norm = ld.vector(b + "post_attention_norm.weight", E, true);
   l.ffn_norm = ld.vector(b + std::string(arch.ffn_norm) + ".weight", E, true);
   l.post_ffn_norm = ld.vector(b + "post_ffw_norm.weight", E, arch.post_norms);
-  if (hp.n_expert > 0) {
-    l.ffn_gate_inp = ld.matrix(b + "ffn_gate_inp.weight", hp.n_expert, E);
-    if (ld.has(b + "ffn_gate_up_exps.weight")) {  // fused: each expert's gate rows, then its up rows
-      for (const Matrix& gu : ld.experts(b + "ffn_gate_up_exps.weight", hp.n_expert, 2 * hp.n_ff_exp, E)) {
-        l.gate_exps.push_back(Loader::row_slice(gu, 0, hp.n_ff_exp));
-        l.up_exps.push_back(Loader::row_slice(gu, hp.n_ff_exp, hp.n_ff_exp));
-      }
-    } else {
-      l.gate_exps = ld.experts(b + "ffn_gate_exps.weight", hp.n_expert, hp.n_ff_exp, E);
-      l.up_exps = ld.experts(b + "ffn_up_exps.weight", hp.n_expert, hp.n_ff_exp, E);
-    }
-    l.down_exps = ld.experts(b + "ffn_down_exps.weight", hp.n_expert, E, hp.n_ff_exp);
-    l.ffn_gate_inp_b = ld.vector(b + "ffn_gate_inp.bias", hp.n_expert, moe_biases);
-    l.gate_exps_b = ld.vectors(b + "ffn_gate_exps.bias", hp.n_ff_exp, hp.n_expert, moe_biases);
-    l.up_exps_b = ld.vectors(b + "ffn_up_exps.bias", hp.n_ff_exp, hp.n_expert, moe_biases);
-    l.down_exps_b = ld.vectors(b + "ffn_down_exps.bias", E, hp.n_expert, moe_biases);
-    if (hp.n_ff_shexp > 0) {
-      l.ffn_gate_inp_shexp = ld.vector(b + "ffn_gate_inp_shexp.weight", E, true);
-      l.gate_shexp = ld.matrix(b + "ffn_gate_shexp.weight", hp.n_ff_shexp, E);
-      l.up_shexp = ld.matrix(b + "ffn_up_shexp.weight", hp.n_ff_shexp, E);
-      l.down_shexp = ld.matrix(b + "ffn_down_shexp.weight", E, hp.n_ff_shexp);
-    }
-  } else if (!ld.has(b + "ffn_gate.weight") && hp.arch == Arch::kPhi3) {  // fused gate+up: gate first
+  // experts in every layer, or (experts_beside_ffn) in the layers that have a router
+  const bool experts = hp.n_expert > 0 && (!hp.experts_beside_ffn || ld.has(b + "ffn_gate_inp.weight"));
+  if (experts) load_experts(ld, hp, b, moe_biases, l);
+  const bool dense = !experts || hp.experts_beside_ffn;
+  if (dense && !ld.has(b + "ffn_gate.weight") && hp.arch == Arch::kPhi3) {  // fused gate+up: gate first
     const Matrix gate_up = ld.matrix(b + "ffn_up.weight", 2 * hp.n_ff, E);
     l.ffn_gate = Loader::row_slice(gate_up, 0, hp.n_ff);
     l.ffn_up = Loader::row_slice(gate_up, hp.n_ff, hp.n_ff);
-  } else {
+  } else if (dense) {
     l.ffn_gate = ld.matrix(b + "ffn_gate.weight", hp.n_ff, E);
     l.ffn_up = ld.matrix(b + "ffn_up.weight", hp.n_ff, E);
   }
-  if (hp.n_expert == 0) l.ffn_down = ld.matrix(b + "ffn_down.weight", E, hp.n_ff);
+  if (dense) l.ffn_down = ld.matrix(b + "ffn_down.weight", E, hp.n_ff);
+  if (hp.n_embd_per_layer > 0) {
+    l.per_layer_inp_gate = ld.matrix(b + "inp_gate.weight", hp.n_embd_per_layer, E);
+    l.per_layer_proj = ld.matrix(b + "proj.weight", E, hp.n_embd_per_layer);
+    l.per_layer_post_norm = ld.vector(b + "post_norm.weight", E, true);
+  }
+  if (hp.arch == Arch::kGemma4) l.out_scale = ld.vector(b + "layer_output_scale.weight", 1, false);
   return l;
 }
 
@@ -277,7 +302,7 @@ LayerWeights load_encoder_layer(const Loader& ld, const HParams& hp, int64_t il)
   const std::string b = "blk." + std::to_string(il) + ".";
   const int64_t E = hp.n_embd, F = hp.n_ff;
   LayerWeights l;
-  load_qkv(ld, hp, b, arch.qkv_bias, l);
+  load_qkv(ld, hp, il, b, arch.qkv_bias, l);
   if (jina) {
     optional_layer_norm(ld, b + "attn_q_norm", hp.q_dim(), l.attn_q_ln, l.attn_q_ln_b);
     optional_layer_norm(ld, b + "attn_k_norm", hp.k_dim(), l.attn_k_ln, l.attn_k_ln_b);
@@ -381,14 +406,17 @@ uint64_t Model::weight_bytes() const { return file_.file_size() - file_.data_off
 
 // output, then each layer's projections: &matrix of every matrix matmul reads; of each MoE
 // layer's experts, the first `experts` (all of them by default).
+// (`top`: the model's matrices outside the layers, output first; absent ones are skipped.)
 template <class M, class Layers>
-std::vector<M*> matmul_weights_of(M& output, Layers& layers, size_t experts = SIZE_MAX) {
+std::vector<M*> matmul_weights_of(std::initializer_list<M*> top, Layers& layers, size_t experts = SIZE_MAX) {
   std::vector<M*> mats;
-  if (output.data) mats.push_back(&output);  // (an encoder has none)
+  for (M* m : top) {
+    if (m->data) mats.push_back(m);  // (an encoder has no output)
+  }
   for (auto& l : layers) {
     for (M* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.ffn_gate_inp, &l.gate_shexp,
                  &l.up_shexp, &l.down_shexp, &l.dn.wqkv, &l.dn.wz, &l.dn.w_beta, &l.dn.w_alpha, &l.dn.w_ba, &l.dn.w_in,
-                 &l.dn.w_out}) {
+                 &l.dn.w_out, &l.per_layer_inp_gate, &l.per_layer_proj}) {
       if (m->data) mats.push_back(m);  // (a MoE layer has no dense FFN, a dense one no router)
     }
     for (auto* each : {&l.gate_exps, &l.up_exps, &l.down_exps}) {
@@ -398,7 +426,9 @@ std::vector<M*> matmul_weights_of(M& output, Layers& layers, size_t experts = SI
   return mats;
 }
 
-std::vector<const Matrix*> Model::matmul_weights() const { return matmul_weights_of<const Matrix>(output, layers); }
+std::vector<const Matrix*> Model::matmul_weights() const {
+  return matmul_weights_of<const Matrix>({&output, &per_layer_model_proj}, layers);
+}
 
 namespace {
 
@@ -413,7 +443,7 @@ std::span<const uint8_t> file_rows(const Matrix& m) {
 std::vector<std::span<const uint8_t>> Model::matmul_ranges() const {
   std::vector<std::span<const uint8_t>> ranges;
   // a token's share of the experts: n_expert_used of them (the first, as sizes are equal)
-  for (const Matrix* m : matmul_weights_of<const Matrix>(output, layers, static_cast<size_t>(hp_.n_expert_used))) {
+  for (const Matrix* m : matmul_weights_of<const Matrix>({&output, &per_layer_model_proj}, layers, static_cast<size_t>(hp_.n_expert_used))) {
     const auto packed = static_cast<size_t>(m->packed_rows) * m->row_bytes;
     if (packed > 0) ranges.emplace_back(static_cast<const uint8_t*>(m->packed), packed);
     if (const auto rows = file_rows(*m); !rows.empty()) ranges.push_back(rows);
@@ -469,7 +499,7 @@ Model Model::from_file(gguf::File file, bool repack) {
   if (arch_traits(hp.arch).encoder) {
     load_encoder_inputs(ld, f, hp, m);
     for (int64_t il = 0; il < hp.n_layer; ++il) m.layers.push_back(load_encoder_layer(ld, hp, il));
-    if (repack) m.packed_ = PackedWeights::pack(matmul_weights_of<Matrix>(m.output, m.layers), f.owns_mapping());
+    if (repack) m.packed_ = PackedWeights::pack(matmul_weights_of<Matrix>({&m.output}, m.layers), f.owns_mapping());
     return m;
   }
   m.output_norm = ld.vector("output_norm.weight", hp.n_embd, true);
@@ -479,10 +509,17 @@ Model Model::from_file(gguf::File file, bool repack) {
   m.rope_short = ld.vector("rope_factors_short.weight", hp.n_rot / 2, false);
   m.rope_long = ld.vector("rope_factors_long.weight", hp.n_rot / 2, false);
 
+  if (hp.n_embd_per_layer > 0) {
+    const int64_t P = hp.n_embd_per_layer;
+    m.per_layer_tok_embd = ld.matrix("per_layer_token_embd.weight", hp.n_vocab, hp.n_layer * P);
+    m.per_layer_model_proj = ld.matrix("per_layer_model_proj.weight", hp.n_layer * P, hp.n_embd);
+    m.per_layer_proj_norm = ld.vector("per_layer_proj_norm.weight", P, true);
+  }
+
   for (int64_t il = 0; il < hp.n_layer; ++il) m.layers.push_back(load_layer(ld, hp, il));
   for (int64_t il = hp.n_layer; il < hp.n_layer + hp.n_layer_nextn; ++il) load_nextn(ld, hp, il, m);
   if (repack) {
-    m.packed_ = PackedWeights::pack(matmul_weights_of<Matrix>(m.output, m.layers), f.owns_mapping());
+    m.packed_ = PackedWeights::pack(matmul_weights_of<Matrix>({&m.output, &m.per_layer_model_proj}, m.layers), f.owns_mapping());
     if (m.output.data == m.tok_embd.data) m.tok_embd = m.output;  // tied: look rows up in the copy
   }
   return m;

@@ -1,6 +1,7 @@
 // A transformer (llama-family decoder or BERT-family encoder): hyperparameters read from GGUF metadata and weights viewed in place.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <functional>
@@ -38,6 +39,8 @@ enum class Arch {
   kQwen35,    // hybrid: Gated DeltaNet layers, every 4th gated full attention with q/k norms and IMRoPE
   kQwen35Moe, // qwen35 with qwen3moe's experts plus a sigmoid-gated shared expert
   kQwen3Next, // qwen35moe's stack with NeoX RoPE, grouped key heads and fused beta/alpha projections
+  kGemma4,    // gemma3's block with per-kind head sizes, V norm, per-layer inputs, K/V shared by the
+              // last layers, optional experts beside the dense FFN
 };
 
 // How a sequence's final hidden states become one vector (pooling_type; llama.cpp's numbering).
@@ -137,6 +140,23 @@ struct HParams {
   int rope_sections[4] = {0, 0, 0, 0};   // rope.dimension_sections
   int64_t n_layer_nextn = 0;    // nextn_predict_layers: MTP blocks after the n_layer of the stack
 
+  // Sliding layers' own head sizes and rotary dims (gemma4: attention.key_length_swa,
+  // value_length_swa, rope.dimension_count_swa); read_hparams() sets them equal to the global
+  // ones otherwise (0, in HParams made by hand: the same). The per-layer accessors pick the layer's.
+  int64_t head_dim_k_swa = 0;
+  int64_t head_dim_v_swa = 0;
+  int n_rot_swa = 0;
+  bool rope_factors_swa = true;  // the sliding layers use rope_freqs too (gemma4: the global ones only)
+  // (n_layer,) the layer whose K/V layer il attends to: il itself, or an earlier layer of the same
+  // kind whose cache rows it reuses and which keeps none of its own (gemma4's
+  // attention.shared_kv_layers). Empty: every layer its own.
+  std::vector<int32_t> kv_layer;
+  bool v_norm = false;           // V is RMS-normed per head, without a weight (gemma4)
+  int64_t n_embd_per_layer = 0;  // embedding_length_per_layer_input: gemma4's per-layer inputs (0: none)
+  // Every layer has the dense FFN; a layer with a router (ffn_gate_inp) adds experts beside it,
+  // each branch post-normed, the sum post-normed again (gemma4's MoE).
+  bool experts_beside_ffn = false;
+
   bool recurrent(int64_t il) const {
     return !recurrent_layer.empty() && recurrent_layer[static_cast<size_t>(il)] != 0;
   }
@@ -146,9 +166,24 @@ struct HParams {
     return n;
   }
 
-  int64_t q_dim() const { return n_head * head_dim_k; }      // width of Q rows
+  int64_t q_dim() const { return n_head * head_dim_k; }      // width of Q rows (global layers)
   int64_t k_dim() const { return n_head_kv * head_dim_k; }   // width of K rows (one cache row)
   int64_t v_dim() const { return n_head_kv * head_dim_v; }   // width of V rows (one cache row)
+  // The same for layer il (its kind's head sizes), and the widest over all layers.
+  bool swa(int64_t il) const {  // (false past the stack: NextN blocks attend globally)
+    return static_cast<size_t>(il) < swa_layer.size() && swa_layer[static_cast<size_t>(il)] != 0;
+  }
+  int64_t head_k(int64_t il) const { return swa(il) && head_dim_k_swa > 0 ? head_dim_k_swa : head_dim_k; }
+  int64_t head_v(int64_t il) const { return swa(il) && head_dim_v_swa > 0 ? head_dim_v_swa : head_dim_v; }
+  int rot_swa() const { return n_rot_swa > 0 ? n_rot_swa : n_rot; }
+  int rot(int64_t il) const { return swa(il) ? rot_swa() : n_rot; }
+  int64_t q_dim(int64_t il) const { return n_head * head_k(il); }
+  int64_t k_dim(int64_t il) const { return n_head_kv * head_k(il); }
+  int64_t v_dim(int64_t il) const { return n_head_kv * head_v(il); }
+  int64_t max_head_k() const { return std::max(head_dim_k, head_dim_k_swa); }
+  int64_t max_head_v() const { return std::max(head_dim_v, head_dim_v_swa); }
+  // Whether layer il computes and stores K/V (else it reads kv_layer[il]'s).
+  bool own_kv(int64_t il) const { return kv_layer.empty() || kv_layer[static_cast<size_t>(il)] == il; }
 };
 
 // One transformer block's weights. Matrices are views into the model file; the small vectors
@@ -194,6 +229,18 @@ struct LayerWeights {
   std::vector<float> layer_out_norm, layer_out_norm_b;      // (n_embd,) after FFN + residual
   // A Gated DeltaNet layer (hybrid stacks) in place of attention: attn_norm, dn, then the FFN.
   DeltaNetWeights dn;
+  // gemma4. Experts beside the dense FFN (HParams::experts_beside_ffn): the router reads
+  // rmsnorm(x) / sqrt(n_embd) * ffn_gate_inp_scale, the experts rmsnorm(x) * pre_ffn_norm_2; the
+  // dense branch is post-normed by post_ffn_norm_1, the experts' by post_ffn_norm_2.
+  std::vector<float> ffn_gate_inp_scale;                // (n_embd,)
+  std::vector<float> pre_ffn_norm_2, post_ffn_norm_1, post_ffn_norm_2;  // (n_embd,) each
+  std::vector<float> down_exps_scale;                   // (n_expert,) each expert's output scale, optional
+  // Per-layer input (HParams::n_embd_per_layer = P): after the FFN, x += rmsnorm(per_layer_proj @
+  // (gelu(per_layer_inp_gate @ x) * the token's input for this layer)) * per_layer_post_norm.
+  Matrix per_layer_inp_gate;                            // (P, n_embd)
+  Matrix per_layer_proj;                                // (n_embd, P)
+  std::vector<float> per_layer_post_norm;               // (n_embd,)
+  std::vector<float> out_scale;                         // (1,) multiplies the layer's output, optional
 };
 
 // A loaded model: validated hyperparameters and weight views.
@@ -241,6 +288,12 @@ class Model {
   // with nextn[i]. Loaded and checked, not run.
   std::vector<LayerWeights> nextn_layers;
   std::vector<NextNWeights> nextn;
+  // gemma4's per-layer inputs (HParams::n_embd_per_layer = P > 0): token t's input to layer il is
+  // (rmsnorm(per_layer_model_proj @ x0 / sqrt(n_embd)) * per_layer_proj_norm + per_layer_tok_embd[t]
+  // * sqrt(P)) / sqrt(2), slice il of P, x0 the scaled token embedding.
+  Matrix per_layer_tok_embd;               // (n_vocab, n_layer * P): rows looked up with dequantize_row
+  Matrix per_layer_model_proj;             // (n_layer * P, n_embd)
+  std::vector<float> per_layer_proj_norm;  // (P,)
 
   // The frequency divisors RoPE uses for sequences of up to n_ctx_seq tokens: rope_freqs, else
   // LongRoPE's long factors beyond the original context and its short ones within it; null when

@@ -14,11 +14,19 @@ void rmsnorm(float* out, const float* x, const float* w, int64_t n, float eps) {
   double ss = 0.0;  // sum of squares in double, as ggml does
   for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i] * x[i]);
   const float inv = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(n)) + eps);
+  if (w == nullptr) {
+    for (int64_t i = 0; i < n; ++i) out[i] = x[i] * inv;
+    return;
+  }
   for (int64_t i = 0; i < n; ++i) out[i] = x[i] * inv * w[i];
 }
 
 void add(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+void mul(float* x, const float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= y[i];
 }
 
 void scale(float* x, float s, int64_t n) {

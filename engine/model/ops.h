@@ -10,7 +10,7 @@ namespace engine {
 
 // --- per-row operations -------------------------------------------------------------------------
 
-// out (n,) = x (n,) / rms(x) * w (n,). out may alias x.
+// out (n,) = x (n,) / rms(x) * w (n,), or without w when it is null. out may alias x.
 void rmsnorm(float* out, const float* x, const float* w, int64_t n, float eps);
 
 // out (n,) = (x - mean(x)) / sqrt(var(x) + eps) * w (n,) + b (n,)   (LayerNorm). out may alias x.
@@ -21,6 +21,9 @@ void add(float* x, const float* y, int64_t n);
 
 // x (n,) *= s
 void scale(float* x, float s, int64_t n);
+
+// x (n,) *= y (n,), element-wise
+void mul(float* x, const float* y, int64_t n);
 
 // gate (n,) = silu(gate) * up (n,)   (SwiGLU)
 void silu_mul(float* gate, const float* up, int64_t n);

@@ -26,8 +26,8 @@ HParams tiny() {
 TEST(KvCache, SequencesGetDistinctCellsInPositionOrder) {
   KvCache c(tiny(), 8);
   EXPECT_EQ(c.type(), KvType::kF16);
-  EXPECT_EQ(c.k_row_bytes(), 2u * 4);
-  EXPECT_EQ(c.k_head_offset(1), 2u * 4);
+  EXPECT_EQ(c.k_row_bytes(0), 2u * 4);
+  EXPECT_EQ(c.k_head_offset(0, 1), 2u * 4);
   std::set<int32_t> cells;
   for (int32_t p = 0; p < 3; ++p) cells.insert(c.cell_for(0, p));
   for (int32_t p = 0; p < 2; ++p) cells.insert(c.cell_for(5, p));
@@ -254,8 +254,8 @@ TEST(KvCache, Q8_0RowsAreBlocksPerHead) {
   hp.head_dim_k = hp.head_dim_v = 64;
   KvCache c(hp, 10, KvType::kQ8_0);
   EXPECT_EQ(c.elem(), kernels::KvElem::kQ8_0);
-  EXPECT_EQ(c.k_row_bytes(), 2u * 2 * 34);
-  EXPECT_EQ(c.v_head_offset(1), 2u * 34);
+  EXPECT_EQ(c.k_row_bytes(0), 2u * 2 * 34);
+  EXPECT_EQ(c.v_head_offset(0, 1), 2u * 34);
   EXPECT_EQ(c.bytes(), 2u * 10 * (2 * 2 * 34 + 2 * 2 * 34));  // layers x cells x (K + V rows)
   EXPECT_EQ(static_cast<const char*>(c.k_row(1, 0)) - static_cast<const char*>(c.k_row(0, 9)), 2 * 2 * 34);
   const KvCache f16(hp, 10, KvType::kF16);

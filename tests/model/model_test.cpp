@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/model/kv_cache.h"
 #include "engine/model/model.h"
 #include "gguf/writer.h"
 #include "tests/support/load_error.h"
@@ -278,11 +279,54 @@ TEST(Model, ArchitectureSpecifics) {
   EXPECT_EQ(sm.hparams().rope_layer, (std::vector<uint8_t>{1, 1, 1, 0}));
 }
 
+// gemma4: global layers 3 and 5 (head 64), sliding ones head 32; layers 4 and 5 keep no K/V and
+// read layer 2's and 3's; the MoE file adds experts beside the dense FFN.
+TEST(Model, Gemma4Specifics) {
+  GGUFD_REQUIRE_SHARED("models/synth/synth-gemma4-Q8_0.gguf");
+  GGUFD_REQUIRE_SHARED("models/synth/synth-gemma4moe-F32.gguf");
+  const Model g = load_synth("synth-gemma4-Q8_0");
+  const HParams& hp = g.hparams();
+  EXPECT_EQ(hp.swa_layer, (std::vector<uint8_t>{1, 1, 1, 0, 1, 0}));
+  EXPECT_EQ(hp.n_swa, 8);
+  EXPECT_EQ(hp.head_k(0), 32);
+  EXPECT_EQ(hp.head_k(3), 64);
+  EXPECT_EQ(hp.rot(0), 32);
+  EXPECT_EQ(hp.rot(3), 64);
+  EXPECT_EQ(hp.kv_layer, (std::vector<int32_t>{0, 1, 2, 3, 2, 3}));
+  EXPECT_FALSE(hp.own_kv(4));
+  EXPECT_FLOAT_EQ(hp.rope_freq_base, 1e6f);
+  EXPECT_FLOAT_EQ(hp.rope_freq_base_swa, 1e4f);
+  EXPECT_FLOAT_EQ(hp.kq_scale, 1.0f);
+  EXPECT_FLOAT_EQ(hp.q_scale, 1.0f);
+  EXPECT_FLOAT_EQ(hp.embd_scale, 16.0f);
+  EXPECT_FLOAT_EQ(hp.final_softcap, 30.0f);
+  EXPECT_EQ(hp.n_embd_per_layer, 32);
+  EXPECT_EQ(g.layers[4].wk.data, nullptr);
+  EXPECT_EQ(g.layers[5].wq.rows, 256);
+  EXPECT_EQ(g.rope_freqs.size(), 32u);
+  // Rows for layers 0-3 only: 3 sliding (2 heads of 32) and 1 global (2 heads of 64), f16 K and V.
+  KvCache cache(hp, 16);
+  EXPECT_EQ(cache.cell_bytes(), 2u * 2 * (3 * 64 + 128));
+  EXPECT_EQ(cache.k_row(4, 5), cache.k_row(2, 5));
+  EXPECT_EQ(cache.v_row(5, 7), cache.v_row(3, 7));
+  bool described = false;
+  for (const HParamField& f : describe_hparams(hp)) described |= f.name == "shared_kv_layers" && f.value == "4 <- 2, 5 <- 3";
+  EXPECT_TRUE(described);
+
+  const Model moe = load_synth("synth-gemma4moe-F32");
+  EXPECT_EQ(moe.hparams().n_expert, 8);
+  EXPECT_TRUE(moe.hparams().experts_beside_ffn);
+  EXPECT_NE(moe.layers[0].ffn_gate.data, nullptr);
+  EXPECT_EQ(moe.layers[0].gate_exps.size(), 8u);
+  EXPECT_EQ(moe.layers[0].post_ffn_norm_2.size(), 128u);
+  EXPECT_EQ(moe.hparams().kv_layer, (std::vector<int32_t>{0, 1, 0, 1}));
+}
+
 // Every matrix of every architecture is a real view (a MoE layer's absent dense FFN is not
 // listed), and page_in reads them all, packed or not.
 TEST(Model, EveryArchitecturePagesIn) {
   for (const char* name : {"synth-gemma3-Q8_0", "synth-gemma2-Q8_0", "synth-qwen3moe-Q4_K_M",
-                           "synth-phi3-Q8_0", "synth-granite-Q8_0", "synth-smollm3-Q8_0"}) {
+                           "synth-phi3-Q8_0", "synth-granite-Q8_0", "synth-smollm3-Q8_0", "synth-gemma4moe-Q4_K_M"}) {
     GGUFD_REQUIRE_SHARED(std::string("models/synth/") + name + ".gguf");
     for (bool repack : {true, false}) {
       const Model m = load_synth(name, repack);

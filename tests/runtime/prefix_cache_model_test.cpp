@@ -95,6 +95,7 @@ INSTANTIATE_TEST_SUITE_P(Models, SharedBlocks,
                                            Case{"models/synth/synth-llama-Q8_0.gguf", 256, 48},
                                            Case{"models/synth/synth-qwen3moe-Q8_0.gguf", 256, 48},
                                            Case{"models/synth/synth-gemma3-Q8_0.gguf", 128, 160},
+                                           Case{"models/synth/synth-gemma4-Q8_0.gguf", 128, 160},
                                            // hybrid: the recurrent state resumes from the snapshot at block 2's end
                                            Case{"models/synth/synth-qwen35-Q8_0.gguf", 256, 48},
                                            Case{"models/synth/synth-qwen35moe-Q8_0.gguf", 256, 48}),

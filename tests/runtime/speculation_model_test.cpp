@@ -151,6 +151,7 @@ INSTANTIATE_TEST_SUITE_P(Models, SpeculativeDecoding,
                                            Case{"models/synth/synth-qwen2-Q4_K_M.gguf", 256},
                                            Case{"models/synth/synth-qwen3moe-Q8_0.gguf", 256},
                                            Case{"models/synth/synth-gemma3-Q8_0.gguf", 2048},
+                                           Case{"models/synth/synth-gemma4-Q8_0.gguf", 2048},
                                            // hybrid: rejected drafts roll the recurrent state back (the
                                            // dense one's random continuations repeat no n-gram: only
                                            // drafting for itself exercises that)
