@@ -67,8 +67,9 @@ inline int quant32(const float* x, __m256 id, int8_t* q) {
 // x (cols,) -> cols/32 Q8A blocks
 void quantize_q8a(const float* x, ActQ8A* y, int64_t cols) {
   for (int64_t i = 0; i < cols / kQK; ++i, x += kQK) {
-    const float d = amax32(x) / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const float amax = amax32(x);  // as ref::quantize_q8a (ggml's q8_0): scale 127 / amax
+    const float d = amax / 127.0f;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     const int sum = quant32(x, _mm256_set1_ps(id), y[i].qs);
     y[i].d = d;
     y[i].s = d * static_cast<float>(sum);

@@ -40,7 +40,7 @@ void dequant_tq1_0(const void* row, float* y, int64_t cols);
 void dequant_tq2_0(const void* row, float* y, int64_t cols);
 void dequant_mxfp4(const void* row, float* y, int64_t cols);
 
-// x (cols,) f32 -> cols/32 Q8A blocks (round to nearest, |q| <= 127).
+// x (cols,) f32 -> cols/32 Q8A blocks (round to nearest, |q| <= 127), as ggml's x86 q8_0.
 void quantize_q8a(const float* x, ActQ8A* y, int64_t cols);
 // x (cols,) f32 -> cols/256 Q8K blocks.
 void quantize_q8k(const float* x, ActQ8K* y, int64_t cols);

@@ -13,12 +13,16 @@ namespace engine::kernels::ref {
 // ---------------------------------------------------------------------------------------------
 // Activations
 
+// As ggml's x86 quantize_row_q8_0: the scale is 127 / amax, not 1 / d (the two differ in the last
+// bit for some blocks, which moves a quant where x lands within an ulp of a rounding boundary).
+// ggml's block_q8_0 keeps d as binary16; d stays f32 here: rounding it made the MoE references
+// (qwen3moe Q8_0/Q4_K_M, gpt-oss MXFP4) fail at near-tied routes while the dense ones pass either way.
 void quantize_q8a(const float* x, ActQ8A* y, int64_t cols) {
   for (int64_t i = 0; i < cols / kQK; ++i, x += kQK) {
     float amax = 0.0f;
     for (int j = 0; j < kQK; ++j) amax = std::max(amax, std::fabs(x[j]));
     const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     int sum = 0;
     for (int j = 0; j < kQK; ++j) {
       const int q = static_cast<int>(std::nearbyint(x[j] * id));
