@@ -15,6 +15,7 @@
 #include "engine/runtime/prefix_cache.h"
 #include "engine/runtime/scheduler.h"
 #include "engine/text/tokenizer/tokenizer.h"
+#include "tests/runtime/model_eval.h"
 #include "tests/runtime/scheduler_fakes.h"
 #include "tests/support/shared.h"
 
@@ -23,26 +24,10 @@ namespace {
 
 using ggufd::test::shared_path;
 using engine::test::RecordingSink;
+using engine::test::eval_tokens;
+using engine::test::spread_tokens;
 
 constexpr int32_t kBlock = PrefixCache::kBlockTokens;
-
-// n tokens after BOS (id 1), spread over the vocabulary; `salt` gives another sequence.
-std::vector<int32_t> tokens(size_t n, int64_t n_vocab, int32_t salt = 0) {
-  std::vector<int32_t> t(n);
-  for (size_t i = 0; i < n; ++i) t[i] = static_cast<int32_t>((i * 7919 + 13 + static_cast<size_t>(salt) * 101) % static_cast<size_t>(n_vocab - 3)) + 3;
-  t[0] = 1;
-  return t;
-}
-
-// Evaluates tokens [from, size) of `t` as sequence seq; returns the logits of every one of them.
-std::vector<float> eval(ModelEvaluator& ev, SeqId seq, const std::vector<int32_t>& t, size_t from) {
-  Batch b;
-  for (size_t i = from; i < t.size(); ++i) b.add(t[i], seq, static_cast<int32_t>(i), true);
-  ev.eval(b);
-  std::vector<float> out;
-  for (int64_t i = 0; i < b.size(); ++i) out.insert(out.end(), ev.logits(i), ev.logits(i) + ev.n_vocab());
-  return out;
-}
 
 struct Case {
   std::string file;
@@ -61,18 +46,18 @@ TEST_P(SharedBlocks, GiveTheLogitsOfComputingEverything) {
   GGUFD_REQUIRE_SHARED(file);
   const Model model = Model::load(shared_path(file));
   const int64_t V = model.hparams().n_vocab;
-  const std::vector<int32_t> p = tokens(100, V);
+  const std::vector<int32_t> p = spread_tokens(100, V);
   std::vector<int32_t> q(p.begin(), p.begin() + 70);
-  const std::vector<int32_t> tail = tokens(31, V, 5);
+  const std::vector<int32_t> tail = spread_tokens(31, V, 5);
   q.insert(q.end(), tail.begin() + 1, tail.end());
 
   ModelEvaluator shared(model, n_ctx, 2, KvType::kF16, max_batch, 2, 1 << 20);
   ASSERT_EQ(shared.cache_use().window_cells, 0) << "every layer in the full pool";
   ASSERT_EQ(shared.prefix_block(), kBlock);
-  eval(shared, 0, p, 0);
+  eval_tokens(shared, 0, p, 0);
   shared.publish_prefix(0, p);
   ASSERT_EQ(shared.share_prefix(1, q, 0, static_cast<int32_t>(q.size()) - 1), 2 * kBlock);
-  const std::vector<float> got = eval(shared, 1, q, 2 * kBlock);
+  const std::vector<float> got = eval_tokens(shared, 1, q, 2 * kBlock);
   const BatchEvaluator::CacheUse use = shared.cache_use();
   EXPECT_EQ(use.prefix.hit_tokens, 2 * kBlock);
   EXPECT_EQ(use.cells_used, 100 + 36) << "q's first 64 positions are p's cells";
@@ -81,7 +66,7 @@ TEST_P(SharedBlocks, GiveTheLogitsOfComputingEverything) {
 
   ModelEvaluator plain(model, n_ctx, 2, KvType::kF16, max_batch, 2, 0);
   EXPECT_EQ(plain.prefix_block(), 0);
-  std::vector<float> want = eval(plain, 0, q, 0);
+  std::vector<float> want = eval_tokens(plain, 0, q, 0);
   want.erase(want.begin(), want.begin() + 2 * kBlock * V);
   ASSERT_EQ(got.size(), want.size());
   EXPECT_TRUE(got == want) << "logits differ at " << (std::mismatch(got.begin(), got.end(), want.begin()).first - got.begin());
@@ -116,8 +101,8 @@ TEST(SharedBlocks, NotWithASlidingWindowRing) {
   EXPECT_EQ(ev.prefix_block(), 0);
   EXPECT_EQ(ev.cache_use().prefix.block_tokens, 0);
   EXPECT_EQ(ev.cache_use().cells_total, 2 * 4096) << "no cells beyond the slots'";
-  const std::vector<int32_t> p = tokens(100, model.hparams().n_vocab);
-  eval(ev, 0, p, 0);
+  const std::vector<int32_t> p = spread_tokens(100, model.hparams().n_vocab);
+  eval_tokens(ev, 0, p, 0);
   ev.publish_prefix(0, p);
   EXPECT_EQ(ev.share_prefix(1, p, 0, 99), 0);
 }
@@ -134,9 +119,9 @@ TEST_P(SchedulerPrefix, OutputIsTheSameWithAndWithout) {
   const Model model = Model::load(shared_path(file));
   const Tokenizer tok = Tokenizer::from_gguf(model.file());
   const int64_t V = model.hparams().n_vocab;
-  const std::vector<int32_t> a = tokens(100, V);
+  const std::vector<int32_t> a = spread_tokens(100, V);
   std::vector<int32_t> b(a.begin(), a.begin() + 70);
-  const std::vector<int32_t> tail = tokens(11, V, 3);
+  const std::vector<int32_t> tail = spread_tokens(11, V, 3);
   b.insert(b.end(), tail.begin() + 1, tail.end());
 
   auto run = [&](int64_t prefix_cache_bytes) {

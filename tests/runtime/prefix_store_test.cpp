@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/model/batch.h"
 #include "engine/model/model.h"
 #include "engine/runtime/evaluator.h"
 #include "engine/runtime/prefix_store.h"
+#include "tests/runtime/model_eval.h"
 #include "tests/support/shared.h"
 
 namespace engine {
@@ -196,21 +196,12 @@ TEST(PrefixStore, AnUnusableDirectoryIsAnError) {
   EXPECT_THROW(PrefixStore(w.options(file + "/sub"), 42), std::runtime_error);
 }
 
-// n tokens after BOS, spread over the vocabulary.
-std::vector<int32_t> stored_prompt(size_t n, int64_t n_vocab) {
-  std::vector<int32_t> t(n);
-  for (size_t i = 0; i < n; ++i) t[i] = static_cast<int32_t>((i * 7919 + 13) % static_cast<size_t>(n_vocab - 3)) + 3;
-  t[0] = 1;
-  return t;
-}
-
-std::vector<float> eval_from(ModelEvaluator& ev, SeqId seq, const std::vector<int32_t>& t, size_t from) {
-  Batch b;
-  for (size_t i = from; i < t.size(); ++i) b.add(t[i], seq, static_cast<int32_t>(i), true);
-  ev.eval(b);
-  std::vector<float> out;
-  for (int64_t i = 0; i < b.size(); ++i) out.insert(out.end(), ev.logits(i), ev.logits(i) + ev.n_vocab());
-  return out;
+// A first evaluator on `store` computes p and publishes it (its complete blocks go to disk).
+int64_t compute_and_store(const Model& model, const std::vector<int32_t>& p, const PrefixStoreOptions& store) {
+  ModelEvaluator first(model, 256, 2, KvType::kF16, 48, 2, 1 << 20, store);
+  test::eval_tokens(first, 0, p, 0);
+  first.publish_prefix(0, p);
+  return first.cache_use().prefix.disk.saved;
 }
 
 class StoredPrefix : public ::testing::TestWithParam<std::string> {};
@@ -222,25 +213,20 @@ TEST_P(StoredPrefix, ARestartedEvaluatorAttachesTheBlocksAnEarlierOneComputed) {
   const std::string file = GetParam();
   GGUFD_REQUIRE_SHARED(file);
   const Model model = Model::load(shared_path(file));
-  const std::vector<int32_t> p = stored_prompt(100, model.hparams().n_vocab);
+  const std::vector<int32_t> p = test::spread_tokens(100, model.hparams().n_vocab);
   const std::string dir = fresh_dir();
   Warnings w;
   const PrefixStoreOptions store = w.options(dir);
-  {
-    ModelEvaluator first(model, 256, 2, KvType::kF16, 48, 2, 1 << 20, store);
-    eval_from(first, 0, p, 0);
-    first.publish_prefix(0, p);
-    EXPECT_EQ(first.cache_use().prefix.disk.saved, 3);
-  }
+  EXPECT_EQ(compute_and_store(model, p, store), 3);
   ModelEvaluator second(model, 256, 2, KvType::kF16, 48, 2, 1 << 20, store);
   EXPECT_TRUE(second.cache_use().prefix.on_disk);
   EXPECT_EQ(second.cache_use().prefix.disk.files, 3);
   ASSERT_EQ(second.share_prefix(1, p, 0, 99), 3 * kStoreBlock);
   EXPECT_EQ(second.cache_use().prefix.disk.loaded, 3);
-  const std::vector<float> got = eval_from(second, 1, p, 3 * kStoreBlock);
+  const std::vector<float> got = test::eval_tokens(second, 1, p, 3 * kStoreBlock);
 
   ModelEvaluator plain(model, 256, 2, KvType::kF16, 48, 2, 0);
-  std::vector<float> want = eval_from(plain, 0, p, 0);
+  std::vector<float> want = test::eval_tokens(plain, 0, p, 0);
   want.erase(want.begin(), want.begin() + 3 * kStoreBlock * second.n_vocab());
   ASSERT_EQ(got.size(), want.size());
   EXPECT_TRUE(got == want) << "logits differ at " << (std::mismatch(got.begin(), got.end(), want.begin()).first - got.begin());
@@ -258,20 +244,16 @@ TEST(StoredPrefix, ACorruptBlockEndsWhatIsAttached) {
   GGUFD_REQUIRE_SHARED(file);
   GGUFD_REQUIRE_SHARED(other);
   const Model model = Model::load(shared_path(file));
-  const std::vector<int32_t> p = stored_prompt(100, model.hparams().n_vocab);
+  const std::vector<int32_t> p = test::spread_tokens(100, model.hparams().n_vocab);
   const std::string dir = fresh_dir();
   Warnings w;
   const PrefixStoreOptions store = w.options(dir);
-  {
-    ModelEvaluator first(model, 256, 2, KvType::kF16, 48, 2, 1 << 20, store);
-    eval_from(first, 0, p, 0);
-    first.publish_prefix(0, p);
-  }
+  compute_and_store(model, p, store);
   {
     const Model m2 = Model::load(shared_path(other));
     ModelEvaluator foreign(m2, 256, 2, KvType::kF16, 48, 2, 1 << 20, store);
     EXPECT_EQ(foreign.cache_use().prefix.disk.files, 0);
-    EXPECT_EQ(foreign.share_prefix(0, stored_prompt(100, m2.hparams().n_vocab), 0, 99), 0);
+    EXPECT_EQ(foreign.share_prefix(0, test::spread_tokens(100, m2.hparams().n_vocab), 0, 99), 0);
   }
   {
     ModelEvaluator f32kv(model, 256, 2, KvType::kF32, 48, 2, 1 << 20, store);
