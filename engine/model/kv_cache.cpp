@@ -82,12 +82,13 @@ KvCache::KvCache(const HParams& hp, int64_t n_cells, KvType type, int64_t n_wind
     LayerRows& r = layers_[sz(il)];
     if (!hp.own_kv(il)) {
       r = layers_[sz(hp.kv_layer[sz(il)])];
+      r.owned = false;
       continue;
     }
     const bool window = window_.n_cells > 0 && hp.swa(il);
     r = {window ? Pool::kWindow : Pool::kFull, kernels::kv_bytes(elem_, hp.k_dim(il)), kernels::kv_bytes(elem_, hp.v_dim(il)),
-         k_end, v_end};
-    if (!has_rows(hp, il)) continue;  // (Gated DeltaNet: no K/V)
+         k_end, v_end, hp.head_k(il), hp.head_v(il), has_rows(hp, il)};
+    if (!r.owned) continue;  // (Gated DeltaNet: no K/V)
     const int64_t cells = window ? window_.n_cells : full_.n_cells;
     k_end += sz(cells) * r.k_bytes;
     v_end += sz(cells) * r.v_bytes;
@@ -283,8 +284,8 @@ void KvCache::read_cells(std::span<const int32_t> cells, std::span<uint8_t> out)
     throw std::logic_error("KvCache::read_cells: buffer size, or a cache with a window pool");
   }
   uint8_t* o = out.data();
-  for (int64_t il = 0; il < hp_->n_layer; ++il) {
-    if (!has_rows(*hp_, il)) continue;
+  for (int64_t il = 0; il < static_cast<int64_t>(layers_.size()); ++il) {
+    if (!layers_[sz(il)].owned) continue;
     for (int32_t c : cells) o = std::copy_n(static_cast<const uint8_t*>(k_row(il, c)), k_row_bytes(il), o);
     for (int32_t c : cells) o = std::copy_n(static_cast<const uint8_t*>(v_row(il, c)), v_row_bytes(il), o);
   }
@@ -300,8 +301,8 @@ void KvCache::write_cells(std::span<const int32_t> cells, std::span<const uint8_
     }
   }
   const uint8_t* i = in.data();
-  for (int64_t il = 0; il < hp_->n_layer; ++il) {
-    if (!has_rows(*hp_, il)) continue;
+  for (int64_t il = 0; il < static_cast<int64_t>(layers_.size()); ++il) {
+    if (!layers_[sz(il)].owned) continue;
     for (int32_t c : cells) {
       std::copy_n(i, k_row_bytes(il), static_cast<uint8_t*>(k_row(il, c)));
       i += k_row_bytes(il);

@@ -86,8 +86,12 @@ class KvCache {
   // Bytes of a whole K / V row of a cell in layer il, and where K/V head h starts in it.
   size_t k_row_bytes(int64_t il) const { return layers_[static_cast<size_t>(il)].k_bytes; }
   size_t v_row_bytes(int64_t il) const { return layers_[static_cast<size_t>(il)].v_bytes; }
-  size_t k_head_offset(int64_t il, int64_t h) const { return kernels::kv_bytes(elem_, h * hp_->head_k(il)); }
-  size_t v_head_offset(int64_t il, int64_t h) const { return kernels::kv_bytes(elem_, h * hp_->head_v(il)); }
+  size_t k_head_offset(int64_t il, int64_t h) const {
+    return kernels::kv_bytes(elem_, h * layers_[static_cast<size_t>(il)].head_k);
+  }
+  size_t v_head_offset(int64_t il, int64_t h) const {
+    return kernels::kv_bytes(elem_, h * layers_[static_cast<size_t>(il)].head_v);
+  }
   int64_t n_cells() const { return full_.n_cells; }
   int64_t n_window_cells() const { return window_.n_cells; }
   int64_t n_free() const { return static_cast<int64_t>(full_.free.size()); }
@@ -176,11 +180,14 @@ class KvCache {
   };
 
   // Where one layer's rows are: its pool, the bytes of its K / V rows, the offset of its cell 0's
-  // rows in k_ / v_ (a reusing layer: those of the layer it reuses).
+  // rows in k_ / v_, its K / V head sizes (a reusing layer: those of the layer it reuses); owned:
+  // the rows are its own (not another layer's, and a Gated DeltaNet layer has none).
   struct LayerRows {
     Pool pool;
     size_t k_bytes, v_bytes;
     size_t k0, v0;
+    int64_t head_k, head_v;
+    bool owned;
   };
   size_t k_offset(int64_t layer, int32_t cell) const {
     const LayerRows& r = layers_[static_cast<size_t>(layer)];
@@ -204,7 +211,7 @@ class KvCache {
   std::unique_ptr<uint8_t[]> k_;  // per layer with rows (cells of its pool, n_head_kv * head_k(il)), in type()
   std::unique_ptr<uint8_t[]> v_;  // per layer with rows (cells of its pool, n_head_kv * head_v(il)), in type()
   std::vector<Entry> no_entries_;  // what entries() returns for an unknown sequence
-  const HParams* hp_;              // (the model outlives its caches)
+  const HParams* hp_;              // reserve_recurrent() only (the model outlives its caches)
   std::unique_ptr<RecurrentCache> recurrent_;
 };
 
