@@ -114,15 +114,9 @@ void PrefixCache::publish(SeqId seq, std::span<const int32_t> tokens) {
     const auto [it, inserted] = blocks_.try_emplace(key);
     Block& b = it->second;
     if (inserted) {
-      b.key = key;
-      b.disk_key = disk_key;
-      b.parent = prev;
-      std::copy(t, t + B, b.tokens.begin());
-      for (size_t i = 0; i < sz(B); ++i) {
-        b.cells[i] = entries[first + i].cell;
-        cache_.retain(b.cells[i]);
-      }
-      if (prev != nullptr) ++prev->children;
+      std::array<int32_t, B> cells;
+      for (size_t i = 0; i < sz(B); ++i) cells[i] = entries[first + i].cell;
+      init(b, key, disk_key, prev, t, cells);
     } else if (!b.follows(prev, t)) {
       break;  // the key is another prefix's: nothing past here can be cached for this one
     } else if (!std::equal(b.cells.begin(), b.cells.end(), entries.begin() + static_cast<std::ptrdiff_t>(first),
@@ -136,6 +130,17 @@ void PrefixCache::publish(SeqId seq, std::span<const int32_t> tokens) {
     prev = &b;
   }
   touch();
+}
+
+void PrefixCache::init(Block& b, uint64_t key, PrefixStore::Key disk_key, Block* parent, const int32_t* tokens,
+                       std::span<const int32_t, B> cells) {
+  b.key = key;
+  b.disk_key = disk_key;
+  b.parent = parent;
+  std::copy(tokens, tokens + B, b.tokens.begin());
+  std::copy(cells.begin(), cells.end(), b.cells.begin());
+  for (int32_t c : b.cells) cache_.retain(c);
+  if (parent != nullptr) ++parent->children;
 }
 
 void PrefixCache::save(const Block& b, PrefixStore::Key parent) {
@@ -174,16 +179,12 @@ bool PrefixCache::load_stored(std::span<const int32_t> tokens, int64_t n_max) {
         !store_->load(next, disk_key, t, kv_buf_, snap_buf_, has_snapshot)) {
       break;
     }
+    std::array<int32_t, B> cells;
+    for (int32_t i = 0; i < B; ++i) cells[sz(i)] = cache_.cell_for(kLoading, static_cast<int32_t>(end + i));
+    cache_.write_cells(cells, kv_buf_);
     Block& b = blocks_[key];
-    b.key = key;
-    b.disk_key = next;
-    b.parent = prev;
-    std::copy(t, t + B, b.tokens.begin());
-    for (int32_t i = 0; i < B; ++i) b.cells[sz(i)] = cache_.cell_for(kLoading, static_cast<int32_t>(end + i));
-    cache_.write_cells(b.cells, kv_buf_);
-    for (int32_t c : b.cells) cache_.retain(c);
+    init(b, key, next, prev, t, cells);
     if (rc != nullptr && has_snapshot) b.snap = rc->adopt(static_cast<int32_t>(end + B), snap_buf_);
-    if (prev != nullptr) ++prev->children;
     b.used = ++tick_;
     lru_.insert({b.used, key});
     prev = &b;

@@ -136,6 +136,10 @@ class PrefixCache {
   // worth) into the index. Returns whether it read any.
   bool load_stored(std::span<const int32_t> tokens, int64_t n_max);
   void save(const Block& b, PrefixStore::Key parent);
+  // A new block b of the index: its keys, parent, tokens (kBlockTokens) and cells, which it now
+  // holds (KvCache::retain); its parent gains a child.
+  void init(Block& b, uint64_t key, PrefixStore::Key disk_key, Block* parent, const int32_t* tokens,
+            std::span<const int32_t, kBlockTokens> cells);
 
   KvCache& cache_;
   BlockHash hash_;
