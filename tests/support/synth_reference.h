@@ -13,19 +13,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "tests/support/reference.h"
 #include "tests/support/sha256.h"
 #include "tests/support/shared.h"
 #include "tools/synth/synth.h"
 
 namespace ggufd::test {
-
-// tests/data/reference/<name>, parsed.
-inline nlohmann::json read_reference(const std::string& name) {
-  const std::string path = std::string(GGUFD_TEST_DATA_DIR) + "/reference/" + name;
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  return nlohmann::json::parse(in);
-}
 
 // The model a reference describes (its "synth": {"shape", "seed", "vocab_from"}), of file type
 // `type` ("F32"), written for the lifetime of the object. The vocabulary file must exist

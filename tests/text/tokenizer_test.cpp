@@ -277,6 +277,14 @@ TEST(BosEos, PerModelDefaults) {
   EXPECT_TRUE(spm.is_eog(2));
 }
 
+// A surrogate in the input (not UTF-8) is kept, as llama.cpp keeps it, not replaced by U+FFFD:
+// llama.cpp b10108 gives these ids (tests/data/reference/gen/vocab_ref on this vocabulary).
+TEST(Bpe, SurrogateBytesAsLlamaCpp) {
+  GGUFD_REQUIRE_SHARED(vocab_path("gpt-2"));
+  const Tokenizer tok = load(vocab_path("gpt-2"));
+  EXPECT_EQ(tok.encode("x\xED\xA0\x80y", false, false), (std::vector<int32_t>{87, 169, 254, 222, 88}));
+}
+
 TEST(Decode, InvalidIdsThrowOutOfRange) {
   GGUFD_REQUIRE_SHARED(vocab_path("gpt-2"));
   const Tokenizer tok = load(vocab_path("gpt-2"));

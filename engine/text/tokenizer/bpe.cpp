@@ -4,6 +4,7 @@
 #include <bit>
 #include <stdexcept>
 
+#include "engine/text/tokenizer/spm.h"
 #include "engine/text/tokenizer/utf8.h"
 
 namespace engine::tokenizer {
@@ -80,11 +81,17 @@ BpeEncoder::BpeEncoder(const Vocab& vocab) : vocab_(vocab) {
   }
   pre_tokenizer_ = std::make_unique<PreTokenizer>(spec->regexes);
   ignore_merges_ = vocab.flags().ignore_merges;
+  spm_style_ = spec->spm_style;
   merges_.build(vocab);
   std::string text;
   for (int b = 0; b < 256; ++b) {
     text.clear();
-    append_utf8(text, byte_to_code_point(static_cast<uint8_t>(b)));
+    if (spm_style_) {
+      static constexpr char kHex[] = "0123456789ABCDEF";
+      text = {'<', '0', 'x', kHex[b >> 4], kHex[b & 15], '>'};
+    } else {
+      append_utf8(text, byte_to_code_point(static_cast<uint8_t>(b)));
+    }
     byte_tokens_[b] = vocab.find(text);
   }
 }
@@ -92,7 +99,11 @@ BpeEncoder::BpeEncoder(const Vocab& vocab) : vocab_(vocab) {
 void BpeEncoder::encode(std::string_view fragment, BpeScratch& scratch,
                         std::vector<int32_t>& out) const {
   if (!is_valid_utf8(fragment)) {
-    scratch.sanitized.push_back(sanitize_utf8(fragment));
+    scratch.sanitized.push_back(sanitize_utf8(fragment, /*keep_surrogates=*/true));
+    fragment = scratch.sanitized.back();
+  }
+  if (spm_style_ && fragment.find(' ') != std::string_view::npos) {
+    scratch.sanitized.push_back(escape_spaces(fragment));
     fragment = scratch.sanitized.back();
   }
   scratch.words.clear();
@@ -105,7 +116,11 @@ void BpeEncoder::encode(std::string_view fragment, BpeScratch& scratch,
       continue;
     }
     const size_t before = out.size();
-    encode_word(word, scratch, out);
+    if (spm_style_) {
+      encode_spm_word(word, scratch, out);
+    } else {
+      encode_word(word, scratch, out);
+    }
     const auto begin = static_cast<uint32_t>(scratch.cached_ids.size());
     scratch.cached_ids.insert(scratch.cached_ids.end(), out.begin() + before, out.end());
     scratch.cache.emplace(word, BpeScratch::Span{begin, static_cast<uint32_t>(out.size() - before)});
@@ -135,6 +150,46 @@ void BpeEncoder::encode_word(std::string_view word, BpeScratch& scratch,
       out.push_back(symbols[i].id);
     } else {
       emit_unmapped_byte(static_cast<uint8_t>(word[i]), out);
+    }
+  }
+}
+
+// One symbol per UTF-8 character (its token, or kNoToken); after the merges, a symbol without a
+// token becomes the <0xXX> tokens of its bytes, dropping bytes the vocabulary lacks. A run of
+// newlines that is itself a token is taken whole (llama.cpp's Gemma 4 fix, its PR 21343).
+void BpeEncoder::encode_spm_word(std::string_view word, BpeScratch& scratch,
+                                 std::vector<int32_t>& out) const {
+  if (word.find_first_not_of('\n') == std::string_view::npos) {
+    const int32_t whole = vocab_.find(word);
+    if (whole != kNoToken) {
+      out.push_back(whole);
+      return;
+    }
+  }
+  auto& symbols = scratch.symbols;
+  auto& starts = scratch.char_starts;
+  symbols.clear();
+  starts.clear();
+  for (size_t offset = 0; offset < word.size();) {
+    const size_t length =
+        std::min(word.size() - offset, utf8_sequence_length(static_cast<uint8_t>(word[offset])));
+    const auto i = static_cast<int32_t>(symbols.size());
+    symbols.push_back({vocab_.find(word.substr(offset, length)), i - 1, i + 1});
+    starts.push_back(static_cast<uint32_t>(offset));
+    offset += length;
+  }
+  if (symbols.empty()) return;
+  symbols.back().next = -1;
+  starts.push_back(static_cast<uint32_t>(word.size()));
+  merge_symbols(scratch);
+  for (int32_t i = 0; i != -1; i = symbols[i].next) {
+    if (symbols[i].id != kNoToken) {
+      out.push_back(symbols[i].id);
+      continue;
+    }
+    for (uint32_t b = starts[i]; b < starts[i + 1]; ++b) {
+      const int32_t id = byte_tokens_[static_cast<uint8_t>(word[b])];
+      if (id != kNoToken) out.push_back(id);
     }
   }
 }

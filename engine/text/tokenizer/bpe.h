@@ -1,5 +1,8 @@
-// Byte-level BPE (tokenizer.ggml.model = "gpt2"): bytes are mapped to printable code points,
-// words come from the regex pre-tokenizer, and merges are applied by rank.
+// BPE vocabularies, merges applied by rank to the words of a regex pre-tokenizer:
+//  - byte-level (tokenizer.ggml.model = "gpt2"): bytes are mapped to printable code points;
+//  - SentencePiece-style (model "gemma4", PreTokenizerSpec::spm_style): spaces become U+2581,
+//    merges run over UTF-8 characters, and a character that is no token falls back to <0xXX>
+//    byte tokens.
 #pragma once
 
 #include <array>
@@ -56,6 +59,7 @@ struct BpeScratch {
   std::vector<std::string_view> words;
   std::deque<std::string> sanitized;  // repaired copies of invalid UTF-8 (stable addresses)
   std::string encoded;                 // byte-level form of the current word
+  std::vector<uint32_t> char_starts;   // SentencePiece-style: byte offset of each symbol's character
   struct Symbol {
     int32_t id;
     int32_t prev;
@@ -76,19 +80,23 @@ class BpeEncoder {
   explicit BpeEncoder(const Vocab& vocab);
 
   // Appends the ids of one raw text fragment (any bytes; invalid UTF-8 is repaired with U+FFFD
-  // first, as the reference implementation does).
+  // first, as the reference implementation does, which keeps surrogates).
   void encode(std::string_view fragment, BpeScratch& scratch, std::vector<int32_t>& out) const;
 
  private:
   void encode_word(std::string_view word, BpeScratch& scratch, std::vector<int32_t>& out) const;
+  void encode_spm_word(std::string_view word, BpeScratch& scratch, std::vector<int32_t>& out) const;
   void merge_symbols(BpeScratch& scratch) const;
   void emit_unmapped_byte(uint8_t byte, std::vector<int32_t>& out) const;
 
   const Vocab& vocab_;
   std::unique_ptr<PreTokenizer> pre_tokenizer_;
   MergeTable merges_;
-  std::array<int32_t, 256> byte_tokens_{};  // token of each byte's code point, or kNoToken
+  // Byte-level: the token of each byte's code point; SentencePiece-style: each byte's "<0xXX>"
+  // token. kNoToken where the vocabulary has none.
+  std::array<int32_t, 256> byte_tokens_{};
   bool ignore_merges_ = false;
+  bool spm_style_ = false;
 };
 
 }  // namespace engine::tokenizer

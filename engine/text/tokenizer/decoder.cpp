@@ -63,7 +63,9 @@ std::string render(const Vocab& vocab, int32_t id) {
   const std::string_view text = vocab.text(id);
   if (vocab.has_attr(id, kAttrUnknown | kAttrControl | kAttrUserDefined)) return std::string(text);
   if (vocab.has_attr(id, kAttrNormal)) {
-    if (vocab.kind() == VocabKind::kBytePairEncoding) return byte_level_decode(text);
+    if (vocab.kind() == VocabKind::kBytePairEncoding && !vocab.flags().spm_style) {
+      return byte_level_decode(text);
+    }
     return unescape_spaces(text);
   }
   if (vocab.has_attr(id, kAttrByte)) {

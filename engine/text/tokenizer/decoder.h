@@ -19,7 +19,7 @@ namespace engine::tokenizer {
 //  - SentencePiece: U+2581 -> ' ', <0xXX> byte tokens -> that byte;
 //  - WordPiece: the same U+2581 -> ' ' (word starts carry it, continuation pieces are bare);
 //  - byte-level BPE: each code point -> its byte through the GPT-2 byte map (a code point outside
-//    the map is kept as UTF-8);
+//    the map is kept as UTF-8); SentencePiece-style BPE (gemma4) as SentencePiece;
 //  - user-defined tokens: their text; control and unknown tokens: their text, but only when
 //    special tokens are rendered (empty otherwise); unused/undefined tokens: empty.
 // Thread-safety: immutable after construction.

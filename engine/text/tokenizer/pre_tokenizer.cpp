@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/text/tokenizer/utf8.h"
+
 namespace engine::tokenizer {
 
 namespace {
@@ -88,6 +90,8 @@ const std::map<std::string_view, Family>& families() {
       {"gpt4o", {{kGpt4o}}},
       {"bailingmoe", {{kBailing}}},
       {"seed-coder", {{kSeedCoder}}},
+      // Gemma 4: no word split, only newline runs apart from the rest (merges never span them).
+      {"gemma4", {{R"([^\n]+|[\n]+)"}}},
   };
   return table;
 }
@@ -97,6 +101,7 @@ struct NameRule {
   bool clean_spaces;
   bool ignore_merges;
   bool add_bos;
+  bool spm_style = false;
 };
 
 // tokenizer.ggml.pre value -> family and flags, as the reference implementation maps them.
@@ -134,6 +139,7 @@ const std::map<std::string_view, NameRule>& name_rules() {
     add({"gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2"}, {"gpt4o", false, false, false});
     add({"bailingmoe", "bailingmoe2", "llada-moe"}, {"bailingmoe", false, false, false});
     add({"seed-coder"}, {"seed-coder", false, false, false});
+    add({"gemma4", "granite-embed-multi-311m"}, {"gemma4", true, false, true, true});
     return t;
   }();
   return table;
@@ -146,7 +152,7 @@ const PreTokenizerSpec* find_pre_tokenizer_spec(std::string_view pre_name) {
     std::map<std::string_view, PreTokenizerSpec> out;
     for (const auto& [name, rule] : name_rules()) {
       out[name] = {families().at(rule.family).regexes, rule.clean_spaces, rule.ignore_merges,
-                   rule.add_bos};
+                   rule.add_bos, rule.spm_style};
     }
     return out;
   }();
@@ -255,6 +261,23 @@ void PreTokenizer::split_one(const Compiled& regex, std::string_view piece,
 
 void PreTokenizer::split(std::string_view text, std::vector<std::string_view>& pieces) const {
   if (text.empty()) return;
+  if (has_surrogate(text)) {
+    // PCRE2 refuses surrogates: split a copy where each is U+E000 (private use, no category
+    // either; also three bytes), and cut `text` where the copy was cut.
+    std::string copy(text);
+    for (size_t i = 0; i + 2 < copy.size(); ++i) {
+      if (surrogate_at(copy, i)) {
+        copy.replace(i, 3, "\xEE\x80\x80");
+        i += 2;
+      }
+    }
+    const size_t first = pieces.size();
+    split(copy, pieces);
+    for (size_t i = first; i < pieces.size(); ++i) {
+      pieces[i] = text.substr(static_cast<size_t>(pieces[i].data() - copy.data()), pieces[i].size());
+    }
+    return;
+  }
   std::vector<std::string_view> current{text};
   std::vector<std::string_view> next;
   for (const auto& regex : regexes_) {

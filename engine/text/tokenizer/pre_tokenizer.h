@@ -17,6 +17,11 @@ struct PreTokenizerSpec {
   bool clean_spaces = true;               // reference detokenizer clean-up
   bool ignore_merges = false;             // whole-word vocabulary hits skip the merges
   bool add_bos = false;                   // default for tokenizer.ggml.add_bos_token
+  // SentencePiece-style BPE (llama.cpp's gemma4 type): spaces become U+2581 before the split,
+  // merges run over UTF-8 characters (no byte-level mapping), characters that are no token fall
+  // back to <0xXX> byte tokens, a newline run that is itself a token is taken whole, and BOS is
+  // always added whatever tokenizer.ggml.add_bos_token says.
+  bool spm_style = false;
 };
 
 // The spec for a tokenizer.ggml.pre value ("" means "default"), or null when unknown.
@@ -32,9 +37,10 @@ class PreTokenizer {
   PreTokenizer(const PreTokenizer&) = delete;
   PreTokenizer& operator=(const PreTokenizer&) = delete;
 
-  // Appends the pieces of `text` (which must be valid UTF-8) to `pieces`, in order; together
-  // they cover `text` exactly. Never fails: if the regex engine gives up on some input (resource
-  // limits), the rest of that piece is kept whole.
+  // Appends the pieces of `text` (which must be valid UTF-8, but for surrogates in their
+  // three-byte form, which split as a character of no category, as in the reference) to
+  // `pieces`, in order; together they cover `text` exactly. Never fails: if the regex engine
+  // gives up on some input (resource limits), the rest of that piece is kept whole.
   void split(std::string_view text, std::vector<std::string_view>& pieces) const;
 
  private:

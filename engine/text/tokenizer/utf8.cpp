@@ -60,7 +60,14 @@ bool decode_utf8(std::string_view text, size_t& offset, uint32_t& cp) {
   return true;
 }
 
-std::string sanitize_utf8(std::string_view text) {
+bool has_surrogate(std::string_view text) {
+  for (size_t i = 0; i + 1 < text.size(); ++i) {
+    if (surrogate_at(text, i)) return true;
+  }
+  return false;
+}
+
+std::string sanitize_utf8(std::string_view text, bool keep_surrogates) {
   std::string out;
   out.reserve(text.size());
   size_t offset = 0;
@@ -70,7 +77,7 @@ std::string sanitize_utf8(std::string_view text) {
     if (!decode_utf8(text, offset, cp)) {
       append_utf8(out, kReplacementChar);
       offset = start + 1;
-    } else if (!is_scalar_value(cp)) {
+    } else if (!is_scalar_value(cp) && !(keep_surrogates && cp >= 0xD800 && cp <= 0xDFFF)) {
       append_utf8(out, kReplacementChar);
     } else if (offset - start > 1 && cp < kMinForLength[offset - start]) {
       append_utf8(out, cp);  // overlong: keep the character, in its shortest form

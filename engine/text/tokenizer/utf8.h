@@ -30,7 +30,17 @@ bool decode_utf8(std::string_view text, size_t& offset, uint32_t& code_point);
 // Returns `text` as valid UTF-8: each byte that does not start a decodable sequence (and each
 // sequence that decodes to a surrogate or a value above U+10FFFF) becomes U+FFFD; overlong forms
 // are re-encoded in their shortest form. Valid UTF-8 comes back unchanged.
-std::string sanitize_utf8(std::string_view text);
+// With keep_surrogates, a surrogate (U+D800..U+DFFF as three bytes) stays as it is: the
+// reference BPE tokenizers decode and re-encode it like any other code point.
+std::string sanitize_utf8(std::string_view text, bool keep_surrogates = false);
+
+// True when a surrogate's three-byte form (0xED 0xA0..0xBF ..) starts at text[i] (i < size).
+inline bool surrogate_at(std::string_view text, size_t i) {
+  return static_cast<uint8_t>(text[i]) == 0xED && i + 1 < text.size() &&
+         static_cast<uint8_t>(text[i + 1]) >= 0xA0;
+}
+// True when `text` holds one.
+bool has_surrogate(std::string_view text);
 
 // True when `text` is valid UTF-8 in the strict sense (what PCRE2 accepts).
 bool is_valid_utf8(std::string_view text);

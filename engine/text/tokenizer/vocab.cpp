@@ -99,16 +99,19 @@ void Vocab::read_kind(const gguf::File& file) {
     special_.unk = 0;
     flags_.add_space_prefix = true;
     flags_.add_bos = true;
-  } else if (model_name_ == "gpt2") {
+  } else if (model_name_ == "gpt2" || model_name_ == "gemma4") {
     kind_ = VocabKind::kBytePairEncoding;
-    const PreTokenizerSpec* spec = find_pre_tokenizer_spec(pre);
+    // gemma4: no default special ids, and the pre-tokenizer is gemma4's whatever the file says
+    // (llama.cpp's loader sets it so).
+    const std::string pre_type = model_name_ == "gemma4" ? "gemma4" : pre;
+    const PreTokenizerSpec* spec = find_pre_tokenizer_spec(pre_type);
     if (spec == nullptr) fail("unknown pre-tokenizer type (" + key("pre") + "): '" + pre + "'");
-    pre_name_ = pre.empty() ? "default" : pre;
-    special_.bos = 11;
-    special_.eos = 11;
+    pre_name_ = pre_type.empty() ? "default" : pre_type;
+    if (model_name_ == "gpt2") special_.bos = special_.eos = 11;
     flags_.clean_spaces = spec->clean_spaces;
     flags_.ignore_merges = spec->ignore_merges;
     flags_.add_bos = spec->add_bos;
+    flags_.spm_style = spec->spm_style;
   } else if (model_name_ == "bert") {
     kind_ = VocabKind::kWordPiece;
     special_.bos = 101;
@@ -212,7 +215,11 @@ void Vocab::read_flags(const gguf::File& file) {
   read_bool(file, "add_bos_token", flags_.add_bos);
   read_bool(file, "add_eos_token", flags_.add_eos);
   read_bool(file, "add_sep_token", flags_.add_sep);
-  if (flags_.add_bos && special_.bos == kNoToken) fail("add_bos_token is true but bos_token_id is not set");
+  if (flags_.spm_style) flags_.add_bos = true;  // llama.cpp overrides a false add_bos_token for Gemma 4
+  if (flags_.add_bos && special_.bos == kNoToken) {
+    fail(flags_.spm_style ? "no bos_token_id, and a " + pre_name_ + " vocabulary always adds BOS"
+                          : "add_bos_token is true but bos_token_id is not set");
+  }
   if (flags_.add_eos && special_.eos == kNoToken) fail("add_eos_token is true but eos_token_id is not set");
   if (flags_.add_sep && special_.sep == kNoToken) fail("add_sep_token is true but seperator_token_id is not set");
   read_bool(file, "normalizer.lowercase", flags_.lowercase);

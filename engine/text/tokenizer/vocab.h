@@ -59,6 +59,7 @@ struct VocabFlags {
   bool remove_extra_whitespaces = false;
   bool clean_spaces = false;          // reference detokenizer's " ," -> "," clean-up (not applied)
   bool ignore_merges = false;         // BPE: a word that is itself a token skips the merges
+  bool spm_style = false;             // BPE over U+2581-escaped UTF-8 (gemma4), PreTokenizerSpec
   bool lowercase = false;             // WordPiece normalizer
   bool strip_accents = false;         // WordPiece normalizer
 };
