@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gguf/writer.h"
+#include "tests/support/reference_vocab.h"
 #include "tests/support/run.h"
 #include "tests/support/shared.h"
 
@@ -65,6 +66,47 @@ TEST(Inspect, ShowsChatTemplateAsTextAndNameParts) {
       << r.out;
   EXPECT_NE(r.out.find("size 1.1B, fine-tune Chat, version v1.0, encoding F32"), std::string::npos)
       << r.out;
+}
+
+// The tokenizer as ggufd loads it: Gemma 4's (tests/data/reference/gemma4-tokenizer.json), and
+// an unknown tokenizer model, which names itself.
+TEST(Inspect, ShowsTheTokenizer) {
+  const nlohmann::json ref = ggufd::test::read_reference("gemma4-tokenizer.json");
+  const std::vector<uint8_t> bytes = ggufd::test::reference_vocab_bytes(ref);
+  const std::string path = testing::TempDir() + "/gemma4-vocab.gguf";
+  if (FILE* f = std::fopen(path.c_str(), "wb")) {
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
+    std::fclose(f);
+  }
+  const auto text = run_ggufd("inspect " + path);
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("tokenizer (as ggufd reads it):\n  model                        gemma4\n"
+                          "  pre-tokenizer                gemma4\n"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("bos                          2 (added: yes)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("end of generation            1 \"<eos>\", 6 \"<turn|>\", 7 \"<|tool_response>\""),
+            std::string::npos)
+      << text.out;
+  const auto js = run_ggufd("inspect --json " + path);
+  ASSERT_EQ(js.status, 0) << js.err;
+  const auto j = nlohmann::json::parse(js.out);
+  EXPECT_EQ(j["tokenizer"]["model"], "gemma4");
+  EXPECT_EQ(j["tokenizer"]["eog"].size(), 3u);
+
+  gguf::Writer w;
+  w.set("tokenizer.ggml.model", gguf::OwnedValue::string("mystery-model"));
+  w.set("tokenizer.ggml.tokens", gguf::OwnedValue::string_array({"a"}));
+  const std::string unknown = testing::TempDir() + "/mystery-vocab.gguf";
+  w.write(unknown);
+  const auto u = run_ggufd("inspect " + unknown);
+  ASSERT_EQ(u.status, 0) << u.err;
+  EXPECT_NE(u.out.find("  not loadable: tokenizer: unsupported tokenizer model (tokenizer.ggml.model): "
+                       "'mystery-model'"),
+            std::string::npos)
+      << u.out;
+  EXPECT_EQ(nlohmann::json::parse(run_ggufd("inspect --json " + unknown).out)["tokenizer"]["error"],
+            "tokenizer: unsupported tokenizer model (tokenizer.ggml.model): 'mystery-model'");
 }
 
 TEST(Inspect, BadFilesFailWithOneLineOnStderr) {

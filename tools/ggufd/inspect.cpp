@@ -1,8 +1,10 @@
 // `ggufd inspect FILE [--json] [--full]`: everything a GGUF file says about itself.
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "engine/model/model.h"
+#include "engine/text/tokenizer/tokenizer.h"
 #include "gguf/file.h"
 #include "gguf/summary.h"
 #include "server/api/gguf_json.h"
@@ -83,6 +85,48 @@ std::string format_value(const gguf::Value& v, bool full) {
   return out + "]";
 }
 
+// What ggufd's tokenizer makes of the file: JSON with the tokenizer model, pre-tokenizer, size,
+// BOS/EOS and the end-of-generation tokens; {"error": ...} when it does not load (an unknown
+// tokenizer model names itself); null without tokenizer.ggml.model.
+nlohmann::json tokenizer_json(const gguf::File& f) {
+  if (!f.find_string("tokenizer.ggml.model")) return nullptr;
+  try {
+    const engine::Tokenizer tok = engine::Tokenizer::from_gguf(f);
+    nlohmann::json eog = nlohmann::json::array();
+    for (int32_t id : tok.eog_ids()) eog.push_back({{"id", id}, {"text", std::string(tok.token_text(id))}});
+    return {{"model", std::string(tok.model())}, {"pre_tokenizer", std::string(tok.pre_tokenizer())},
+            {"tokens", tok.n_vocab()},           {"bos", tok.bos()},
+            {"eos", tok.eos()},                  {"add_bos", tok.add_bos()},
+            {"add_eos", tok.add_eos()},          {"eog", eog}};
+  } catch (const std::exception& e) {
+    return {{"error", e.what()}};
+  }
+}
+
+void print_tokenizer(const gguf::File& f) {
+  const nlohmann::json t = tokenizer_json(f);
+  std::printf("\ntokenizer (as ggufd reads it):\n");
+  if (t.is_null()) {
+    std::printf("  none (no tokenizer.ggml.model)\n");
+    return;
+  }
+  if (t.contains("error")) {
+    std::printf("  not loadable: %s\n", t["error"].get<std::string>().c_str());
+    return;
+  }
+  const std::string pre = t["pre_tokenizer"].get<std::string>();
+  std::printf("  %-28s %s\n", "model", t["model"].get<std::string>().c_str());
+  std::printf("  %-28s %s\n", "pre-tokenizer", pre.empty() ? "-" : pre.c_str());
+  std::printf("  %-28s %d\n", "tokens", t["tokens"].get<int>());
+  std::printf("  %-28s %d (added: %s)\n", "bos", t["bos"].get<int>(), t["add_bos"].get<bool>() ? "yes" : "no");
+  std::printf("  %-28s %d (added: %s)\n", "eos", t["eos"].get<int>(), t["add_eos"].get<bool>() ? "yes" : "no");
+  std::string eog;
+  for (const auto& e : t["eog"]) {
+    eog += (eog.empty() ? "" : ", ") + std::to_string(e["id"].get<int>()) + " " + escaped(e["text"].get<std::string>(), false);
+  }
+  std::printf("  %-28s %s\n", "end of generation", eog.empty() ? "-" : eog.c_str());
+}
+
 std::string shape(const gguf::TensorInfo& t) {
   std::string s = "[";
   for (int d = 0; d < t.n_dims; ++d) s += (d ? ", " : "") + std::to_string(t.ne[d]);
@@ -150,6 +194,7 @@ void print_text(const gguf::File& f, bool full) {
   } catch (const std::exception& e) {
     std::printf("  not loadable: %s\n", e.what());
   }
+  print_tokenizer(f);
   if (chat_template != nullptr) {
     std::printf("\nchat template (tokenizer.chat_template):\n%.*s\n",
                 static_cast<int>(chat_template->as_string().size()),
@@ -172,7 +217,9 @@ Command add_inspect(CLI::App& app) {
   return [o] {
     const gguf::File f = gguf::File::open(o->path);
     if (o->json) {
-      std::printf("%s\n", server::dump(server::file_to_json(f, o->full), 2).c_str());
+      nlohmann::json j = server::file_to_json(f, o->full);
+      j["tokenizer"] = tokenizer_json(f);
+      std::printf("%s\n", server::dump(j, 2).c_str());
     } else {
       print_text(f, o->full);
     }
