@@ -71,8 +71,8 @@ void quantize_q8a(const float* x, ActQ8A* y, int64_t cols) {
     const float d = amax / 127.0f;
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     const int sum = quant32(x, _mm256_set1_ps(id), y[i].qs);
-    y[i].d = d;
-    y[i].s = d * static_cast<float>(sum);
+    y[i].d = round_fp16(d);  // binary16, as ref::quantize_q8a
+    y[i].s = y[i].d * static_cast<float>(sum);
   }
 }
 

@@ -13,10 +13,15 @@ namespace engine::kernels::ref {
 // ---------------------------------------------------------------------------------------------
 // Activations
 
-// As ggml's x86 quantize_row_q8_0: the scale is 127 / amax, not 1 / d (the two differ in the last
-// bit for some blocks, which moves a quant where x lands within an ulp of a rounding boundary).
-// ggml's block_q8_0 keeps d as binary16; d stays f32 here: rounding it made the MoE references
-// (qwen3moe Q8_0/Q4_K_M, gpt-oss MXFP4) fail at near-tied routes while the dense ones pass either way.
+// As ggml's x86 quantize_row_q8_0 / q8_1: the scale is 127 / amax, not 1 / d (the two differ in
+// the last bit for some blocks, which moves a quant where x lands within an ulp of a rounding
+// boundary), and d is kept in binary16 as block_q8_0 keeps it. s = d * sum with that d, exact in
+// f32, so the offset form of Q4_0 / Q5_0 (d_w * d_x * sum(u * x) - 8 d_w * s) is ggml's
+// d_w * d_x * sum((u - 8) * x) (ggml's q8_1 for Q4_1 / Q5_1 keeps binary16(d * sum) with the
+// unrounded d instead: within 2^-11 of ours, on those two types' min term only). The rounding
+// is up to 2^-11 of d per block; a random model turns that into quant flips in the next layer (an
+// error of 1.8e-4 of a layer's output became 4e-3 after the FFN's Q8_0 activations,
+// synth-qwen35-Q8_0; scripts/drift/README.md, Findings), so it must match.
 void quantize_q8a(const float* x, ActQ8A* y, int64_t cols) {
   for (int64_t i = 0; i < cols / kQK; ++i, x += kQK) {
     float amax = 0.0f;
@@ -29,8 +34,8 @@ void quantize_q8a(const float* x, ActQ8A* y, int64_t cols) {
       y[i].qs[j] = static_cast<int8_t>(q);
       sum += q;
     }
-    y[i].d = d;
-    y[i].s = d * static_cast<float>(sum);
+    y[i].d = round_fp16(d);
+    y[i].s = y[i].d * static_cast<float>(sum);
   }
 }
 

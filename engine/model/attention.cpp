@@ -79,21 +79,19 @@ void Attention::plan(int64_t il, const KvCache& cache, int n_threads) {
     const int32_t* kpos = kv_pos_[p].data() + s.kv_begin[p];
     const int64_t n_kv = s.kv_n[p];
     const int64_t rows = static_cast<int64_t>(s.tokens.size()) * G;
-    // rows [0, f16_rows): tokens whose attention accumulates in f16 (tiles never straddle it)
-    const int64_t f16_rows =
-        !f16_cache_ ? 0
-                    : G * (std::partition_point(s.tok_pos.begin(), s.tok_pos.end(),
-                                                [](int32_t q) { return q < kF16AccumPositions; }) -
-                           s.tok_pos.begin());
     for (int64_t kvh = 0; kvh < hp_.n_head_kv; ++kvh) {
       for (int64_t row0 = 0, row1; row0 < rows; row0 = row1) {
-        row1 = std::min(row0 < f16_rows ? f16_rows : rows, row0 + tile);
+        // a tile never straddles a change of accumulation (f16_accum()) between tokens
+        const bool f16 = f16_accum(s.tok_pos[sz(row0 / G)]);
+        int64_t t = row0 / G + 1;
+        while (t < static_cast<int64_t>(s.tok_pos.size()) && f16_accum(s.tok_pos[sz(t)]) == f16) ++t;
+        row1 = std::min(t * G, row0 + tile);
         const int64_t q_min = s.tok_pos[sz(row0 / G)], q_max = s.tok_pos[sz((row1 - 1) / G)];
         const int64_t k1 = std::upper_bound(kpos, kpos + n_kv, q_max) - kpos;
         const int64_t k0 =
             window == 0 ? 0 : std::lower_bound(kpos, kpos + k1, q_min - window + 1, [](int32_t a, int64_t b) { return a < b; }) - kpos;
         Item it{static_cast<int32_t>(si), static_cast<int32_t>(kvh), static_cast<int32_t>(row0),
-                static_cast<int32_t>(row1), k0, k1, -1, 0, 1, (row1 - row0) * (k1 - k0 + 1), row0 < f16_rows};
+                static_cast<int32_t>(row1), k0, k1, -1, 0, 1, (row1 - row0) * (k1 - k0 + 1), f16};
         int64_t n_split = 1;
         if (s.tokens.size() == 1 && hp_.n_head_kv < n_threads) {
           n_split = std::min<int64_t>((n_threads + hp_.n_head_kv - 1) / hp_.n_head_kv,

@@ -56,6 +56,16 @@ class Attention {
   // F16 caches: tokens at positions below this take the f16 accumulation (see above).
   static constexpr int32_t kF16AccumPositions = 128;
 
+  // F16 caches: tokens at positions in [begin, end) accumulate in f32, the others in f16; by
+  // default [kF16AccumPositions, INT32_MAX), the rule above. Another range reproduces how one
+  // sequence was cut into llama.cpp batches (tests/model/golden_test.cpp: its reference prompts
+  // of 64 tokens or more ran as one tiled f32 batch, [0, n_prompt), the tokens after them one at a
+  // time in f16); a token's result then depends on the range, so the prefix cache must not be used.
+  void set_f32_accum_range(int32_t begin, int32_t end) {
+    f32_begin_ = begin;
+    f32_end_ = end;
+  }
+
   // Groups the chunk's n tokens by sequence and reads their sequences' cache entries (every
   // pool); call once per chunk, after the tokens' cells are assigned. seq, pos: (n,).
   void prepare(int64_t n, const SeqId* seq, const int32_t* pos, const KvCache& cache);
@@ -108,6 +118,8 @@ class Attention {
   std::vector<float> partials_;   // (n_partial, kFlashRows * (2 + d_v)): split states m, l, o
   std::vector<FlashWorker> workers_;  // one per thread
   bool f16_cache_ = false;
+  int32_t f32_begin_ = kF16AccumPositions, f32_end_ = INT32_MAX;  // see set_f32_accum_range()
+  bool f16_accum(int32_t pos) const { return f16_cache_ && (pos < f32_begin_ || pos >= f32_end_); }
 };
 
 }  // namespace engine

@@ -65,6 +65,9 @@ class Forward {
   // Shows the following eval()s' activations to `observer` (null: none, the default; it costs a
   // pointer test per step). The observer must outlive its use.
   void set_observer(ForwardObserver* observer) { observer_ = observer; }
+  // F16 caches: the positions whose attention accumulates in f32 (Attention::set_f32_accum_range;
+  // tests reproducing llama.cpp's batches). Not for a Forward whose cache is shared by prefix.
+  void set_f32_accum_range(int32_t begin, int32_t end) { attention_.set_f32_accum_range(begin, end); }
   // MoE only: for token i of the last batch, the smallest gap over the layers between the router
   // probabilities (softmax over all experts, whatever the gating) of its last chosen expert and the best
   // expert not chosen. A gap near 0 is a

@@ -53,7 +53,7 @@ Vectors load(const std::string& file) {
 // arch/x86/quants.c quantize_row_q8_0), emulated in our layouts so a test can feed our kernels
 // exactly ggml's integers and scales: q8_K scales by -127/x_amax (x_amax the signed value of
 // largest magnitude, so its quants come out negated) with d = 1/that; q8_0 scales by 127/amax
-// and stores d = amax/127 rounded to fp16, where our Q8A keeps it in f32.
+// and stores d = amax/127 rounded to fp16 (ours too, held as f32).
 std::vector<uint8_t> ggml_act(ActFormat fmt, const std::vector<float>& x) {
   const int64_t n = static_cast<int64_t>(x.size());
   std::vector<uint8_t> out(static_cast<size_t>(kernels::act_row_bytes(fmt, n)));
@@ -139,10 +139,8 @@ TEST_P(QuantVectors, DotProductsMatchGgml) {
   const std::vector<uint8_t> gx = ggml_act(t->act, v.act);
   EXPECT_NEAR(t->vec_dot(v.bytes.data(), gx.data(), n), v.vec_dot, reorder);
 
-  // 2. Our activation quantizer. Q8K: ggml's integers and scale exactly (scale 127 / amax, d its
-  //    reciprocal; ggml's may both be negated, the same products). Q8A (MXFP4): ggml rounds
-  //    each block's activation scale to fp16 and we keep it in f32, which moves each block's
-  //    term by up to 2^-11 of itself.
+  // 2. Our activation quantizer: ggml's integers and scales exactly. Q8K: scale 127 / amax, d its
+  //    reciprocal (ggml's may both be negated: the same products); Q8A (MXFP4): d rounded to fp16.
   std::vector<uint8_t> ox(static_cast<size_t>(kernels::act_row_bytes(t->act, n)));
   kernels::quantize_act_ref(t->act, v.act.data(), ox.data(), n);
   if (t->act == ActFormat::kQ8K) {
@@ -153,9 +151,11 @@ TEST_P(QuantVectors, DotProductsMatchGgml) {
       ASSERT_EQ(o[b].d, sign * g[b].d) << "block " << b;
       for (int j = 0; j < kernels::kQKK; ++j) ASSERT_EQ(o[b].qs[j], static_cast<int>(sign) * g[b].qs[j]) << "block " << b << " element " << j;
     }
+  } else {
+    ASSERT_EQ(std::memcmp(ox.data(), gx.data(), ox.size()), 0);
   }
   const float ours = t->vec_dot(v.bytes.data(), ox.data(), n);
-  EXPECT_NEAR(ours, v.vec_dot, std::ldexp(mag, t->act == ActFormat::kQ8A ? -11 : -23) + reorder);
+  EXPECT_NEAR(ours, v.vec_dot, reorder);
 
   // 3. The SIMD tiles: the reference's integers, f32 sums in another order.
   for (const kernels::Dispatch* d : {kernels::avx2_dispatch(), kernels::avx512_dispatch(), kernels::avxvnni_dispatch()}) {
