@@ -45,6 +45,7 @@ const std::vector<std::string> kGoldenModels = {
     "repo/tiny-gpt-oss-F32",  "repo/tiny-gpt-oss-MXFP4_MOE-nofa", "repo/tiny-mistral3-F32", "repo/tiny-mistral3-Q8_0",
     "repo/tiny-llama-yarn-F32", "repo/tiny-llama3rope-F32", "repo/tiny-qwen2moe-F32", "repo/tiny-qwen2moe-Q8_0",
     "repo/synth-llama-IQ3_XXS", "repo/synth-llama-TQ2_0",
+    "repo/synth-qwen3next-F32", "repo/synth-qwen3next-ssmin-F32",  // (-Q8_0: kNotYetPassing)
 };
 
 bool in_repo(const std::string& stem) { return stem.rfind("repo/", 0) == 0; }
@@ -240,7 +241,7 @@ std::string test_name(const ::testing::TestParamInfo<std::string>& p) {
 
 INSTANTIATE_TEST_SUITE_P(AllModels, Golden, ::testing::ValuesIn(kGoldenModels), test_name);
 
-// models-2026 references that do not pass yet, so no test runs them: each is over the tolerance
+// models-2026 (and repo/) references that do not pass yet, so no test runs them: each is over the tolerance
 // somewhere on every kernel table (issue 30; 1.1-1.6 x at worst). The dense Q8_0 ones pass when
 // Q8_0 activations keep d in binary16 as ggml's block_q8_0 does, which breaks the MoE references
 // of architectures/ and repo/ (see ref::quantize_q8a); gemma4's quantized files are 1.0-1.13 x
@@ -249,6 +250,9 @@ const std::set<std::string> kNotYetPassing = {
     "models-2026/synth-qwen35-Q8_0",       "models-2026/synth-qwen35-Q4_K_M",  "models-2026/synth-qwen35moe-Q8_0",
     "models-2026/synth-qwen35moe-Q4_K_M",  "models-2026/synth-qwen35mtp-Q8_0", "models-2026/synth-gemma4-Q8_0",
     "models-2026/synth-gemma4-Q4_K_M",     "models-2026/synth-gemma4moe-Q4_K_M",
+    // qwen3next (tests/data/reference/README.md): the F32 files pass at 0.03-0.04; Q8_0 fails as
+    // the quantized qwen35 ones do (1.24 at its first failing position)
+    "repo/synth-qwen3next-Q8_0",
 };
 
 TEST(GoldenFiles, EveryReferenceFileIsTested) {
@@ -266,7 +270,8 @@ TEST(GoldenFiles, EveryReferenceFileIsTested) {
 }
 
 TEST(GoldenFiles, EveryRepositoryReferenceIsTested) {
-  const std::set<std::string> known(kGoldenModels.begin(), kGoldenModels.end());
+  std::set<std::string> known(kGoldenModels.begin(), kGoldenModels.end());
+  known.insert(kNotYetPassing.begin(), kNotYetPassing.end());
   for (const auto& e : std::filesystem::directory_iterator(repo_reference("golden"))) {
     EXPECT_TRUE(known.count("repo/" + e.path().stem().string())) << e.path() << " has no test";
   }
