@@ -152,27 +152,18 @@ def main():
     w = Writer("qwen3next")
     P = "qwen3next."
     w.add("general.name", STR, "synth-qwen3next")
-    w.add(P + "context_length", U32, 4096)
-    w.add(P + "embedding_length", U32, E)
-    w.add(P + "block_count", U32, LAYERS)
-    w.add(P + "feed_forward_length", U32, FF_SHEXP)
-    w.add(P + "attention.head_count", U32, HEADS)
-    w.add(P + "attention.head_count_kv", U32, KV_HEADS)
-    w.add(P + "attention.key_length", U32, HEAD_DIM)
-    w.add(P + "attention.value_length", U32, HEAD_DIM)
-    w.add(P + "attention.layer_norm_rms_epsilon", F32, 1e-6)
-    w.add(P + "rope.freq_base", F32, ROPE_BASE)
-    w.add(P + "rope.dimension_count", U32, ROPE_DIM)
-    w.add(P + "expert_count", U32, EXPERTS)
-    w.add(P + "expert_used_count", U32, EXPERTS_USED)
-    w.add(P + "expert_feed_forward_length", U32, FF_EXP)
-    w.add(P + "expert_shared_feed_forward_length", U32, FF_SHEXP)
-    w.add(P + "ssm.conv_kernel", U32, CONV)
-    w.add(P + "ssm.state_size", U32, D_STATE)
-    w.add(P + "ssm.group_count", U32, K_HEADS)
-    w.add(P + "ssm.time_step_rank", U32, V_HEADS)
-    w.add(P + "ssm.inner_size", U32, D_STATE * V_HEADS)
-    w.add(P + "full_attention_interval", U32, INTERVAL)
+    keys = [("context_length", U32, 4096), ("embedding_length", U32, E), ("block_count", U32, LAYERS),
+            ("feed_forward_length", U32, FF_SHEXP), ("attention.head_count", U32, HEADS),
+            ("attention.head_count_kv", U32, KV_HEADS), ("attention.key_length", U32, HEAD_DIM),
+            ("attention.value_length", U32, HEAD_DIM), ("attention.layer_norm_rms_epsilon", F32, 1e-6),
+            ("rope.freq_base", F32, ROPE_BASE), ("rope.dimension_count", U32, ROPE_DIM),
+            ("expert_count", U32, EXPERTS), ("expert_used_count", U32, EXPERTS_USED),
+            ("expert_feed_forward_length", U32, FF_EXP), ("expert_shared_feed_forward_length", U32, FF_SHEXP),
+            ("ssm.conv_kernel", U32, CONV), ("ssm.state_size", U32, D_STATE), ("ssm.group_count", U32, K_HEADS),
+            ("ssm.time_step_rank", U32, V_HEADS), ("ssm.inner_size", U32, D_STATE * V_HEADS),
+            ("full_attention_interval", U32, INTERVAL)]
+    for key, typ, value in keys:
+        w.add(P + key, typ, value)
     w.add("general.file_type", U32, 0)  # all F32
     for key, typ, raw in donor.kvs:
         if key.startswith("tokenizer."):
