@@ -51,6 +51,7 @@ const std::vector<std::string> kGoldenModels = {
     "repo/tiny-gpt-oss-F32",  "repo/tiny-gpt-oss-MXFP4_MOE-nofa", "repo/tiny-mistral3-F32", "repo/tiny-mistral3-Q8_0",
     "repo/tiny-llama-yarn-F32", "repo/tiny-llama3rope-F32", "repo/tiny-qwen2moe-F32", "repo/tiny-qwen2moe-Q8_0",
     "repo/synth-llama-IQ3_XXS", "repo/synth-llama-TQ2_0",
+    "repo/synth-qwen3next-F32", "repo/synth-qwen3next-ssmin-F32", "repo/synth-qwen3next-Q8_0",
 };
 
 bool in_repo(const std::string& stem) { return stem.rfind("repo/", 0) == 0; }
@@ -251,7 +252,8 @@ TEST(GoldenFiles, EveryReferenceFileIsTested) {
 }
 
 TEST(GoldenFiles, EveryRepositoryReferenceIsTested) {
-  const std::set<std::string> known(kGoldenModels.begin(), kGoldenModels.end());
+  std::set<std::string> known(kGoldenModels.begin(), kGoldenModels.end());
+  known.insert(kNotYetPassing.begin(), kNotYetPassing.end());
   for (const auto& e : std::filesystem::directory_iterator(repo_reference("golden"))) {
     EXPECT_TRUE(known.count("repo/" + e.path().stem().string())) << e.path() << " has no test";
   }

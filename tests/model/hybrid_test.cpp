@@ -1,4 +1,4 @@
-// Hybrid stacks (qwen35, qwen35moe): loading, and the recurrent state's contract -- a sequence's
+// Hybrid stacks (qwen35, qwen35moe, qwen3next): loading, and the recurrent state's contract -- a sequence's
 // logits are the same bits however its tokens are cut into batches, truncating within the last
 // two chunks is exact, further back drops the sequence, and a snapshot resumes it exactly.
 #include <gtest/gtest.h>
@@ -74,6 +74,35 @@ TEST(Hybrid, Qwen35HyperparametersAndLayers) {
   bool described = false;
   for (const HParamField& f : describe_hparams(hp)) described |= f.name == "delta_net" || f.name == "recurrent_state";
   EXPECT_TRUE(described);
+}
+
+// qwen3next (tests/data/reference, made as its README says): NeoX RoPE over part of the head,
+// no sections; each key head read by consecutive value heads; ssm_ba, or the older fused ssm_in.
+TEST(Hybrid, Qwen3NextHyperparametersAndLayers) {
+  const std::string dir = std::string(GGUFD_TEST_DATA_DIR) + "/reference/models/";
+  const Model m = Model::load(dir + "synth-qwen3next-F32.gguf");
+  const HParams& hp = m.hparams();
+  EXPECT_EQ(hp.arch, Arch::kQwen3Next);
+  EXPECT_EQ(hp.recurrent_layer, (std::vector<uint8_t>{1, 1, 1, 0}));
+  EXPECT_EQ(hp.n_rot, 16);
+  EXPECT_FALSE(hp.imrope);
+  EXPECT_TRUE(hp.attn_out_gate);
+  EXPECT_TRUE(hp.expert_weights_norm);
+  EXPECT_EQ(hp.ssm.k_head(1), 0) << "qwen3next: value heads 0 and 1 read key head 0";
+  EXPECT_EQ(hp.ssm.k_head(2), 1);
+  const DeltaNetWeights& dn = m.layers[0].dn;
+  EXPECT_EQ(dn.w_ba.rows, 2 * hp.ssm.n_v_heads);
+  EXPECT_EQ(dn.w_beta.data, nullptr);
+  EXPECT_EQ(dn.w_in.data, nullptr);
+  std::string described;
+  for (const HParamField& f : describe_hparams(hp)) described += f.name + "=" + f.value + ";";
+  EXPECT_NE(described.find("(grouped)"), std::string::npos) << described;
+  EXPECT_NE(described.find("recurrent_state="), std::string::npos) << described;
+
+  const Model old = Model::load(dir + "synth-qwen3next-ssmin-F32.gguf");
+  const DeltaNetWeights& fused = old.layers[0].dn;
+  EXPECT_EQ(fused.w_in.rows, 2 * old.hparams().ssm.key_dim() + 2 * old.hparams().ssm.d_inner);
+  EXPECT_EQ(fused.wqkv.data, nullptr);
 }
 
 // The snapshot pool's bookkeeping, on a tiny layer shape: captures reuse free slots, then the least
