@@ -40,8 +40,8 @@ struct ArchTraits {
   bool encoder = false;       // BERT-style encoder (engine/model/encoder.h), not the decoder forward pass
   EncoderPositions positions = EncoderPositions::kTable;  // encoders only
   RankHead rank = RankHead::kNone;
-  // A hybrid stack (hybrid.h): Gated DeltaNet layers (recurrent_layer) beside gated full
-  // attention; post_attention_norm is the FFN's pre-norm.
+  // A hybrid stack (hybrid.h): recurrent layers (recurrent_layer: Gated DeltaNet, or lfm2's short
+  // convolutions) beside attention layers.
   bool hybrid = false;
 };
 
@@ -76,6 +76,8 @@ inline constexpr ArchTraits kArchTraits[] = {
     {Arch::kQwen35Moe, "qwen35moe", RopeStyle::kNeox,  FfnAct::kSilu,     false, true,  false, true,  false, true,  "post_attention_norm",
      false, EncoderPositions::kTable, RankHead::kNone, true},
     {Arch::kQwen3Next, "qwen3next", RopeStyle::kNeox,  FfnAct::kSilu,     false, true,  false, true,  false, true,  "post_attention_norm",
+     false, EncoderPositions::kTable, RankHead::kNone, true},
+    {Arch::kLfm2,      "lfm2",     RopeStyle::kNeox,   FfnAct::kSilu,     false, true,  false, false, false, false, "ffn_norm",
      false, EncoderPositions::kTable, RankHead::kNone, true},
 };
 

@@ -90,6 +90,7 @@ Forward::Forward(const Model& model, int64_t max_batch, int64_t n_ctx_seq)
     dn_beta_.resize(sz(B * s.n_v_heads));
     dn_gate_.resize(sz(B * s.n_v_heads));
     dn_out_.resize(sz(B * s.d_inner));
+    if (s.short_conv) sc_bch_.resize(sz(B * 3 * hp_.n_embd));
   }
   if (hp_.n_expert > 0) {
     router_.resize(sz(B * hp_.n_expert));
@@ -170,7 +171,9 @@ void Forward::eval_chunk(const Batch& batch, int64_t begin, int64_t end, KvCache
   attention_.prepare(n, seq, pos, cache);  // the chunk's sequences and their cached keys
   if (hp_.ssm.enabled()) plan_recurrent(n, seq, pos, cache);
   for (int64_t il = 0; il < hp_.n_layer; ++il) {
-    if (hp_.recurrent(il)) {
+    if (hp_.recurrent(il) && hp_.ssm.short_conv) {
+      short_conv_block(il, n, cache, pool);
+    } else if (hp_.recurrent(il)) {
       delta_net_block(il, n, cache, pool);
     } else {
       attention_block(il, n, pos, cache, pool);

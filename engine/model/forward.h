@@ -131,6 +131,9 @@ class Forward {
   void delta_net_block(int64_t il, int64_t n, KvCache& cache, ThreadPool& pool);
   void delta_net_inputs(const LayerWeights& l, int64_t n, ThreadPool& pool);
   void delta_net_conv(const LayerWeights& l, int64_t r, int64_t n, KvCache& cache, ThreadPool& pool);
+  void recurrent_conv(const std::vector<float>& w, int64_t r, int64_t n, bool silu_out, KvCache& cache, ThreadPool& pool);
+  // lfm2 (forward_short_conv.cpp).
+  void short_conv_block(int64_t il, int64_t n, KvCache& cache, ThreadPool& pool);
   void delta_net_rule(int64_t r, KvCache& cache, ThreadPool& pool);
   void finish_recurrent(KvCache& cache);
   // Gated attention: q_ and qgate_ from qg_'s rows; att_ *= sigmoid(qgate_).
@@ -198,13 +201,14 @@ class Forward {
   std::vector<int32_t> tok_run_;     // (B,) each token's run
   std::vector<int32_t> tok_pos_;     // (B,) each token's position
   std::vector<RecurrentCache::LayerState> run_state_;  // (n_runs_,) each run's state in the running layer
-  std::vector<float> dn_in_;    // (B, conv_channels) projected q, k, v before the conv (ssm_in: (B, 2 key_dim + 2 d_inner))
+  std::vector<float> dn_in_;    // (B, conv_channels) the conv's inputs: projected q, k, v (ssm_in: (B, 2 key_dim + 2 d_inner)), b * h (lfm2)
+  std::vector<float> sc_bch_;   // (B, 3 n_embd) lfm2: in_proj's b, c, h
   std::vector<float> dn_z_;     // (B, d_inner) output gate z
   std::vector<float> dn_ba_;    // (B, 2 n_v_heads) beta and alpha projections
-  std::vector<float> dn_conv_;  // (B, conv_channels) q, k (L2-normed), v after the conv and silu
+  std::vector<float> dn_conv_;  // (B, conv_channels) q, k (L2-normed), v after the conv and silu; lfm2: the conv
   std::vector<float> dn_beta_;  // (B, n_v_heads) sigmoid(beta)
   std::vector<float> dn_gate_;  // (B, n_v_heads) log-decay
-  std::vector<float> dn_out_;   // (B, d_inner) the delta rule's output, then gated-normed
+  std::vector<float> dn_out_;   // (B, d_inner) the delta rule's output, then gated-normed; lfm2: c * conv
   std::vector<float> dn_scratch_;  // (threads, 3 kChunk + 2 d_state) delta-rule kernel scratch
   std::vector<float> logits_;   // (n_outputs, n_vocab) results of the last eval()
   std::vector<float> hidden_;   // (n_hidden, n_embd) results of the last eval()

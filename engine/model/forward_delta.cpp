@@ -186,13 +186,29 @@ void Forward::delta_net_inputs(const LayerWeights& l, int64_t n, ThreadPool& poo
 }
 
 // conv[t] = silu(sum over the taps of the sequence's inputs at pos - d_conv + 1 .. pos), q and k
-// L2-normalized per head; then each run's inputs go into its ring (and its snapshots' conv tails).
+// L2-normalized per head.
 void Forward::delta_net_conv(const LayerWeights& l, int64_t r, int64_t n, KvCache& cache, ThreadPool& pool) {
-  RecurrentCache& rc = *cache.recurrent();
   const DeltaNetParams& s = hp_.ssm;
-  const int64_t ch = s.conv_channels(), dc = s.d_conv, R = rc.raw_rows(), kd = s.key_dim(), d = s.d_state;
+  const int64_t ch = s.conv_channels(), kd = s.key_dim(), d = s.d_state;
+  recurrent_conv(l.dn.conv, r, n, true, cache, pool);
+  for_each_row(n, pool, [&](int64_t t) {
+    float* out = dn_conv_.data() + t * ch;
+    for (int64_t g = 0; g < s.n_k_heads; ++g) {
+      l2norm(out + g * d, d, hp_.rms_eps);
+      l2norm(out + kd + g * d, d, hp_.rms_eps);
+    }
+  });
+}
+
+// dn_conv_ (n, ch) = (silu of, when `silu`) the sum over the taps of each token's sequence's
+// inputs dn_in_ at pos - d_conv + 1 .. pos; then each run's inputs go into its ring in recurrent
+// layer r (and its snapshots' conv tails).
+void Forward::recurrent_conv(const std::vector<float>& w, int64_t r, int64_t n, bool silu_out, KvCache& cache,
+                             ThreadPool& pool) {
+  RecurrentCache& rc = *cache.recurrent();
+  const int64_t ch = hp_.ssm.conv_channels(), dc = hp_.ssm.d_conv, R = rc.raw_rows();
   for (int64_t ru = 0; ru < n_runs_; ++ru) run_state_[sz(ru)] = rc.layer(runs_[sz(ru)].seq, r);
-  const std::vector<float>& w = l.dn.conv;  // (ch, d_conv)
+  // w (ch, d_conv): channel c's taps, oldest first
   // the input row of position p of run ru: this chunk's, the ring's, or none (before the sequence)
   auto input = [&](int64_t ru, int64_t p) -> const float* {
     const RecurrentRun& run = runs_[sz(ru)];
@@ -210,11 +226,7 @@ void Forward::delta_net_conv(const LayerWeights& l, int64_t r, int64_t n, KvCach
       for (int64_t k = 0; k < dc; ++k) {
         if (taps[k]) sum += taps[k][c] * w[sz(c * dc + k)];
       }
-      out[c] = silu(sum);
-    }
-    for (int64_t g = 0; g < s.n_k_heads; ++g) {
-      l2norm(out + g * d, d, hp_.rms_eps);
-      l2norm(out + kd + g * d, d, hp_.rms_eps);
+      out[c] = silu_out ? silu(sum) : sum;
     }
   });
   for (int64_t ru = 0; ru < n_runs_; ++ru) {

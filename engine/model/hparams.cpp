@@ -186,12 +186,46 @@ void read_arch_hparams(const gguf::File& file, const std::string& p, HParams& hp
     case Arch::kGemma4:
       read_gemma4_hparams(file, p, hp);
       break;
+    case Arch::kLfm2:
+      read_short_conv_hparams(file, p, hp);
+      break;
     case Arch::kJinaBertV2:  // llama.cpp's fixed value (no key)
       hp.alibi_max_bias = 8.0f;
       break;
     default:
       break;
   }
+}
+
+// attention.head_count_kv given per layer (lfm2): 0 marks a layer without attention -- a
+// recurrent one, for lfm2 (recurrent_layer) -- and the other layers must agree; returns theirs.
+int64_t per_layer_kv_heads(const gguf::File& file, const std::string& p, const gguf::Value& a, HParams& hp) {
+  const std::string key = p + "attention.head_count_kv";
+  if (a.size() != static_cast<uint64_t>(hp.n_layer)) {
+    fail(file, key + " has " + std::to_string(a.size()) + " entries, expected " + std::to_string(hp.n_layer) +
+                   " (one per layer)");
+  }
+  int64_t n_kv = 0;
+  hp.recurrent_layer.assign(static_cast<size_t>(hp.n_layer), 0);
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    const int64_t v = a.i64_at(static_cast<uint64_t>(il));
+    if (v < 0 || v > hp.n_head) {
+      fail(file, key + " entry " + std::to_string(il) + " = " + std::to_string(v) + " is out of range [0, " +
+                     std::to_string(hp.n_head) + "]");
+    }
+    if (v == 0) {
+      if (hp.arch != Arch::kLfm2) fail(file, key + " entry " + std::to_string(il) + " is 0: layers without attention are supported for lfm2 only");
+      hp.recurrent_layer[static_cast<size_t>(il)] = 1;
+    } else if (n_kv != 0 && v != n_kv) {
+      fail(file, key + ": layer " + std::to_string(il) + " has " + std::to_string(v) + " K/V heads where earlier ones have " +
+                     std::to_string(n_kv) + " (a different count per layer is not supported)");
+    } else {
+      n_kv = v;
+    }
+  }
+  if (n_kv == 0) fail(file, key + " is 0 for every layer: no attention layer");
+  if (hp.n_recurrent() == 0) hp.recurrent_layer.clear();
+  return n_kv;
 }
 
 // expert_count and friends; a dense model has none.
@@ -254,7 +288,12 @@ HParams read_hparams(const gguf::File& file) {
   }
   hp.n_ff = traits->moe ? opt("feed_forward_length", 0) : req("feed_forward_length");  // (llama.cpp: optional)
   hp.n_head = req("attention.head_count");
-  hp.n_head_kv = opt("attention.head_count_kv", hp.n_head);
+  const gguf::Value* kv_heads = file.find(p + "attention.head_count_kv");
+  if (kv_heads && kv_heads->is_array()) {
+    hp.n_head_kv = per_layer_kv_heads(file, p, *kv_heads, hp);
+  } else {
+    hp.n_head_kv = opt("attention.head_count_kv", hp.n_head);
+  }
   if (hp.n_head % hp.n_head_kv != 0) {
     fail(file, p + "attention.head_count (" + std::to_string(hp.n_head) +
                    ") is not a multiple of head_count_kv (" + std::to_string(hp.n_head_kv) + ")");
@@ -389,8 +428,8 @@ std::vector<HParamField> describe_hparams(const HParams& hp) {
   }
   if (traits.sinks) text("attention_sinks", "a learned logit per head");
   if (hp.ssm.enabled()) {
-    text("delta_net_layers", layer_ranges(hp.recurrent_layer, 1));
-    text("attention_layers", layer_ranges(hp.recurrent_layer, 0) + " (output-gated)");
+    text(hp.ssm.short_conv ? "short_conv_layers" : "delta_net_layers", layer_ranges(hp.recurrent_layer, 1));
+    text("attention_layers", layer_ranges(hp.recurrent_layer, 0) + (hp.attn_out_gate ? " (output-gated)" : ""));
     describe_hybrid(hp, f);
   }
   describe_gemma4(hp, f);

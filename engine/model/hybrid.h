@@ -1,6 +1,6 @@
-// Hybrid stacks (qwen35, qwen35moe, qwen3next): the hyperparameters and weights of their Gated
-// DeltaNet (linear attention) layers, and of the NextN / multi-token-prediction block a file may
-// append after the stack.
+// Hybrid stacks: the hyperparameters and weights of their recurrent layers -- Gated DeltaNet
+// (linear attention: qwen35, qwen35moe, qwen3next) or gated short convolutions (lfm2) -- and of
+// the NextN / multi-token-prediction block a file may append after the stack.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,11 @@ namespace engine {
 //   out = Wout (rmsnorm(o_h) * ssm_norm * silu(z_h) per head), z = Wz x
 // Its state per sequence: the last d_conv - 1 inputs of the conv and each value head's (d_state,
 // d_state) matrix.
+//
+// lfm2's gated short convolution (short_conv) is the conv part alone, per token x (n_embd,):
+//   b, c, h = Win x (three n_embd rows); out = Wout (c * conv1d(b * h) over the last d_conv tokens)
+// with d_inner = n_embd channels and no delta rule (no heads, d_state 0): its state is the conv's
+// last d_conv - 1 inputs.
 struct DeltaNetParams {
   int64_t d_conv = 0;     // ssm.conv_kernel
   int64_t d_state = 0;    // ssm.state_size: the head size of q, k and v
@@ -26,8 +31,9 @@ struct DeltaNetParams {
   // How value heads share key heads (n_v_heads a multiple of n_k_heads): qwen3next repeats each
   // key head for consecutive value heads (h / ratio), qwen35 cycles through them (h % n_k_heads).
   bool grouped_heads = false;
+  bool short_conv = false;  // lfm2: gated short convolutions (shortconv.l_cache = d_conv)
 
-  bool enabled() const { return d_state > 0; }
+  bool enabled() const { return d_conv > 0; }
   int64_t key_dim() const { return n_k_heads * d_state; }
   int64_t conv_channels() const { return 2 * key_dim() + d_inner; }  // q, k, v
   int64_t k_head(int64_t h) const { return grouped_heads ? h / (n_v_heads / n_k_heads) : h % n_k_heads; }
@@ -56,6 +62,13 @@ struct DeltaNetWeights {
   Matrix w_out;    // (n_embd, d_inner) ssm_out
 
   bool present() const { return w_out.data != nullptr; }
+};
+
+// One gated short convolution layer's weights (lfm2; views into the file, the taps as f32).
+struct ShortConvWeights {
+  Matrix in_proj;           // (3 n_embd, n_embd) shortconv.in_proj: rows b, then c, then h
+  std::vector<float> conv;  // (n_embd, d_conv) shortconv.conv: channel c's taps, oldest first
+  Matrix out_proj;          // (n_embd, n_embd) shortconv.out_proj
 };
 
 // The NextN / MTP block of qwen35 files (nextn_predict_layers): a full-attention block fed by

@@ -106,13 +106,36 @@ void read_hybrid_hparams(const gguf::File& file, const std::string& p, HParams& 
   if (hp.arch != Arch::kQwen3Next) read_rope_sections(file, p, hp);
 }
 
+void read_short_conv_hparams(const gguf::File& file, const std::string& p, HParams& hp) {
+  const std::string key = p + "shortconv.l_cache";
+  const auto taps = file.find_u64(key);
+  if (!taps) fail(file, key + " is missing (needed by the short convolution layers)");
+  if (*taps < 2 || *taps > 64) fail(file, key + " = " + std::to_string(*taps) + " is out of range [2, 64]");
+  if (hp.n_recurrent() > 0) {
+    hp.ssm.short_conv = true;
+    hp.ssm.d_conv = static_cast<int64_t>(*taps);
+    hp.ssm.d_inner = hp.n_embd;  // (conv_channels(): no key heads)
+  }
+  if (const auto w = file.find_u64(p + "attention.sliding_window"); w && *w > 0) {
+    if (*w > static_cast<uint64_t>(INT32_MAX)) fail(file, p + "attention.sliding_window = " + std::to_string(*w) + " is out of range");
+    hp.n_swa = static_cast<int64_t>(*w);
+    for (int64_t il = 0; il < hp.n_layer; ++il) hp.swa_layer[static_cast<size_t>(il)] = !hp.recurrent(il);
+    hp.rope_freq_base_swa = hp.rope_freq_base;
+    hp.rope_freq_scale_swa = hp.rope_freq_scale;
+  }
+}
+
 void describe_hybrid(const HParams& hp, std::vector<HParamField>& out) {
   if (!hp.ssm.enabled()) return;
   const DeltaNetParams& s = hp.ssm;
-  out.push_back({"delta_net", "conv " + std::to_string(s.d_conv) + ", state " + std::to_string(s.d_state) + ", " +
-                                  std::to_string(s.n_k_heads) + " key / " + std::to_string(s.n_v_heads) + " value heads" +
-                                  (s.grouped_heads ? " (grouped)" : ""),
-                 false});
+  if (s.short_conv) {
+    out.push_back({"short_conv", "gated, " + std::to_string(s.d_conv) + " taps over " + std::to_string(s.d_inner) + " channels", false});
+  } else {
+    out.push_back({"delta_net", "conv " + std::to_string(s.d_conv) + ", state " + std::to_string(s.d_state) + ", " +
+                                    std::to_string(s.n_k_heads) + " key / " + std::to_string(s.n_v_heads) + " value heads" +
+                                    (s.grouped_heads ? " (grouped)" : ""),
+                   false});
+  }
   // what a sequence's state takes in the cache (RecurrentCache: two chunks' matrices and rows, f32)
   const double mib = static_cast<double>(RecurrentCache::seq_bytes(hp)) / (1 << 20);
   char buf[64];

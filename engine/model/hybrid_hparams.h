@@ -1,5 +1,5 @@
-// The hyperparameters of hybrid stacks (qwen35, qwen35moe, qwen3next), read as llama.cpp's
-// qwen35.cpp / qwen35moe.cpp / qwen3next.cpp read them. Used by hparams.cpp.
+// The hyperparameters of hybrid stacks (qwen35, qwen35moe, qwen3next, lfm2), read as llama.cpp's
+// qwen35.cpp / qwen35moe.cpp / qwen3next.cpp / lfm2.cpp read them. Used by hparams.cpp.
 #pragma once
 
 #include <string>
@@ -14,6 +14,10 @@ namespace engine {
 // attention.recurrent_layers or full_attention_interval, rope.dimension_sections (qwen35) into
 // hp. `p` is "<arch>.". Throws std::runtime_error naming the file and the key.
 void read_hybrid_hparams(const gguf::File& file, const std::string& p, HParams& hp);
+
+// lfm2: shortconv.l_cache (the conv's taps) into hp.ssm for the layers attention.head_count_kv
+// marks 0 (already in hp.recurrent_layer), attention.sliding_window for the others.
+void read_short_conv_hparams(const gguf::File& file, const std::string& p, HParams& hp);
 
 // The fields describe_hparams() adds for a hybrid stack.
 void describe_hybrid(const HParams& hp, std::vector<HParamField>& out);

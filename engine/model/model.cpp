@@ -186,6 +186,13 @@ DeltaNetWeights load_delta_net(const Loader& ld, const HParams& hp, const std::s
   return w;
 }
 
+// A gated short convolution layer's weights (prefix b), as llama.cpp's lfm2.cpp loads them.
+ShortConvWeights load_short_conv(const Loader& ld, const HParams& hp, const std::string& b) {
+  const int64_t E = hp.n_embd;
+  return {ld.matrix(b + "shortconv.in_proj.weight", 3 * E, E), ld.vectors(b + "shortconv.conv.weight", hp.ssm.d_conv, E, true),
+          ld.matrix(b + "shortconv.out_proj.weight", E, E)};
+}
+
 // The experts of layer il (prefix b): router, gate/up (or fused gate_up), down, and their
 // optional biases (required when `biases`), shared expert, gemma4's norms and scales.
 void load_experts(const Loader& ld, const HParams& hp, const std::string& b, bool biases, LayerWeights& l) {
@@ -228,7 +235,9 @@ LayerWeights load_layer(const Loader& ld, const HParams& hp, int64_t il) {
   LayerWeights l;
   l.attn_norm = ld.vector(b + "attn_norm.weight", E, true);
   const bool moe_biases = arch.moe && arch.qkv_bias;  // gpt-oss: biases everywhere
-  if (hp.recurrent(il)) {
+  if (hp.recurrent(il) && hp.ssm.short_conv) {
+    l.sc = load_short_conv(ld, hp, b);
+  } else if (hp.recurrent(il)) {
     l.dn = load_delta_net(ld, hp, b);
   } else {
     load_qkv(ld, hp, il, b, arch.qkv_bias, l);
@@ -416,7 +425,7 @@ std::vector<M*> matmul_weights_of(std::initializer_list<M*> top, Layers& layers,
   for (auto& l : layers) {
     for (M* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.ffn_gate_inp, &l.gate_shexp,
                  &l.up_shexp, &l.down_shexp, &l.dn.wqkv, &l.dn.wz, &l.dn.w_beta, &l.dn.w_alpha, &l.dn.w_ba, &l.dn.w_in,
-                 &l.dn.w_out, &l.per_layer_inp_gate, &l.per_layer_proj}) {
+                 &l.dn.w_out, &l.sc.in_proj, &l.sc.out_proj, &l.per_layer_inp_gate, &l.per_layer_proj}) {
       if (m->data) mats.push_back(m);  // (a MoE layer has no dense FFN, a dense one no router)
     }
     for (auto* each : {&l.gate_exps, &l.up_exps, &l.down_exps}) {
@@ -502,7 +511,8 @@ Model Model::from_file(gguf::File file, bool repack) {
     if (repack) m.packed_ = PackedWeights::pack(matmul_weights_of<Matrix>({&m.output}, m.layers), f.owns_mapping());
     return m;
   }
-  m.output_norm = ld.vector("output_norm.weight", hp.n_embd, true);
+  // (lfm2's final norm is named token_embd_norm, as llama.cpp's LLM_TENSOR_OUTPUT_NORM_LFM2)
+  m.output_norm = ld.vector(hp.arch == Arch::kLfm2 ? "token_embd_norm.weight" : "output_norm.weight", hp.n_embd, true);
   m.output = f.find_tensor("output.weight") ? ld.matrix("output.weight", hp.n_vocab, hp.n_embd)
                                             : m.tok_embd;
   m.rope_freqs = ld.vector("rope_freqs.weight", hp.n_rot / 2, false);

@@ -41,6 +41,7 @@ enum class Arch {
   kQwen3Next, // qwen35moe's stack with NeoX RoPE, grouped key heads and fused beta/alpha projections
   kGemma4,    // gemma3's block with per-kind head sizes, V norm, per-layer inputs, K/V shared by the
               // last layers, optional experts beside the dense FFN
+  kLfm2,      // hybrid: gated short convolutions, the layers with K/V heads attention with q/k norms
 };
 
 // How a sequence's final hidden states become one vector (pooling_type; llama.cpp's numbering).
@@ -132,9 +133,9 @@ struct HParams {
   float alibi_max_bias = 0.0f; // ALiBi's maximum bias (jina-bert-v2: 8, as llama.cpp fixes it); 0: none
   int64_t n_cls_out = 0;       // rows of cls.output: the classification head's outputs (0: none)
 
-  // Hybrid stacks (qwen35, qwen35moe, qwen3next).
-  DeltaNetParams ssm;                    // ssm.*: the Gated DeltaNet layers' sizes (none: !enabled())
-  std::vector<uint8_t> recurrent_layer;  // (n_layer,) 1: a Gated DeltaNet layer, which keeps no K/V
+  // Hybrid stacks (qwen35, qwen35moe, qwen3next, lfm2).
+  DeltaNetParams ssm;                    // ssm.* (lfm2: shortconv.*): the recurrent layers' sizes (none: !enabled())
+  std::vector<uint8_t> recurrent_layer;  // (n_layer,) 1: a recurrent layer, which keeps no K/V
   bool attn_out_gate = false;   // attn_q's rows are per head query then gate: out *= sigmoid(gate)
   bool imrope = false;          // IMRoPE: rope_sections interleaved over the rotated pairs (qwen35)
   int rope_sections[4] = {0, 0, 0, 0};   // rope.dimension_sections
@@ -227,8 +228,10 @@ struct LayerWeights {
   std::vector<float> attn_norm_2, attn_norm_2_b;            // (n_embd,)
   std::vector<float> attn_out_norm, attn_out_norm_b;        // (n_embd,) after attention + residual
   std::vector<float> layer_out_norm, layer_out_norm_b;      // (n_embd,) after FFN + residual
-  // A Gated DeltaNet layer (hybrid stacks) in place of attention: attn_norm, dn, then the FFN.
+  // A recurrent layer (hybrid stacks) in place of attention: attn_norm, then dn (Gated DeltaNet)
+  // or sc (lfm2's short convolution), then the FFN.
   DeltaNetWeights dn;
+  ShortConvWeights sc;
   // gemma4. Experts beside the dense FFN (HParams::experts_beside_ffn): the router reads
   // rmsnorm(x) / sqrt(n_embd) * ffn_gate_inp_scale, the experts rmsnorm(x) * pre_ffn_norm_2; the
   // dense branch is post-normed by post_ffn_norm_1, the experts' by post_ffn_norm_2.

@@ -31,7 +31,7 @@ RecurrentCache::RecurrentCache(const HParams& hp, int64_t max_seqs, int64_t n_sn
       max_seqs_(max_seqs),
       layer_floats_(layer_floats(hp.ssm)),
       snap_layer_floats_(snap_layer_floats(hp.ssm)) {
-  if (!ssm_.enabled() || n_rec_ == 0) throw std::invalid_argument("recurrent cache: the model has no Gated DeltaNet layers");
+  if (!ssm_.enabled() || n_rec_ == 0) throw std::invalid_argument("recurrent cache: the model has no recurrent layers");
   if (max_seqs < 1 || n_snapshots < 0 || n_snapshots > INT32_MAX) {
     throw std::invalid_argument("recurrent cache: bad size (" + std::to_string(max_seqs) + " sequences, " +
                                 std::to_string(n_snapshots) + " snapshots)");

@@ -42,7 +42,14 @@ std::vector<float> run(Forward& fwd, KvCache& cache, ThreadPool& pool, SeqId seq
   return out;
 }
 
-Model load(const std::string& name) { return Model::load(shared_path("models/synth/" + name + ".gguf")); }
+// "synth-x": ../shared/models/synth/synth-x.gguf; "repo/synth-x": tests/data/reference/models/synth-x.gguf.
+std::string model_file(const std::string& name) {
+  if (name.rfind("repo/", 0) == 0) return std::string(GGUFD_TEST_DATA_DIR) + "/reference/models/" + name.substr(5) + ".gguf";
+  return shared_path("models/synth/" + name + ".gguf");
+}
+Model load(const std::string& name) { return Model::load(model_file(name)); }
+#define REQUIRE_MODEL(name) \
+  if ((name).rfind("repo/", 0) != 0) GGUFD_REQUIRE_SHARED("models/synth/" + (name) + ".gguf")
 
 TEST(Hybrid, Qwen35HyperparametersAndLayers) {
   GGUFD_REQUIRE_SHARED("models/synth/synth-qwen35mtp-Q8_0.gguf");
@@ -103,6 +110,29 @@ TEST(Hybrid, Qwen3NextHyperparametersAndLayers) {
   const DeltaNetWeights& fused = old.layers[0].dn;
   EXPECT_EQ(fused.w_in.rows, 2 * old.hparams().ssm.key_dim() + 2 * old.hparams().ssm.d_inner);
   EXPECT_EQ(fused.wqkv.data, nullptr);
+// lfm2: head_count_kv per layer, 0 marking the short-convolution layers, whose state is the
+// conv's last l_cache - 1 inputs (no delta rule); only the attention layers keep K/V rows.
+TEST(Hybrid, Lfm2HyperparametersAndLayers) {
+  const Model m = load("repo/synth-lfm2-F32");
+  const HParams& hp = m.hparams();
+  EXPECT_EQ(hp.arch, Arch::kLfm2);
+  EXPECT_EQ(hp.recurrent_layer, (std::vector<uint8_t>{1, 1, 0, 1, 1, 0}));
+  EXPECT_EQ(hp.n_head_kv, 2);
+  EXPECT_TRUE(hp.ssm.short_conv);
+  EXPECT_EQ(hp.ssm.d_conv, 3);
+  EXPECT_EQ(hp.ssm.conv_channels(), hp.n_embd);
+  EXPECT_EQ(hp.ssm.state_floats(), 0);
+  EXPECT_FALSE(hp.attn_out_gate);
+  EXPECT_EQ(m.layers[0].sc.in_proj.rows, 3 * hp.n_embd);
+  EXPECT_EQ(m.layers[0].sc.conv.size(), static_cast<size_t>(3 * hp.n_embd));
+  EXPECT_EQ(m.layers[2].sc.in_proj.data, nullptr);
+  EXPECT_FALSE(m.layers[2].q_norm.empty());
+  KvCache cache(hp, 64);
+  EXPECT_EQ(cache.cell_bytes(), 2 * 2 * 2 * static_cast<size_t>(hp.k_dim())) << "two layers' f16 K and V";
+  ASSERT_NE(cache.recurrent(), nullptr);
+  bool described = false;
+  for (const HParamField& f : describe_hparams(hp)) described |= f.name == "short_conv";
+  EXPECT_TRUE(described);
 }
 
 // The snapshot pool's bookkeeping, on a tiny layer shape: captures reuse free slots, then the least
@@ -154,7 +184,7 @@ class HybridState : public ::testing::TestWithParam<std::string> {};
 
 // 100 tokens in one batch, one at a time, and in odd batch sizes: the same bits.
 TEST_P(HybridState, LogitsDoNotDependOnHowTheSequenceIsCut) {
-  GGUFD_REQUIRE_SHARED("models/synth/" + GetParam() + ".gguf");
+  REQUIRE_MODEL(GetParam());
   const Model m = load(GetParam());
   ThreadPool pool(2);
   const std::vector<int32_t> t = tokens(100, m.hparams().n_vocab);
@@ -172,7 +202,7 @@ TEST_P(HybridState, LogitsDoNotDependOnHowTheSequenceIsCut) {
 // Truncating within the last two chunks and evaluating the rest again gives the same logits;
 // further back the state is gone and the sequence is dropped.
 TEST_P(HybridState, TruncationIsExactWithinTwoChunks) {
-  GGUFD_REQUIRE_SHARED("models/synth/" + GetParam() + ".gguf");
+  REQUIRE_MODEL(GetParam());
   const Model m = load(GetParam());
   const int64_t V = m.hparams().n_vocab;
   ThreadPool pool(2);
@@ -199,7 +229,7 @@ TEST_P(HybridState, TruncationIsExactWithinTwoChunks) {
 // A snapshot taken at position 64 while sequence 0 passes it, restored into sequence 1 over the
 // same cells: sequence 1's next tokens get sequence 0's logits, bit for bit.
 TEST_P(HybridState, ASnapshotResumesASequenceExactly) {
-  GGUFD_REQUIRE_SHARED("models/synth/" + GetParam() + ".gguf");
+  REQUIRE_MODEL(GetParam());
   const Model m = load(GetParam());
   const int64_t V = m.hparams().n_vocab;
   ThreadPool pool(2);
@@ -228,9 +258,10 @@ TEST_P(HybridState, ASnapshotResumesASequenceExactly) {
   EXPECT_FALSE(rc.valid(snap));
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, HybridState, ::testing::Values("synth-qwen35-Q8_0", "synth-qwen35moe-F32"),
+INSTANTIATE_TEST_SUITE_P(Models, HybridState,
+                         ::testing::Values("synth-qwen35-Q8_0", "synth-qwen35moe-F32", "repo/synth-lfm2-Q8_0"),
                          [](const auto& p) {
-                           std::string s = p.param;
+                           std::string s = p.param.substr(p.param.find('/') + 1);
                            std::replace(s.begin(), s.end(), '-', '_');
                            return s;
                          });

@@ -151,6 +151,24 @@ TEST(Model, RefusesIllShapedTensor) {
   EXPECT_CONTAINS(load_error(m.build()), "tensor 'blk.0.attn_k.weight' has shape [8, 4], expected [8, 8]");
 }
 
+// attention.head_count_kv may be given per layer; a 0 (a layer without attention) is lfm2's alone,
+// and the other layers must agree.
+TEST(Model, PerLayerKvHeadsAreChecked) {
+  auto with_kv = [](std::vector<int32_t> heads) {
+    TinyModel m;
+    m.edit = [heads](gguf::Writer& w) { w.set("llama.attention.head_count_kv", gguf::OwnedValue::i32_array(heads)); };
+    return m;
+  };
+  TinyModel one = with_kv({1});
+  EXPECT_EQ(Model::from_file(one.build()).hparams().n_head_kv, 1);
+  TinyModel zero = with_kv({0});
+  EXPECT_CONTAINS(load_error(zero.build()), "llama.attention.head_count_kv entry 0 is 0: layers without attention are supported for lfm2 only");
+  TinyModel wrong_size = with_kv({1, 1});
+  EXPECT_CONTAINS(load_error(wrong_size.build()), "llama.attention.head_count_kv has 2 entries, expected 1 (one per layer)");
+  TinyModel too_many = with_kv({3});
+  EXPECT_CONTAINS(load_error(too_many.build()), "llama.attention.head_count_kv entry 0 = 3 is out of range [0, 2]");
+}
+
 TEST(Model, RefusesBigEndianFiles) {
   TinyModel m;
   m.big_endian = true;
