@@ -1,5 +1,5 @@
 // Speculative decoding's gain, engine-level (no HTTP): the scheduler on a model with --spec none,
-// ngram (and draft, given a draft model), the modes interleaved repetition by repetition so that
+// ngram (and draft, given a draft model; mtp, for a model with NextN / MTP layers), the modes interleaved repetition by repetition so that
 // a shared machine's drift hits them alike. For each number of slots S, S requests of one prompt
 // run at once; decode is timed from the moment every request has its first token (prefill
 // excluded) to the end, in wall time and in this process's CPU time (steadier than wall time when
@@ -115,9 +115,11 @@ struct Options {
   int repetitions = 3;
   int threads = 0;
   int draft_max = 16;
+  int mtp_draft_max = 3;  // as the server's default for mtp
 };
 
 engine::SpecMode mode_of(const std::string& m) {
+  if (m == "mtp") return engine::SpecMode::kMtp;
   return m == "ngram" ? engine::SpecMode::kNgram : m == "draft" ? engine::SpecMode::kDraft : engine::SpecMode::kNone;
 }
 
@@ -131,7 +133,7 @@ json run(const Options& o, const engine::Model& model, const engine::Model* draf
   so.n_threads = o.threads;
   so.prefix_cache_bytes = 0;  // each request prefills its prompt; only decode is timed anyway
   so.spec = mode_of(mode);
-  so.draft_max = o.draft_max;
+  so.draft_max = mode == "mtp" ? o.mtp_draft_max : o.draft_max;
   std::optional<engine::ModelEvaluator> evaluator;
   std::optional<ReplayDrafter> replay;
   std::optional<engine::Scheduler> scheduler;
@@ -191,7 +193,7 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   Options o;
-  CLI::App app{"Speculative decoding: decode tokens/s through the scheduler with --spec none, ngram, draft"};
+  CLI::App app{"Speculative decoding: decode tokens/s through the scheduler with --spec none, ngram, draft, mtp"};
   app.add_option("-m,--model", o.model, "GGUF model")->required()->check(CLI::ExistingFile);
   app.add_option("--draft", o.draft, "draft model (adds mode draft)")->check(CLI::ExistingFile);
   app.add_option("--prompt-file", o.prompt_file, "prompt text")->required()->check(CLI::ExistingFile);
@@ -201,6 +203,7 @@ int main(int argc, char** argv) {
   app.add_option("-r,--repetitions", o.repetitions, "runs per mode and level (default 3)")->check(CLI::PositiveNumber);
   app.add_option("-t,--threads", o.threads, "compute threads (default: physical cores)");
   app.add_option("--draft-max", o.draft_max, "drafts per slot and step at most (default 16)")->check(CLI::Range(1, 64));
+  app.add_option("--mtp-draft-max", o.mtp_draft_max, "the same for mode mtp (default 3)")->check(CLI::Range(1, 64));
   CLI11_PARSE(app, argc, argv);
   try {
     const engine::Model model = engine::Model::load(o.model);
@@ -209,6 +212,7 @@ int main(int argc, char** argv) {
       draft.emplace(engine::Model::load(o.draft));
       o.modes.push_back("draft");
     }
+    if (model.hparams().n_layer_nextn > 0) o.modes.push_back("mtp");  // its own NextN / MTP block
     const engine::Tokenizer tok = engine::Tokenizer::from_gguf(model.file());
     std::ifstream in(o.prompt_file, std::ios::binary);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -85,11 +85,13 @@ std::vector<Setting> engine_settings(EngineConfig& e) {
        "MiB of block files per model in --cache-dir (the least recently used are removed beyond)",
        &e.cache_dir_size, 1, 1 << 30},
       {"spec", "--spec", g, "engine",
-       "speculative decoding (output unchanged): ngram drafts from the context, draft from --model-draft; "
-       "auto: draft with --model-draft, else none",
-       &e.spec, 0, 0, {"auto", "none", "ngram", "draft"}},
+       "speculative decoding (output unchanged): ngram drafts from the context, draft from --model-draft, "
+       "mtp from the model's own NextN / MTP layers; auto: draft with --model-draft, else mtp when the model "
+       "has NextN layers, else none",
+       &e.spec, 0, 0, {"auto", "none", "ngram", "mtp", "draft"}},
       // at most the KV cache's window slack (KvCache::kWindowSlack), so rejected drafts can always go
-      {"draft-max", "--draft-max", g, "engine", "draft tokens verified per slot and step at most", &e.draft_max, 1,
+      {"draft-max", "--draft-max", g, "engine",
+       "draft tokens verified per slot and step at most (left at the default, mtp starts at 3)", &e.draft_max, 1,
        64},
       {"draft-min", "--draft-min", g, "engine", "fewest draft tokens worth verifying (shorter proposals are dropped)",
        &e.draft_min, 0, 64},

@@ -161,6 +161,12 @@ void Service::Impl::load() {
     so.n_ctx = std::min<int64_t>(so.n_ctx, model->hparams().n_ctx_train);
     set_pooling(*model, options.pooling, app);
     if (!app.generates) so.n_slots = std::max(so.n_slots, kEncoderSlots);  // no cache: slots are free
+    if (options.spec_auto && so.spec == engine::SpecMode::kNone && model->hparams().n_layer_nextn > 0) {
+      so.spec = engine::SpecMode::kMtp;  // the model's own draft head
+    }
+    if (so.spec == engine::SpecMode::kMtp && options.draft_max_default) {
+      so.draft_max = std::max(ServiceOptions::kMtpDraftMax, so.draft_min);
+    }
     if (!app.generates) so.spec = engine::SpecMode::kNone;  // nothing to draft
     if (so.spec == engine::SpecMode::kDraft) {
       if (options.draft_model_path.empty()) throw std::runtime_error("speculative decoding by a draft model needs --model-draft");
@@ -271,7 +277,10 @@ void Service::Impl::log_speculation(const engine::SchedulerOptions& so) const {
     return;
   }
   std::string source = "n-gram prompt lookup";
-  if (so.spec == engine::SpecMode::kDraft) {
+  if (so.spec == engine::SpecMode::kMtp) {
+    source = fmt::format("the model's NextN / MTP block ({} of {} NextN layers{})", 1, model->hparams().n_layer_nextn,
+                         options.spec_auto ? ", chosen by --spec auto" : "");
+  } else if (so.spec == engine::SpecMode::kDraft) {
     const engine::HParams& hp = draft_model->hparams();
     source = fmt::format("draft model {} ({} layers, embedding {}, weights {:.1f} MiB)", options.draft_model_path,
                          hp.n_layer, hp.n_embd, static_cast<double>(draft_model->weight_bytes()) / (1 << 20));

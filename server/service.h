@@ -20,6 +20,13 @@ struct ServiceOptions {
   std::string chat_template_origin;   // for /props: where the override came from
   std::string pooling;                // --pooling: mean | cls | last | rank; "": the model's pooling_type
   std::string draft_model_path;       // with engine.spec kDraft: the draft model (same vocabulary)
+  // --spec auto without a draft model (engine.spec kNone): mtp when the model has NextN / MTP
+  // layers, else none.
+  bool spec_auto = false;
+  // --draft-max left at its default: with mtp, drafts per slot and step start at kMtpDraftMax
+  // (llama.cpp's default for MTP) rather than engine.draft_max.
+  bool draft_max_default = false;
+  static constexpr int kMtpDraftMax = 3;
   HttpOptions http;
   ResponseStoreLimits response_store;  // /v1/responses' stored responses
   engine::SchedulerOptions engine;

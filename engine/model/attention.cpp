@@ -71,7 +71,7 @@ void Attention::plan(int64_t il, const KvCache& cache, int n_threads) {
   leaders_.clear();
   int32_t n_partial = 0;
   const int p = pool_index(cache.pool(il));
-  const int64_t window = hp_.swa_layer[sz(il)] ? hp_.n_swa : 0;
+  const int64_t window = hp_.swa(il) ? hp_.n_swa : 0;
   const int64_t G = group_;
   const int64_t tile = G <= kernels::kFlashRows ? kernels::kFlashRows / G * G : kernels::kFlashRows;
   for (size_t si = 0; si < seqs_.size(); ++si) {
@@ -158,7 +158,7 @@ void Attention::run(int64_t il, const std::vector<float>& sinks, const float* q,
   kernels::FlashParams params = params_;
   params.d_k = hp_.head_k(il);
   params.d_v = d_v;
-  params.window = hp_.swa_layer[sz(il)] ? static_cast<int32_t>(hp_.n_swa) : 0;
+  params.window = hp_.swa(il) ? static_cast<int32_t>(hp_.n_swa) : 0;
   const auto* k_base = static_cast<const uint8_t*>(cache.k_row(il, 0));  // cell 0 of the layer's pool
   const auto* v_base = static_cast<const uint8_t*>(cache.v_row(il, 0));
   std::atomic<size_t> next{0};

@@ -117,7 +117,7 @@ Forward::Forward(const Model& model, int64_t max_batch, int64_t n_ctx_seq)
   }
 }
 
-void Forward::eval(const Batch& batch, KvCache& cache, ThreadPool& pool) {
+void Forward::check_tokens(const Batch& batch) const {
   const int64_t n = batch.size();
   if (sz(n) != batch.seq.size() || sz(n) != batch.pos.size() || sz(n) != batch.logits.size()) {
     throw std::invalid_argument("batch: tokens, seq, pos and logits differ in length");
@@ -131,6 +131,11 @@ void Forward::eval(const Batch& batch, KvCache& cache, ThreadPool& pool) {
       throw std::invalid_argument("batch: negative position " + std::to_string(batch.pos[sz(i)]));
     }
   }
+}
+
+void Forward::eval(const Batch& batch, KvCache& cache, ThreadPool& pool) {
+  const int64_t n = batch.size();
+  check_tokens(batch);
   if (hp_.ssm.enabled()) check_recurrent(batch, cache);
   n_outputs_ = batch.n_outputs();
   n_hidden_ = batch.n_hidden();
@@ -145,6 +150,7 @@ void Forward::eval(const Batch& batch, KvCache& cache, ThreadPool& pool) {
     eval_chunk(batch, begin, end, cache, pool);
     slide_windows(batch, begin, end, cache);
     out = output_head(batch, begin, end, out, pool);
+    if (cache.nextn()) nextn_mirror(batch, begin, end, cache, pool);  // (after the head: it overwrites x_)
   }
 }
 
@@ -200,7 +206,7 @@ void Forward::slide_windows(const Batch& batch, int64_t begin, int64_t end, KvCa
 
 void Forward::attention_block(int64_t il, int64_t n, const int32_t* pos,
                               KvCache& cache, ThreadPool& pool) {
-  const LayerWeights& l = model_.layers[sz(il)];
+  const LayerWeights& l = layer(il);
   const int64_t E = hp_.n_embd;
 
   // xb = rmsnorm(x) * attn_norm                  x (n, E) -> xb (n, E)
@@ -255,14 +261,14 @@ void Forward::add_residual(const std::vector<float>& post_norm, int64_t n, Threa
 }
 
 void Forward::prepare_qkv(int64_t il, int64_t t, int32_t pos, KvCache& cache) {
-  const LayerWeights& l = model_.layers[sz(il)];
+  const LayerWeights& l = layer(il);
   const int64_t hd = hp_.head_k(il), qd = hp_.q_dim(il), kd = hp_.k_dim(il), vd = hp_.v_dim(il);
   const int n_rot = hp_.rot(il);
   float* q = q_.data() + t * qd;  // (n_head, head_k(il))
   float* k = k_.data() + t * kd;  // (n_head_kv, head_k(il))
   float* v = v_.data() + t * vd;  // (n_head_kv, head_v(il))
   if (!l.bq.empty()) add(q, l.bq.data(), qd);
-  const bool use_rope = hp_.rope_layer[sz(il)] != 0;
+  const bool use_rope = hp_.uses_rope(il);
   const float* angles = hp_.swa(il) ? rope_swa_.data() + t * hp_.rot_swa() : rope_.data() + t * hp_.n_rot;  // (n_rot/2, 2)
   for (int64_t h = 0; h < hp_.n_head; ++h) {
     if (!l.q_norm.empty()) rmsnorm(q + h * hd, q + h * hd, l.q_norm.data(), hd, hp_.rms_eps);
@@ -291,7 +297,7 @@ void Forward::prepare_qkv(int64_t il, int64_t t, int32_t pos, KvCache& cache) {
 }
 
 void Forward::ffn_block(int64_t il, int64_t n, ThreadPool& pool) {
-  const LayerWeights& l = model_.layers[sz(il)];
+  const LayerWeights& l = layer(il);
   const int64_t E = hp_.n_embd;
   // xb = rmsnorm(x) * ffn_norm                   x (n, E) -> xb (n, E)
   for_each_token(n, pool, [&](int64_t t) {

@@ -53,6 +53,21 @@ class Forward {
   // when the cache is full (cells of the tokens already processed stay assigned).
   void eval(const Batch& batch, KvCache& cache, ThreadPool& pool);
 
+  // NextN / MTP (forward_nextn.cpp). With a cache built with nextn, eval() also runs the NextN
+  // block over every token of the batch: the token at position p of a sequence goes in with the
+  // stack's final hidden state (after the output norm, as llama.cpp's qwen35 graph) of position
+  // p - 1 -- from the same batch, else kept in the cache (KvCache::hidden), else zeros -- and its
+  // K/V go to the cell's NextN rows; the batch's hidden states are kept for the next batch.
+  // eval_nextn() is a drafting pass of the NextN block alone: token i at position pos[i] with
+  // h (n, n_embd) its previous position's hidden state (the stack's, or what an earlier
+  // eval_nextn() gave). It writes the NextN rows of those positions (cells assigned as eval()
+  // does; the stack's rows and recurrent state are left alone: truncate the sequences back
+  // before the stack evaluates them) and computes, for every token, hidden(i): the block's
+  // output after its head norm (shared_head_norm, else output_norm; (n_embd,), the next draft's
+  // h) and logits(i) through its head (shared_head_head, else the output matrix). The batch must
+  // fit max_batch. Throws std::invalid_argument as eval(), and for a cache without NextN rows.
+  void eval_nextn(const Batch& batch, const float* h, KvCache& cache, ThreadPool& pool);
+
   // Results of the last eval(): logits(i) is the i-th flagged token's row (n_vocab,).
   int64_t n_outputs() const { return n_outputs_; }
   const float* logits(int64_t i) const { return logits_.data() + i * hp_.n_vocab; }
@@ -139,6 +154,18 @@ class Forward {
   // Gated attention: q_ and qgate_ from qg_'s rows; att_ *= sigmoid(qgate_).
   void split_q_gate(int64_t n);
   void gate_attention(int64_t n);
+  // NextN (forward_nextn.cpp). mirror: after the stack's layers and head, the NextN block over
+  // the chunk [begin, end) (its cells, RoPE angles and attention plan are the stack's).
+  // block: x_ (n, E) = the NextN block's output for tokens at pos with inputs h (n, E).
+  void nextn_mirror(const Batch& batch, int64_t begin, int64_t end, KvCache& cache, ThreadPool& pool);
+  void nextn_block(const int32_t* tokens, const float* h, int64_t n, const int32_t* pos, KvCache& cache,
+                   ThreadPool& pool);
+  void check_tokens(const Batch& batch) const;
+  // The weights of layer il: the stack's, or the NextN block's (il == n_layer).
+  const LayerWeights& layer(int64_t il) const {
+    return il < hp_.n_layer ? model_.layers[sz_(il)] : model_.nextn_layers.at(sz_(il - hp_.n_layer));
+  }
+  static size_t sz_(int64_t n) { return static_cast<size_t>(n); }
   // Final norm + output matrix for the chunk's flagged tokens; writes their rows at `out` and
   // returns the end of what it wrote.
   float* output_head(const Batch& batch, int64_t begin, int64_t end, float* out, ThreadPool& pool);
@@ -210,6 +237,10 @@ class Forward {
   std::vector<float> dn_gate_;  // (B, n_v_heads) log-decay
   std::vector<float> dn_out_;   // (B, d_inner) the delta rule's output, then gated-normed; lfm2: c * conv
   std::vector<float> dn_scratch_;  // (threads, 3 kChunk + 2 d_state) delta-rule kernel scratch
+  // NextN (empty unless a pass ran it).
+  std::vector<float> nx_h_;     // (B, n_embd) the chunk's final hidden states (the stack's)
+  std::vector<float> nx_prev_;  // (B, n_embd) each token's input h: the previous position's
+  std::vector<float> nx_cat_;   // (B, 2 n_embd) [enorm(embedding); hnorm(h)]
   std::vector<float> logits_;   // (n_outputs, n_vocab) results of the last eval()
   std::vector<float> hidden_;   // (n_hidden, n_embd) results of the last eval()
 };

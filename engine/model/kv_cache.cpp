@@ -63,12 +63,16 @@ KvType kv_type_from_name(const std::string& name) {
   throw std::invalid_argument("KV cache type '" + name + "' is not one of " + known);
 }
 
-KvCache::KvCache(const HParams& hp, int64_t n_cells, KvType type, int64_t n_window_cells)
+KvCache::KvCache(const HParams& hp, int64_t n_cells, KvType type, int64_t n_window_cells, bool nextn)
     : type_(type),
       elem_(elem_of(type)),
       n_swa_(hp.n_swa),
-      cell_bytes_(cell_bytes_for(hp, type)),
+      cell_bytes_(cell_bytes_for(hp, type, nextn)),
+      n_embd_(nextn ? hp.n_embd : 0),
       hp_(&hp) {
+  if (nextn && hp.n_layer_nextn == 0) {
+    throw std::invalid_argument("KV cache: NextN rows for a model without NextN / MTP layers (nextn_predict_layers)");
+  }
   check_head_sizes(type, hp);
   check_cells(n_cells, 1, "KV cache size");
   check_cells(n_window_cells, 0, "KV cache window size");
@@ -76,9 +80,10 @@ KvCache::KvCache(const HParams& hp, int64_t n_cells, KvType type, int64_t n_wind
   window_.n_cells = has_window_layers(hp) ? n_window_cells : 0;
   // Each layer's rows: (cells of its pool, k_dim(il) / v_dim(il)), one layer after another; a
   // reusing layer points at the rows of the (earlier) layer it reuses.
-  layers_.resize(sz(hp.n_layer));
+  const int64_t n_layers = hp.n_layer + (nextn ? 1 : 0);  // (the NextN block: a global attention layer)
+  layers_.resize(sz(n_layers));
   size_t k_end = 0, v_end = 0;
-  for (int64_t il = 0; il < hp.n_layer; ++il) {
+  for (int64_t il = 0; il < n_layers; ++il) {
     LayerRows& r = layers_[sz(il)];
     if (!hp.own_kv(il)) {
       r = layers_[sz(hp.kv_layer[sz(il)])];
@@ -106,10 +111,10 @@ int64_t KvCache::window_cells(const HParams& hp, int64_t n_cells, int64_t n_seq,
   return n < n_cells ? n : 0;
 }
 
-size_t KvCache::cell_bytes_for(const HParams& hp, KvType type) {
+size_t KvCache::cell_bytes_for(const HParams& hp, KvType type, bool nextn) {
   const kernels::KvElem elem = elem_of(type);
   size_t bytes = 0;
-  for (int64_t il = 0; il < hp.n_layer; ++il) {
+  for (int64_t il = 0; il < hp.n_layer + (nextn ? 1 : 0); ++il) {
     if (has_rows(hp, il)) bytes += kernels::kv_bytes(elem, hp.k_dim(il)) + kernels::kv_bytes(elem, hp.v_dim(il));
   }
   return bytes;
@@ -256,7 +261,34 @@ void KvCache::slide_window(SeqId seq, int32_t next_pos) {
   if (keep_from > 0) window_.drop_before(seq, static_cast<int32_t>(keep_from));
 }
 
+void KvCache::keep_hidden(SeqId seq, int32_t pos0, const float* rows, int64_t n) {
+  if (n_embd_ == 0 || n <= 0) return;
+  KeptHidden& k = hidden_[seq];
+  const auto have = static_cast<int32_t>(k.rows.size() / sz(n_embd_));
+  if (k.rows.empty() || k.pos0 + have != pos0) {  // not a continuation: start over
+    k.rows.clear();
+    k.pos0 = pos0;
+  }
+  k.rows.insert(k.rows.end(), rows, rows + n * n_embd_);
+  const auto rows_kept = static_cast<int64_t>(k.rows.size()) / n_embd_;
+  if (rows_kept > kKeptHidden) {
+    k.rows.erase(k.rows.begin(), k.rows.begin() + (rows_kept - kKeptHidden) * n_embd_);
+    k.pos0 += static_cast<int32_t>(rows_kept - kKeptHidden);
+  }
+}
+
+const float* KvCache::hidden(SeqId seq, int32_t pos) const {
+  const auto it = hidden_.find(seq);
+  if (it == hidden_.end() || pos < it->second.pos0) return nullptr;
+  const size_t off = sz(pos - it->second.pos0) * sz(n_embd_);
+  return off < it->second.rows.size() ? it->second.rows.data() + off : nullptr;
+}
+
 int32_t KvCache::truncate(SeqId seq, int32_t p) {
+  if (const auto it = hidden_.find(seq); it != hidden_.end()) {  // (NextN) the states of dropped positions
+    KeptHidden& k = it->second;
+    k.rows.resize(std::min(k.rows.size(), sz(std::max(p - k.pos0, 0)) * sz(n_embd_)));
+  }
   full_.drop_from(seq, p);
   window_.drop_from(seq, p);
   if (recurrent_ && recurrent_->truncate(seq, std::min(p, seq_length(seq))) < 0) {  // (it went back too far)
@@ -276,6 +308,7 @@ int32_t KvCache::truncate(SeqId seq, int32_t p) {
 void KvCache::free_sequence(SeqId seq) {
   full_.drop_from(seq, INT32_MIN);
   window_.drop_from(seq, INT32_MIN);
+  hidden_.erase(seq);
   if (recurrent_) recurrent_->free_sequence(seq);
 }
 
@@ -317,6 +350,7 @@ void KvCache::write_cells(std::span<const int32_t> cells, std::span<const uint8_
 void KvCache::clear() {
   full_.clear();
   window_.clear();
+  hidden_.clear();
   if (recurrent_) recurrent_->clear();
 }
 

@@ -54,6 +54,13 @@ KvType kv_type_from_name(const std::string& name);
 // sequence, up to n_cells sequences, no snapshots until reserve_recurrent()). truncate() goes back
 // only as far as that state can (RecurrentCache::truncate), else drops the sequence.
 //
+// NextN / MTP (a cache built with nextn, for `--spec mtp`): each cell also holds the K/V rows of
+// the NextN block (layer n_layer, full pool), which the forward pass computes for every token it
+// evaluates, so they are shared, published, truncated and rolled back with the stack's rows. And
+// per sequence, the stack's final hidden states (after the output norm) of its last evaluated
+// positions (at most kKeptHidden), which the NextN block reads for the position after each:
+// truncate() drops those at dropped positions.
+//
 // Ownership: owns its buffers (allocated once in the constructor, left uninitialized: a cell is
 // only read after the forward pass has written it). Movable, not copyable.
 // Thread-safety: none. The bookkeeping methods must not run concurrently with each other or with a
@@ -72,9 +79,14 @@ class KvCache {
   // prefix (chat templates re-render the end of the previous turn).
   static constexpr int32_t kWindowSlack = 64;
 
-  // n_window_cells 0: no window pool. Throws std::invalid_argument for a bad size, or kQ8_0 with
-  // a head size that is not a multiple of 32.
-  KvCache(const HParams& hp, int64_t n_cells, KvType type = KvType::kF16, int64_t n_window_cells = 0);
+  // Hidden states kept per sequence (nextn): as many positions as a step can roll back, + 1.
+  static constexpr int32_t kKeptHidden = kWindowSlack + 1;
+
+  // n_window_cells 0: no window pool. nextn: rows for the NextN block too (std::invalid_argument
+  // when the model has none). Throws std::invalid_argument for a bad size, or kQ8_0 with a head
+  // size that is not a multiple of 32.
+  KvCache(const HParams& hp, int64_t n_cells, KvType type = KvType::kF16, int64_t n_window_cells = 0,
+          bool nextn = false);
 
   // The window pool for n_seq sequences evaluated at most max_batch tokens at a time: each keeps
   // n_swa - 1 + kWindowSlack positions between batches, plus one batch in flight. 0 when the model
@@ -98,7 +110,9 @@ class KvCache {
   // Memory of one full-pool cell over all layers (K and V rows).
   size_t cell_bytes() const { return cell_bytes_; }
   // The same for a cache of `type` for hp, before building one.
-  static size_t cell_bytes_for(const HParams& hp, KvType type);
+  static size_t cell_bytes_for(const HParams& hp, KvType type, bool nextn = false);
+  // Whether cells hold the NextN block's rows (layer hp.n_layer).
+  bool nextn() const { return n_embd_ > 0; }
   // The pool holding a layer's rows.
   Pool pool(int64_t layer) const { return layers_[static_cast<size_t>(layer)].pool; }
   // Memory of the K and V arrays.
@@ -141,6 +155,12 @@ class KvCache {
   // After seq's tokens before next_pos are stored: frees its window cells that no token at
   // next_pos or later attends to, but for kWindowSlack more.
   void slide_window(SeqId seq, int32_t next_pos);
+
+  // NextN: the stack's final hidden states (n, n_embd) of seq's positions pos0.., just evaluated:
+  // they continue what seq keeps (its last kept position is pos0 - 1), else replace it; only the
+  // last kKeptHidden are kept. hidden(): the state kept for (seq, pos), null when none.
+  void keep_hidden(SeqId seq, int32_t pos0, const float* rows, int64_t n);
+  const float* hidden(SeqId seq, int32_t pos) const;
 
   // Drops seq's positions >= p (each lets go of its cell). When the window pool no longer holds
   // what a token at p attends to, drops the whole sequence. Returns the positions kept: p (or
@@ -206,11 +226,18 @@ class KvCache {
   int64_t n_swa_;
   size_t cell_bytes_;
   CellPool full_, window_;
-  std::vector<LayerRows> layers_;  // (n_layer,)
+  std::vector<LayerRows> layers_;  // (n_layer,), + 1 with nextn
   size_t bytes_ = 0;
   std::unique_ptr<uint8_t[]> k_;  // per layer with rows (cells of its pool, n_head_kv * head_k(il)), in type()
   std::unique_ptr<uint8_t[]> v_;  // per layer with rows (cells of its pool, n_head_kv * head_v(il)), in type()
   std::vector<Entry> no_entries_;  // what entries() returns for an unknown sequence
+  // NextN: per sequence, the hidden states of positions pos0.. (rows.size() / n_embd_ of them)
+  struct KeptHidden {
+    int32_t pos0 = 0;
+    std::vector<float> rows;
+  };
+  int64_t n_embd_ = 0;  // nextn: the hidden states' width; 0: no NextN rows
+  std::unordered_map<SeqId, KeptHidden> hidden_;
   const HParams* hp_;              // reserve_recurrent() only (the model outlives its caches)
   std::unique_ptr<RecurrentCache> recurrent_;
 };

@@ -158,8 +158,13 @@ struct HParams {
   // each branch post-normed, the sum post-normed again (gemma4's MoE).
   bool experts_beside_ffn = false;
 
+  // Per-layer facts past the stack (il >= n_layer: the NextN block) are those of a global
+  // full-attention layer with RoPE and its own K/V.
   bool recurrent(int64_t il) const {
-    return !recurrent_layer.empty() && recurrent_layer[static_cast<size_t>(il)] != 0;
+    return static_cast<size_t>(il) < recurrent_layer.size() && recurrent_layer[static_cast<size_t>(il)] != 0;
+  }
+  bool uses_rope(int64_t il) const {
+    return static_cast<size_t>(il) >= rope_layer.size() || rope_layer[static_cast<size_t>(il)] != 0;
   }
   int64_t n_recurrent() const {
     int64_t n = 0;
@@ -184,7 +189,9 @@ struct HParams {
   int64_t max_head_k() const { return std::max(head_dim_k, head_dim_k_swa); }
   int64_t max_head_v() const { return std::max(head_dim_v, head_dim_v_swa); }
   // Whether layer il computes and stores K/V (else it reads kv_layer[il]'s).
-  bool own_kv(int64_t il) const { return kv_layer.empty() || kv_layer[static_cast<size_t>(il)] == il; }
+  bool own_kv(int64_t il) const {
+    return static_cast<size_t>(il) >= kv_layer.size() || kv_layer[static_cast<size_t>(il)] == il;
+  }
 };
 
 // One transformer block's weights. Matrices are views into the model file; the small vectors
@@ -288,7 +295,8 @@ class Model {
   std::vector<float> rope_freqs;   // (n_rot/2,) frequency divisors (llama3 scaling), optional
   std::vector<float> rope_short, rope_long;  // (n_rot/2,) LongRoPE divisors (phi3), optional
   // NextN / MTP blocks (qwen35 with nextn_predict_layers): block n_layer + i is nextn_layers[i]
-  // with nextn[i]. Loaded and checked, not run.
+  // with nextn[i]. Block 0 drafts tokens (`--spec mtp`: Forward::eval_nextn); the others, if a
+  // file has any, are loaded and checked, not run (as llama.cpp).
   std::vector<LayerWeights> nextn_layers;
   std::vector<NextNWeights> nextn;
   // gemma4's per-layer inputs (HParams::n_embd_per_layer = P > 0): token t's input to layer il is

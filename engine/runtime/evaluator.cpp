@@ -10,7 +10,7 @@
 namespace engine {
 
 ModelEvaluator::CacheShape ModelEvaluator::cache_shape(const HParams& hp, int64_t n_ctx, int64_t n_seq, KvType type,
-                                                      int64_t max_batch, int64_t prefix_cache_bytes) {
+                                                      int64_t max_batch, int64_t prefix_cache_bytes, bool nextn) {
   CacheShape s;
   const int64_t base = n_seq * n_ctx;  // the sequences never hold more
   s.window = KvCache::window_cells(hp, base, n_seq, max_batch);
@@ -23,7 +23,7 @@ ModelEvaluator::CacheShape ModelEvaluator::cache_shape(const HParams& hp, int64_
       cell_budget -= s.snapshots * snap;
     }
     // whole blocks of `cell_budget` worth of cells, within 2^31 - 1 cells in all
-    const auto cell = static_cast<int64_t>(KvCache::cell_bytes_for(hp, type));
+    const auto cell = static_cast<int64_t>(KvCache::cell_bytes_for(hp, type, nextn));
     const int64_t n = std::min(cell > 0 ? cell_budget / cell : 0, std::max<int64_t>(0, INT32_MAX - base));
     s.reserved = n / PrefixCache::kBlockTokens * PrefixCache::kBlockTokens;
     s.snapshots = std::min(s.snapshots, (base + s.reserved) / PrefixCache::kBlockTokens);
@@ -35,11 +35,11 @@ ModelEvaluator::CacheShape ModelEvaluator::cache_shape(const HParams& hp, int64_
 
 ModelEvaluator::ModelEvaluator(const Model& model, int64_t n_ctx, int64_t n_seq, KvType kv_type,
                                int64_t max_batch, int n_threads, int64_t prefix_cache_bytes,
-                               const PrefixStoreOptions& store)
+                               const PrefixStoreOptions& store, bool nextn)
     : model_(model),
       pool_(thread_count(n_threads)),
-      shape_(cache_shape(model.hparams(), n_ctx, n_seq, kv_type, max_batch, prefix_cache_bytes)),
-      cache_(model.hparams(), shape_.cells, kv_type, shape_.window),
+      shape_(cache_shape(model.hparams(), n_ctx, n_seq, kv_type, max_batch, prefix_cache_bytes, nextn)),
+      cache_(model.hparams(), shape_.cells, kv_type, shape_.window, nextn),
       forward_(model, max_batch, n_ctx) {
   cache_.reserve_recurrent(n_seq, shape_.snapshots);  // (hybrid stacks: their states, now)
   // Cached blocks live in the reserved cells and in whatever the sequences leave free.
@@ -49,7 +49,7 @@ ModelEvaluator::ModelEvaluator(const Model& model, int64_t n_ctx, int64_t n_seq,
       if (store.warn) store.warn("prefix cache: --cache-dir unused: this model shares no prefixes (" +
                                  std::string(prefix_cache_bytes <= 0 ? "--cache-ram 0" : "its sliding-window layers keep a ring") + ")");
     } else {
-      store_.emplace(store, PrefixStore::fingerprint(model, kv_type));
+      store_.emplace(store, PrefixStore::fingerprint(model, kv_type, nextn));
       prefix_->set_store(&*store_);
     }
   }
@@ -60,6 +60,11 @@ void ModelEvaluator::eval(const Batch& batch) {
   // them, since the sequences never hold more than n_seq * n_ctx cells.
   if (prefix_) prefix_->make_room(batch.size());
   forward_.eval(batch, cache_, pool_);
+}
+
+void ModelEvaluator::eval_nextn(const Batch& batch, const float* h) {
+  if (prefix_) prefix_->make_room(batch.size());  // (its tokens take cells, as eval()'s)
+  forward_.eval_nextn(batch, h, cache_, pool_);
 }
 
 int32_t ModelEvaluator::share_prefix(SeqId seq, const std::vector<int32_t>& tokens, int32_t have, int32_t n_max) {

@@ -87,12 +87,15 @@ class BatchEvaluator {
 // recurrent states, and with prefix sharing half of prefix_cache_bytes goes to snapshots of them
 // at block ends (RecurrentCache), the other half to cells. With a store directory
 // (PrefixStoreOptions::dir) and sharing, the cached blocks are also kept on disk (PrefixStore).
+// With nextn (a model with NextN / MTP layers, `--spec mtp`), the cache holds the NextN block's
+// rows too and every pass computes them (Forward::eval_nextn, KvCache's NextN rows).
 // Ownership: borrows the Model (which must outlive it); owns the cache, scratch, store and threads.
 class ModelEvaluator final : public BatchEvaluator {
  public:
   // n_threads 0: one per physical core.
   ModelEvaluator(const Model& model, int64_t n_ctx, int64_t n_seq, KvType kv_type, int64_t max_batch,
-                 int n_threads, int64_t prefix_cache_bytes = 0, const PrefixStoreOptions& store = {});
+                 int n_threads, int64_t prefix_cache_bytes = 0, const PrefixStoreOptions& store = {},
+                 bool nextn = false);
 
   int64_t n_vocab() const override { return forward_.n_vocab(); }
   void eval(const Batch& batch) override;
@@ -109,6 +112,12 @@ class ModelEvaluator final : public BatchEvaluator {
   bool rank_pools_last() const override { return engine::rank_pools_last(model_.hparams()); }
   // The compute threads (a draft model runs on them too, between this evaluator's passes).
   ThreadPool& pool() { return pool_; }
+  // NextN drafting (built with nextn), between passes: the stack's final hidden state kept for
+  // (seq, pos) (null when none), and a NextN pass (Forward::eval_nextn: logits(i) and
+  // nextn_hidden(i) are then its rows; the sequences must be truncated back before eval()).
+  const float* kept_hidden(SeqId seq, int32_t pos) const { return cache_.hidden(seq, pos); }
+  void eval_nextn(const Batch& batch, const float* h);
+  const float* nextn_hidden(int64_t i) const { return forward_.hidden(i); }
 
  private:
   // The KV cache's cells: n_seq * n_ctx plus `reserved` for the prefix cache when it `share`s;
@@ -118,7 +127,7 @@ class ModelEvaluator final : public BatchEvaluator {
     bool share = false;
   };
   static CacheShape cache_shape(const HParams& hp, int64_t n_ctx, int64_t n_seq, KvType type, int64_t max_batch,
-                                int64_t prefix_cache_bytes);
+                                int64_t prefix_cache_bytes, bool nextn);
 
   const Model& model_;
   ThreadPool pool_;

@@ -47,7 +47,7 @@ struct PrefixStoreStats {
 // Size: the model's files are kept within max_bytes, least recently used (read or written;
 // the file's mtime, so the order survives restarts) removed first.
 //
-// Payload of a block: per attention layer, the K rows of its kBlockTokens cells then their V
+// Payload of a block: per attention layer (and NextN block, with its rows), the K rows of its kBlockTokens cells then their V
 // rows, in the KV cache's element type (the fingerprint covers it), then, for hybrid stacks, the
 // recurrent snapshot at the block's end when there was one.
 //
@@ -62,8 +62,9 @@ class PrefixStore {
   };
 
   // Identifies the model file and the cache's layout: the GGUF header (metadata, tensor table),
-  // the file size, samples of every tensor's data, the KV element type and the block format.
-  static uint64_t fingerprint(const Model& model, KvType kv_type);
+  // the file size, samples of every tensor's data, the KV element type, whether cells hold the
+  // NextN block's rows (nextn: `--spec mtp`) and the block format.
+  static uint64_t fingerprint(const Model& model, KvType kv_type, bool nextn = false);
 
   // Opens (creating) the directory and indexes its files. Throws std::runtime_error when the
   // directory cannot be created or written.

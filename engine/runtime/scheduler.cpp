@@ -7,6 +7,7 @@
 #include "engine/model/arch.h"
 #include "engine/model/pooling.h"
 #include "engine/runtime/draft_model.h"
+#include "engine/runtime/mtp_drafter.h"
 #include "engine/runtime/scheduler_impl.h"
 #include "engine/text/tokenizer/tokenizer.h"
 
@@ -363,11 +364,20 @@ void check_spec(const SchedulerOptions& o, bool has_draft_model) {
   }
 }
 
+// --spec mtp drafts with the model's own NextN block: a model without one cannot.
+void check_mtp(const SchedulerOptions& o, const Model& model) {
+  if (o.spec != SpecMode::kMtp || model.hparams().n_layer_nextn > 0) return;
+  throw std::invalid_argument("speculative decoding with mtp needs a model with NextN / MTP layers "
+                              "(nextn_predict_layers); this " + model.hparams().arch_name +
+                              " model has none: use --spec ngram or a draft model");
+}
+
 }  // namespace
 
 Scheduler::Scheduler(const Model& model, const Tokenizer& tokenizer, SchedulerOptions options,
                      const Model* draft_model) {
   check_spec(options, draft_model != nullptr);
+  check_mtp(options, model);
   if (draft_model != nullptr && options.spec != SpecMode::kDraft) {
     throw std::invalid_argument("a draft model is only used with speculative decoding by a draft model");
   }
@@ -381,10 +391,13 @@ Scheduler::Scheduler(const Model& model, const Tokenizer& tokenizer, SchedulerOp
   const int64_t drafts = options.spec == SpecMode::kNone ? 0 : options.draft_max;
   auto owned = std::make_unique<ModelEvaluator>(model, options.n_ctx, options.n_slots, options.kv_type,
                                                 options.prefill_chunk + options.n_slots * (1 + drafts),
-                                                options.n_threads, options.prefix_cache_bytes, options.prefix_store);
+                                                options.n_threads, options.prefix_cache_bytes, options.prefix_store,
+                                                options.spec == SpecMode::kMtp);
   std::unique_ptr<DraftSource> drafter;
   if (options.spec == SpecMode::kNgram) {
     drafter = std::make_unique<NgramDrafter>();
+  } else if (options.spec == SpecMode::kMtp) {
+    drafter = std::make_unique<MtpDrafter>(*owned);
   } else if (options.spec == SpecMode::kDraft) {
     drafter = std::make_unique<DraftModel>(*draft_model, tokenizer, owned->n_vocab(), options.n_ctx, options.n_slots,
                                            options.kv_type, options.prefill_chunk, owned->pool());

@@ -105,7 +105,7 @@ struct SchedulerOptions {
   // Speculative decoding (speculation.h): each generating slot's next token is verified together
   // with up to draft_max drafts (1..KvCache::kWindowSlack, so that a sliding-window ring can
   // always drop the rejected ones); a proposal shorter than draft_min is not verified. kDraft
-  // needs a draft model (or, for tests, a DraftSource).
+  // needs a draft model (or, for tests, a DraftSource); kMtp a model with NextN layers.
   SpecMode spec = SpecMode::kNone;
   int draft_max = 16;
   int draft_min = 0;
@@ -155,7 +155,8 @@ class Scheduler {
  public:
   // draft_model: with spec kDraft, a small model of the same vocabulary (DraftModel), else null.
   // Throws std::invalid_argument for speculation settings out of range, a missing or unused draft
-  // model, or one whose vocabulary differs from the target's.
+  // model, one whose vocabulary differs from the target's, or kMtp for a model without NextN
+  // layers.
   Scheduler(const Model& model, const Tokenizer& tokenizer, SchedulerOptions options,
             const Model* draft_model = nullptr);
   // On any evaluator (tests: a deterministic fake, no model); `drafter` plays the draft model of

@@ -10,6 +10,7 @@ const char* spec_mode_name(SpecMode m) {
     case SpecMode::kNone: return "none";
     case SpecMode::kNgram: return "ngram";
     case SpecMode::kDraft: return "draft";
+    case SpecMode::kMtp: return "mtp";
   }
   return "none";
 }

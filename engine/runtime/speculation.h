@@ -30,9 +30,10 @@ namespace engine {
 class NgramIndex;
 
 // What proposes drafts. kNgram: prompt lookup over the sequence's own tokens (NgramIndex);
-// kDraft: a small model of the same vocabulary (DraftModel).
-enum class SpecMode { kNone, kNgram, kDraft };
-const char* spec_mode_name(SpecMode m);  // "none", "ngram", "draft"
+// kDraft: a small model of the same vocabulary (DraftModel); kMtp: the model's own NextN / MTP
+// block (MtpDrafter).
+enum class SpecMode { kNone, kNgram, kDraft, kMtp };
+const char* spec_mode_name(SpecMode m);  // "none", "ngram", "draft", "mtp"
 
 // One generating sequence that may draft in this step.
 struct DraftSlot {

@@ -404,6 +404,7 @@ TEST_F(ConfigTest, SpeculationFromEverySource) {
   EXPECT_EQ(e.engine.draft_max, 32);
   EXPECT_EQ(e.sources.at("spec"), "env");
   EXPECT_EQ(parse({"--spec", "ngram", "--draft-min", "3"}).engine.spec, "ngram");
+  EXPECT_EQ(parse({"--spec", "mtp"}).engine.spec, "mtp");
   unsetenv("GGUFD_SPEC");
   env("GGUFD_MODEL_DRAFT", d);
   EXPECT_EQ(parse({}).model.draft, d) << "auto uses it";
@@ -413,7 +414,7 @@ TEST_F(ConfigTest, SpeculationFromEverySource) {
   EXPECT_EQ(error({"--spec", "ngram", "--model-draft", d}),
             "--model-draft: a draft model is used by --spec draft (or auto), not --spec ngram");
   EXPECT_EQ(error({"--model-draft", d + ".missing"}), "--model-draft: '" + d + ".missing' does not exist");
-  EXPECT_EQ(error({"--spec", "medusa"}), "--spec: 'medusa' is not one of auto, none, ngram, draft");
+  EXPECT_EQ(error({"--spec", "medusa"}), "--spec: 'medusa' is not one of auto, none, ngram, mtp, draft");
   EXPECT_EQ(error({"--draft-max", "0"}), "--draft-max: 0 is not allowed: expected 1..64");
   EXPECT_EQ(error({"--draft-max", "65"}), "--draft-max: 65 is out of range 1..64");
   EXPECT_EQ(error({"--draft-max", "4", "--draft-min", "5"}), "--draft-min: 5 is more than --draft-max (4)");

@@ -3,7 +3,8 @@
 // logprobs plain decoding gives, on a dense llama, a quantized one, a mixture of experts and
 // gemma3's sliding-window ring; the model drafting for itself at temperature 0 has every draft
 // accepted; a small model of the same vocabulary drafts for a larger one; a draft model of another
-// vocabulary is refused.
+// vocabulary is refused; a qwen35 file's own NextN block drafts (mtp), and a model without one is
+// refused.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -50,10 +51,11 @@ struct Got {
 };
 
 // Every prompt greedy (logprobs, 3 alternatives) and seeded at temperature 0.8, all at once.
+// n_slots 1: one sequence at a time.
 Got generate(const Model& model, const Tokenizer& tok, int64_t n_ctx, SpecMode mode, const Model* draft = nullptr,
-             bool sampled = true) {
+             bool sampled = true, int n_slots = 4) {
   // One compute thread: on a loaded machine each barrier of a 2-thread pass may wait a time slice.
-  SchedulerOptions o{.n_slots = 4, .n_ctx = n_ctx, .max_queue = 16, .prefill_chunk = 32, .n_threads = 1};
+  SchedulerOptions o{.n_slots = n_slots, .n_ctx = n_ctx, .max_queue = 16, .prefill_chunk = 32, .n_threads = 1};
   o.spec = mode;
   o.draft_max = 8;
   Scheduler s(model, tok, o, draft);
@@ -163,6 +165,43 @@ INSTANTIATE_TEST_SUITE_P(Models, SpeculativeDecoding,
                            std::replace(s.begin(), s.end(), '-', '_');
                            return s;
                          });
+
+// The model's own NextN / MTP block drafts (qwen35 with nextn_predict_layers, random weights):
+// the tokens and logprobs of plain decoding, one sequence at a time and several batched (the
+// prompts' prefill chunks beside other slots' decode steps), and the drafts are counted.
+TEST(Mtp, GivesPlainDecodingsTokensAndLogprobs) {
+  const std::string file = "models/synth/synth-qwen35mtp-Q8_0.gguf";
+  GGUFD_REQUIRE_SHARED(file);
+  const Model model = Model::load(shared_path(file));
+  const Tokenizer tok = Tokenizer::from_gguf(model.file());
+  for (const int n_slots : {1, 4}) {
+    const Got plain = generate(model, tok, 256, SpecMode::kNone, nullptr, true, n_slots);
+    const Got mtp = generate(model, tok, 256, SpecMode::kMtp, nullptr, true, n_slots);
+    expect_same(plain, mtp);
+    EXPECT_EQ(mtp.stats.spec.mode, SpecMode::kMtp);
+    EXPECT_GT(mtp.stats.spec.draft_tokens, 50) << n_slots << " slots";
+    EXPECT_LE(mtp.stats.spec.accepted_tokens, mtp.stats.spec.draft_tokens);
+    std::printf("[ spec     ] %s mtp, %lld slots: %lld of %lld drafts accepted\n", file.c_str(),
+                static_cast<long long>(n_slots), static_cast<long long>(mtp.stats.spec.accepted_tokens),
+                static_cast<long long>(mtp.stats.spec.draft_tokens));
+  }
+}
+
+TEST(Mtp, AModelWithoutNextNLayersIsRefused) {
+  const std::string file = "models/synth/synth-qwen35-Q8_0.gguf";
+  GGUFD_REQUIRE_SHARED(file);
+  const Model model = Model::load(shared_path(file));
+  const Tokenizer tok = Tokenizer::from_gguf(model.file());
+  SchedulerOptions o{.n_slots = 1, .n_ctx = 64, .max_queue = 1, .prefill_chunk = 16, .n_threads = 1};
+  o.spec = SpecMode::kMtp;
+  try {
+    Scheduler s(model, tok, o);
+    ADD_FAILURE() << "accepted --spec mtp for a model without NextN layers";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "speculative decoding with mtp needs a model with NextN / MTP layers "
+                           "(nextn_predict_layers); this qwen35 model has none: use --spec ngram or a draft model");
+  }
+}
 
 // Two models of one vocabulary (every synth model has stories260K's): a random-weight llama
 // drafted by the trained stories260K, and the same llama in F32 drafted by its Q4_0 copy.

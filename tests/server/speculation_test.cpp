@@ -1,8 +1,9 @@
 // Speculative decoding over HTTP: a server drafting with n-grams or with a draft model answers
 // exactly what a server without drafting answers -- greedy with logprobs, seeded sampling, n > 1,
 // stop strings, max_tokens, streaming, response_format and forced tool calls -- and /metrics
-// counts the drafts; a draft model that is not a model, or of another vocabulary, stops the server
-// from loading, saying why.
+// counts the drafts; so does a qwen35 file drafting with its own NextN block (--spec mtp, auto);
+// a draft model that is not a model, or of another vocabulary, and mtp for a model without NextN
+// layers stop the server from loading, saying why.
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
@@ -105,6 +106,47 @@ TEST(SpeculationHttp, AnswersAreTheSameWithNgramOrDraftModelDrafts) {
     EXPECT_GT(metric(s->port(), "ggufd_spec_draft_tokens_total"), 0) << engine::spec_mode_name(mode);
     EXPECT_GT(metric(s->port(), "ggufd_spec_accepted_tokens_total"), 0) << engine::spec_mode_name(mode);
   }
+}
+
+// A qwen35 file with a NextN / MTP block drafts with it, asked (--spec mtp) or by --spec auto,
+// and answers what a server that does not draft answers.
+TEST(SpeculationHttp, AnswersAreTheSameWithMtpDrafts) {
+  const std::string mtp_file = "models/synth/synth-qwen35mtp-Q8_0.gguf";
+  GGUFD_REQUIRE_SHARED(mtp_file);
+  auto serve_mtp = [&](engine::SpecMode mode, bool automatic) {
+    server::ServiceOptions o = test_options(mtp_file);
+    o.engine.n_ctx = 1024;
+    o.engine.spec = mode;
+    o.spec_auto = automatic;
+    auto s = std::make_unique<RunningService>(std::move(o));
+    EXPECT_TRUE(s->ready()) << s->service().load_error();
+    return s;
+  };
+  const auto reqs = requests();
+  std::vector<json> plain;
+  {
+    auto s = serve_mtp(engine::SpecMode::kNone, false);
+    for (const auto& [endpoint, body] : reqs) plain.push_back(answer(s->port(), endpoint, body));
+    EXPECT_EQ(metric(s->port(), "ggufd_spec_draft_tokens_total"), 0);
+  }
+  for (const bool automatic : {true, false}) {  // (asked: the first requests only, to save time)
+    auto s = serve_mtp(automatic ? engine::SpecMode::kNone : engine::SpecMode::kMtp, automatic);
+    for (size_t i = 0; i < (automatic ? reqs.size() : 2); ++i) {
+      EXPECT_EQ(answer(s->port(), reqs[i].first, reqs[i].second), plain[i])
+          << (automatic ? "auto" : "mtp") << ", request " << i << ": " << reqs[i].second.dump();
+    }
+    EXPECT_GT(metric(s->port(), "ggufd_spec_draft_tokens_total"), 0) << (automatic ? "auto picks mtp" : "mtp");
+    EXPECT_GE(metric(s->port(), "ggufd_spec_accepted_tokens_total"), 0);
+  }
+}
+
+TEST(SpeculationHttp, MtpForAModelWithoutNextNLayersIsRefusedAtLoad) {
+  GGUFD_REQUIRE_SHARED(kStories);
+  auto s = start_service([](server::ServiceOptions& o) { o.engine.spec = engine::SpecMode::kMtp; });
+  EXPECT_FALSE(s->ready());
+  EXPECT_EQ(s->service().load_error(),
+            "speculative decoding with mtp needs a model with NextN / MTP layers (nextn_predict_layers); this "
+            "llama model has none: use --spec ngram or a draft model");
 }
 
 TEST(SpeculationHttp, ADraftModelOfAnotherVocabularyIsRefusedAtLoad) {

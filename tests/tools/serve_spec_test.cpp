@@ -1,5 +1,6 @@
 // `ggufd serve`'s speculative-decoding flags: llama-server's -md for --model-draft, what
-// --print-config shows, and bad values and draft models that end the program with the reason.
+// --print-config shows, and bad values, draft models and --spec mtp for a model without NextN
+// layers that end the program with the reason.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -32,7 +33,7 @@ TEST(ServeSpeculation, BadSettingsAndDraftModelsEndTheProgramSayingWhy) {
   const struct {
     std::string args, says;
   } flags[] = {
-      {"serve --spec medusa --print-config", "--spec: 'medusa' is not one of auto, none, ngram, draft"},
+      {"serve --spec medusa --print-config", "--spec: 'medusa' is not one of auto, none, ngram, mtp, draft"},
       {"serve --draft-max abc --print-config", "--draft-max: 'abc' is not an integer"},
       {"serve --draft-max 1000 --print-config", "--draft-max: 1000 is out of range 1..64"},
       {"serve --spec draft --print-config", "--spec: 'draft' needs a draft model: --model-draft FILE"},
@@ -62,6 +63,12 @@ TEST(ServeSpeculation, BadSettingsAndDraftModelsEndTheProgramSayingWhy) {
     EXPECT_NE(r.err.find(d.says), std::string::npos) << r.err;
   }
   std::filesystem::remove(junk);
+  const RunResult mtp = run_ggufd(serve + " --spec mtp");  // stories260K has no NextN layers
+  EXPECT_EQ(mtp.status, 1);
+  EXPECT_NE(mtp.err.find("cannot load model: speculative decoding with mtp needs a model with NextN / MTP layers "
+                         "(nextn_predict_layers); this llama model has none"),
+            std::string::npos)
+      << mtp.err;
 }
 
 }  // namespace

@@ -92,9 +92,14 @@ server::ServiceOptions to_options(const config::ServeConfig& c) {
     o.engine.spec = engine::SpecMode::kNone;
   } else if (c.engine.spec == "ngram") {
     o.engine.spec = engine::SpecMode::kNgram;
+  } else if (c.engine.spec == "mtp") {
+    o.engine.spec = engine::SpecMode::kMtp;
   } else if (c.engine.spec == "draft" || !c.model.draft.empty()) {
     o.engine.spec = engine::SpecMode::kDraft;
-  }  // auto without a draft model: the scheduler's default
+  } else {
+    o.spec_auto = true;  // auto without a draft model: mtp when the model has NextN layers, else none
+  }
+  o.draft_max_default = c.sources.count("draft-max") == 0 || c.sources.at("draft-max") == "default";
   o.engine.draft_max = c.engine.draft_max;
   o.engine.draft_min = c.engine.draft_min;
   o.sampling_defaults.temperature = static_cast<float>(c.sampling.temperature);
