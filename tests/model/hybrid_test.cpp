@@ -110,6 +110,8 @@ TEST(Hybrid, Qwen3NextHyperparametersAndLayers) {
   const DeltaNetWeights& fused = old.layers[0].dn;
   EXPECT_EQ(fused.w_in.rows, 2 * old.hparams().ssm.key_dim() + 2 * old.hparams().ssm.d_inner);
   EXPECT_EQ(fused.wqkv.data, nullptr);
+}
+
 // lfm2: head_count_kv per layer, 0 marking the short-convolution layers, whose state is the
 // conv's last l_cache - 1 inputs (no delta rule); only the attention layers keep K/V rows.
 TEST(Hybrid, Lfm2HyperparametersAndLayers) {
