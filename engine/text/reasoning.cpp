@@ -6,9 +6,6 @@ namespace engine {
 
 namespace {
 
-constexpr std::string_view kOpen = "<think>";
-constexpr std::string_view kClose = "</think>";
-
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
 size_t skip_space(std::string_view s) {
@@ -34,27 +31,34 @@ size_t space_tail(std::string_view s) {
 
 }  // namespace
 
-bool template_thinks(std::string_view src) { return src.find(kOpen) != std::string_view::npos; }
-
-bool prompt_opens_thinking(std::string_view prompt) {
-  const size_t open = prompt.rfind(kOpen);
-  return open != std::string_view::npos && prompt.find(kClose, open) == std::string_view::npos;
+bool template_thinks(std::string_view src) {
+  return src.find(kThinkTags.open) != std::string_view::npos || src.find(kGemma4ThoughtTags.open) != std::string_view::npos;
 }
 
-ThinkParser::ThinkParser(bool inside) : state_(inside ? State::kThinking : State::kStart) {}
+ThinkTags template_think_tags(std::string_view src) {
+  return src.find(kGemma4ThoughtTags.open) != std::string_view::npos ? kGemma4ThoughtTags : kThinkTags;
+}
+
+bool prompt_opens_thinking(std::string_view prompt, ThinkTags tags) {
+  const size_t open = prompt.rfind(tags.open);
+  return open != std::string_view::npos && prompt.find(tags.close, open) == std::string_view::npos;
+}
+
+ThinkParser::ThinkParser(bool inside, ThinkTags tags) : state_(inside ? State::kThinking : State::kStart), tags_(tags) {}
 
 void ThinkParser::run(Delta& d) {
+  const std::string_view open_tag = tags_.open, close_tag = tags_.close;
   for (;;) {
     std::string_view p = pending_;
     if (state_ == State::kStart) {
       const size_t i = skip_space(p);
       const std::string_view rest = p.substr(i);
-      if (rest.substr(0, kOpen.size()) == kOpen) {
+      if (rest.substr(0, open_tag.size()) == open_tag) {
         state_ = State::kThinking;
-        pending_.erase(0, i + kOpen.size());
+        pending_.erase(0, i + open_tag.size());
         continue;
       }
-      if (kOpen.substr(0, rest.size()) == rest) return;  // whitespace or "<thi": wait
+      if (open_tag.substr(0, rest.size()) == rest) return;  // whitespace or "<thi": wait
       state_ = State::kAnswer;
       continue;
     }
@@ -65,15 +69,15 @@ void ThinkParser::run(Delta& d) {
         if (p.empty()) return;
         think_started_ = true;
       }
-      if (const size_t close = p.find(kClose); close != std::string_view::npos) {
+      if (const size_t close = p.find(close_tag); close != std::string_view::npos) {
         const std::string_view body = p.substr(0, close);
         d.reasoning.append(body.substr(0, body.size() - space_tail(body)));
-        pending_.erase(0, close + kClose.size());
+        pending_.erase(0, close + close_tag.size());
         state_ = State::kAnswer;
         continue;
       }
       // hold back a possible "</thi" and the whitespace before it (dropped if the tag follows)
-      size_t hold = partial_tail(p, kClose);
+      size_t hold = partial_tail(p, close_tag);
       hold += space_tail(p.substr(0, p.size() - hold));
       d.reasoning.append(p.substr(0, p.size() - hold));
       pending_.erase(0, p.size() - hold);

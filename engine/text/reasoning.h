@@ -1,6 +1,7 @@
 // Models that think before they answer (Qwen3, QwQ, DeepSeek-R1 distills, SmolLM3): their output
 // is `<think>reasoning</think>answer`, split here into the two parts as it streams. Templates of
-// some of them open the block in the prompt already (the output then starts inside it).
+// some of them open the block in the prompt already (the output then starts inside it). Gemma 4
+// writes the same with other tags: `<|channel>thought\nreasoning<channel|>answer`.
 #pragma once
 
 #include <string>
@@ -8,12 +9,24 @@
 
 namespace engine {
 
-// Whether a chat template writes or expects think blocks (its source mentions <think>).
+// The tags around a think block.
+struct ThinkTags {
+  std::string_view open;
+  std::string_view close;
+};
+inline constexpr ThinkTags kThinkTags{"<think>", "</think>"};
+inline constexpr ThinkTags kGemma4ThoughtTags{"<|channel>thought", "<channel|>"};
+
+// Whether a chat template writes or expects think blocks (its source mentions <think>, or
+// Gemma 4's thought channel).
 bool template_thinks(std::string_view template_source);
 
-// Whether a rendered prompt ends inside an open think block: its last "<think>" has no
-// "</think>" after it (DeepSeek-R1's generation prompt ends in "<think>\n").
-bool prompt_opens_thinking(std::string_view prompt);
+// The tags of the template's think blocks: Gemma 4's thought channel, else <think>.
+ThinkTags template_think_tags(std::string_view template_source);
+
+// Whether a rendered prompt ends inside an open think block: its last open tag has no close tag
+// after it (DeepSeek-R1's generation prompt ends in "<think>\n").
+bool prompt_opens_thinking(std::string_view prompt, ThinkTags tags = kThinkTags);
 
 // One choice's output, piece by piece. The reasoning is the text of a <think> block that opens
 // the output (or that the prompt opened), without the tags and the whitespace around them; all
@@ -27,7 +40,7 @@ class ThinkParser {
   };
 
   // `inside`: the prompt opened the block.
-  explicit ThinkParser(bool inside);
+  explicit ThinkParser(bool inside, ThinkTags tags = kThinkTags);
 
   Delta push(std::string_view text);
   Delta flush();
@@ -41,6 +54,7 @@ class ThinkParser {
   void run(Delta& d);
 
   State state_;
+  ThinkTags tags_;
   bool think_started_ = false;  // reasoning text has begun (its leading whitespace is dropped)
   bool answer_started_ = false;
   std::string pending_;  // held back: whitespace, or a possible tag's start

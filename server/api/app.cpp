@@ -24,11 +24,20 @@ ChatFeatures detect_chat_features(const engine::ChatTemplate& tmpl, const engine
   const std::string& src = tmpl.source();
   f.syntax = engine::tools::detect_tool_syntax(src, tok != nullptr && engine::HarmonyParser::applies_to(*tok));
   f.thinks = engine::template_thinks(src);
-  for (const auto& m : engine::tools::call_markers(f.syntax)) {
-    const int32_t id = tok != nullptr ? tok->find_token(m.text) : -1;
-    if (id >= 0 && tok->is_control(id) && !tok->is_eog(id)) f.marker_tokens.push_back(id);
+  f.think_tags = engine::template_think_tags(src);
+  const auto control_tokens = [tok](const std::vector<std::string>& texts) {
+    std::vector<int32_t> ids;
+    for (const std::string& text : texts) {
+      const int32_t id = tok != nullptr ? tok->find_token(text) : -1;
+      if (id >= 0 && tok->is_control(id) && !tok->is_eog(id)) ids.push_back(id);
+    }
+    std::sort(ids.begin(), ids.end());
+    return ids;
+  };
+  f.marker_tokens = control_tokens(engine::tools::syntax_texts(f.syntax));
+  if (f.thinks && f.think_tags.open == engine::kGemma4ThoughtTags.open) {
+    f.reasoning_tokens = control_tokens({"<|channel>", "<channel|>"});
   }
-  std::sort(f.marker_tokens.begin(), f.marker_tokens.end());
   // a system message the template renders: its text shows in the prompt
   const std::string probe = "ggufd system probe 7Q";
   engine::ChatInput in;

@@ -64,6 +64,8 @@ RenderedChat unmark(std::string_view rendered) {
   return out;
 }
 
+const std::set<std::string> kRoles = {"system", "developer", "user", "assistant", "tool"};
+
 // `marks`: the tokenizer whose control tokens request strings are marked against, or null.
 // `depth` levels are left before the walk refuses to go deeper.
 engine::jinja::Value convert(const json& j, const engine::Tokenizer* marks, int depth) {
@@ -88,7 +90,16 @@ engine::jinja::Value convert(const json& j, const engine::Tokenizer* marks, int 
     case json::value_t::object: {
       std::vector<engine::jinja::Object::Entry> entries;
       entries.reserve(j.size());
-      for (const auto& [k, v] : j.items()) entries.emplace_back(marked(marks, k), convert(v, marks, depth - 1));
+      for (const auto& [k, v] : j.items()) {
+        // A message's role (checked to be one of five words) is compared with the template's own
+        // literals ('tool'): unmarked, though a vocabulary's control tokens may hold the word
+        // (Gemma 4's <|tool>, which would mark "tool" where it starts).
+        if (k == "role" && v.is_string() && kRoles.count(v.get<std::string>()) != 0) {
+          entries.emplace_back(k, Value(v.get<std::string>()));
+          continue;
+        }
+        entries.emplace_back(marked(marks, k), convert(v, marks, depth - 1));
+      }
       return Value::object(std::move(entries));
     }
     default: return Value::none();
@@ -100,7 +111,6 @@ void check_message(const json& m, size_t i) {
   if (!m.is_object()) throw invalid_field("messages", where + " must be an object, found " + json_type_name(m));
   const auto role = m.find("role");
   if (role == m.end() || !role->is_string()) throw invalid_field("messages", where + ".role must be a string");
-  static const std::set<std::string> kRoles = {"system", "developer", "user", "assistant", "tool"};
   if (kRoles.count(role->get<std::string>()) == 0) {
     throw invalid_field("messages", where + ".role '" + excerpt(role->get<std::string>()) +
                                         "' is not one of system, developer, user, assistant, tool");

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/text/reasoning.h"
 #include "engine/text/tools/tool_syntax.h"
 
 namespace server {
@@ -58,11 +59,15 @@ void add_function(ToolRequest& r, engine::tools::ToolDef def, const std::string&
 struct ChatFeatures {
   engine::tools::ToolSyntax syntax = engine::tools::ToolSyntax::kGeneric;
   bool system_role = true;  // a system message is rendered (else it is merged into the first user turn)
-  bool thinks = false;      // the template knows <think> blocks
+  bool thinks = false;      // the template knows <think> blocks (or Gemma 4's thought channel)
+  engine::ThinkTags think_tags = engine::kThinkTags;  // the tags of its think blocks
   // Control tokens of the syntax's call markers ([TOOL_CALLS], <|python_tag|>; sorted): rendered
   // into the output and part of the grammar vocabulary, so that the parser sees them and a
   // grammar may ask for them.
   std::vector<int32_t> marker_tokens;
+  // Control tokens of the think tags (Gemma 4's <|channel>, <channel|>; sorted): shown whenever
+  // the output is read for reasoning.
+  std::vector<int32_t> reasoning_tokens;
 };
 
 // `messages` as the template gets them: an assistant turn's tool_calls[].function.arguments

@@ -44,11 +44,14 @@ AnswerParser::Delta run(const AnswerOptions& o, std::string_view text, size_t cu
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
   AnswerOptions o;
-  o.syntax = static_cast<ToolSyntax>((data[0] & 7) % 6);
+  o.syntax = static_cast<ToolSyntax>(data[0] & 7);  // all eight syntaxes
   o.reasoning = static_cast<AnswerOptions::Reasoning>(((data[0] >> 3) & 3) % 3);
   o.starts_in_think = (data[0] & 0x20) != 0;
   o.parse_calls = true;
   o.names = {"get_weather", "search", "f"};
+  if (o.syntax == ToolSyntax::kGemma4) o.think_tags = engine::kGemma4ThoughtTags;
+  o.tools = {{"search", "", nlohmann::ordered_json::parse(R"({"type": "object", "properties": {"q": {"type": "string"},
+      "n": {"type": "integer"}, "o": {"type": "object"}}})")}};
   const std::string_view text(reinterpret_cast<const char*>(data) + 2, size - 2);
   const size_t cut = text.empty() ? 0 : data[1] % (text.size() + 1);
   const AnswerParser::Delta whole = run(o, text, text.size());

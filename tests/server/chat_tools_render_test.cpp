@@ -33,7 +33,8 @@ void check_case(const server::App& app, const ojson& c, const std::string& where
   const server::ToolRequest tools = server::parse_tool_request(ojson{{"tools", c["tools"]}});
   const ojson messages = server::template_messages(c["messages"], tools, app.chat_features);
   try {
-    const std::string text = server::render_chat(app, messages, nullptr, &tools.tools_json).text;
+    const ojson vars = c.contains("variables") ? c["variables"] : ojson(nullptr);
+    const std::string text = server::render_chat(app, messages, vars, &tools.tools_json).text;
     ASSERT_TRUE(c.contains("expected")) << where << " rendered, but Jinja2 raised";
     EXPECT_EQ(text, c["expected"].get<std::string>()) << where;
   } catch (const server::ApiError& e) {
@@ -57,13 +58,15 @@ ojson with_reasoning_content(ojson c) {
   return renamed ? c : ojson();
 }
 
-// Every case file in `dir` whose template renders tools itself, served with `tok`; `syntax`, if
-// given, is what the server must detect in each. Returns the number of cases checked.
+// Every case file in `dir` whose template renders tools itself (and whose name has `only` in it),
+// served with `tok`; `syntax`, if given, is what the server must detect in each. Returns the
+// number of cases checked.
 int check_dir(const std::filesystem::path& dir, const engine::Tokenizer& tok,
-              std::optional<ToolSyntax> syntax = std::nullopt) {
+              std::optional<ToolSyntax> syntax = std::nullopt, const std::string& only = "") {
   int checked = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".json") continue;
+    if (entry.path().filename().string().find(only) == std::string::npos) continue;
     const ojson spec = ojson::parse(read_file(entry.path()));
     const std::string source = read_file(entry.path().parent_path() / spec["template"].get<std::string>());
     const engine::ChatTemplate tmpl = engine::ChatTemplate::parse(source);
@@ -100,10 +103,10 @@ TEST(ChatToolsRender, SharedCasesRenderThroughTheRequestPath) {
   EXPECT_GE(check_dir(shared_path("templates/tools"), tok), 18);
 }
 
-// A byte-level BPE vocabulary with gpt-oss's BOS and EOS text, and (`harmony`) its markers.
-engine::Tokenizer gpt_oss_vocab(bool harmony) {
-  std::vector<std::string> tokens = {"a", "b", "<|startoftext|>", "<|return|>"};
-  if (harmony) tokens.insert(tokens.end(), {"<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|call|>"});
+// A byte-level BPE vocabulary with BOS and EOS of these texts and `controls` (control tokens too).
+engine::Tokenizer control_vocab(const std::string& bos, const std::string& eos, const std::vector<std::string>& controls) {
+  std::vector<std::string> tokens = {"a", "b", bos, eos};
+  tokens.insert(tokens.end(), controls.begin(), controls.end());
   std::vector<int32_t> types(tokens.size(), 1);
   for (size_t i = 2; i < tokens.size(); ++i) types[i] = 3;  // control
   gguf::Writer w;
@@ -118,6 +121,13 @@ engine::Tokenizer gpt_oss_vocab(bool harmony) {
   return engine::Tokenizer::from_gguf(gguf::File::parse(bytes));
 }
 
+// gpt-oss's BOS and EOS text, and (`harmony`) its markers.
+engine::Tokenizer gpt_oss_vocab(bool harmony) {
+  std::vector<std::string> markers;
+  if (harmony) markers = {"<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|call|>"};
+  return control_vocab("<|startoftext|>", "<|return|>", markers);
+}
+
 // gpt-oss's harmony template renders its own tools (`# Tools`, `namespace functions`), whether the
 // vocabulary has harmony's markers (a gpt-oss GGUF) or not (the template given to another model):
 // the syntax is read from either.
@@ -127,8 +137,37 @@ TEST(ChatToolsRender, GptOssCasesRenderThroughTheRequestPath) {
     SCOPED_TRACE(harmony ? "harmony vocabulary" : "plain vocabulary");
     const engine::Tokenizer tok = gpt_oss_vocab(harmony);
     ASSERT_EQ(engine::HarmonyParser::applies_to(tok), harmony);
-    EXPECT_GE(check_dir(dir, tok, ToolSyntax::kHarmony), 11);
+    EXPECT_GE(check_dir(dir, tok, ToolSyntax::kHarmony, "gpt-oss"), 11);
   }
+}
+
+// Qwen3.5's and Qwen3-Coder's templates (XML calls) and Gemma 4's, each on a vocabulary with its
+// BOS text and its markers as control tokens (which the server shows in the output).
+TEST(ChatToolsRender, Models2026CasesRenderThroughTheRequestPath) {
+  const std::string dir = std::string(GGUFD_TEST_DATA_DIR) + "/templates/tools";
+  const engine::Tokenizer qwen = control_vocab("<|endoftext|>", "<|im_end|>", {"<|im_start|>"});
+  EXPECT_EQ(check_dir(dir, qwen, ToolSyntax::kQwenXml, "Qwen-Qwen3"), 2 * 13);
+  const engine::Tokenizer gemma = control_vocab("<bos>", "<eos>", {"<|tool_call>", "<tool_call|>", "<|\"|>",
+                                                                   "<|channel>", "<channel|>", "<|turn>", "<turn|>"});
+  EXPECT_EQ(check_dir(dir, gemma, ToolSyntax::kGemma4, "gemma-4"), 2 * 13);
+}
+
+// The markers of the syntax and of Gemma 4's thought channel are shown in the output when they
+// are control tokens of the vocabulary.
+TEST(ChatToolsRender, Gemma4MarkersAndThoughtTagsAreShown) {
+  const engine::Tokenizer tok = control_vocab("<bos>", "<eos>", {"<|tool_call>", "<tool_call|>", "<|\"|>", "<|channel>",
+                                                                 "<channel|>", "<|tool_response>"});
+  const engine::ChatTemplate tmpl = engine::ChatTemplate::parse(
+      read_file(std::string(GGUFD_TEST_DATA_DIR) + "/templates/google-gemma-4-31B-it.jinja"));
+  const server::ChatFeatures f = server::detect_chat_features(tmpl, &tok);
+  EXPECT_EQ(f.syntax, ToolSyntax::kGemma4);
+  EXPECT_TRUE(f.thinks);
+  EXPECT_EQ(f.think_tags.close, "<channel|>");
+  std::vector<std::string> markers, reasoning;
+  for (int32_t id : f.marker_tokens) markers.emplace_back(tok.token_text(id));
+  for (int32_t id : f.reasoning_tokens) reasoning.emplace_back(tok.token_text(id));
+  EXPECT_EQ(markers, (std::vector<std::string>{"<|tool_call>", "<tool_call|>", "<|\"|>"})) << "<|tool_response> ends generation";
+  EXPECT_EQ(reasoning, (std::vector<std::string>{"<|channel>", "<channel|>"}));
 }
 
 }  // namespace

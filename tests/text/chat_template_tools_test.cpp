@@ -41,6 +41,7 @@ ChatInput input_of(const Json& c, const std::tm& now) {
   ChatInput input;
   input.messages = ggufd::test::to_value(messages);
   if (c.contains("tools")) input.tools = ggufd::test::to_value(c.at("tools"));
+  if (c.contains("variables")) input.extra_variables = ggufd::test::to_value(c.at("variables"));
   input.add_generation_prompt = c.at("add_generation_prompt").get<bool>();
   input.bos_token = c.at("bos_token").get<std::string>();
   input.eos_token = c.at("eos_token").get<std::string>();
@@ -83,9 +84,10 @@ TEST(ChatTemplateTools, AllSharedCasesRenderExactly) {
   EXPECT_GT(check_case_dir(ggufd::test::shared_path("templates/tools")), 0);
 }
 
-// The repository's own tool cases (tests/data/templates/tools: gpt-oss's harmony tools).
+// The repository's own tool cases (tests/data/templates/tools: gpt-oss's harmony tools, Qwen3.5's
+// and Qwen3-Coder's XML calls, Gemma 4's).
 TEST(ChatTemplateTools, AllRepositoryCasesRenderExactly) {
-  EXPECT_GE(check_case_dir(std::string(GGUFD_TEST_DATA_DIR) + "/templates/tools"), 11);
+  EXPECT_GE(check_case_dir(std::string(GGUFD_TEST_DATA_DIR) + "/templates/tools"), 11 + 4 * 13);
 }
 
 // The conversion above: null content and string arguments, key order kept.

@@ -3,9 +3,9 @@
 namespace engine::tools {
 
 AnswerParser::AnswerParser(AnswerOptions options) : o_(std::move(options)) {
-  if (o_.reasoning == AnswerOptions::Reasoning::kThink) think_.emplace(o_.starts_in_think);
+  if (o_.reasoning == AnswerOptions::Reasoning::kThink) think_.emplace(o_.starts_in_think, o_.think_tags);
   if (o_.reasoning == AnswerOptions::Reasoning::kHarmony) harmony_.emplace(o_.parse_calls);
-  if (o_.parse_calls && o_.syntax != ToolSyntax::kHarmony) calls_.emplace(o_.syntax, o_.names);
+  if (o_.parse_calls && o_.syntax != ToolSyntax::kHarmony) calls_.emplace(o_.syntax, o_.names, o_.tools);
 }
 
 void AnswerParser::pass(std::string reasoning, std::string content, std::vector<HarmonyParser::Call> calls, Delta& d) {

@@ -18,9 +18,11 @@ struct AnswerOptions {
   enum class Reasoning { kNone, kThink, kHarmony };
   Reasoning reasoning = Reasoning::kNone;
   bool starts_in_think = false;     // kThink: the prompt opened the block
+  ThinkTags think_tags = kThinkTags;  // kThink: the block's tags
   bool parse_calls = false;         // the request offers tools the model may call
   ToolSyntax syntax = ToolSyntax::kGeneric;
   std::vector<std::string> names;   // the functions a call may name
+  std::vector<ToolDef> tools;       // their definitions, where known (kQwenXml reads types there)
 };
 
 // Not thread-safe; one per choice. The result does not depend on how the text is cut.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "engine/text/tools/tagged_calls.h"
+
 namespace engine::tools {
 
 using ojson = nlohmann::ordered_json;
@@ -116,8 +118,8 @@ std::optional<ToolCall> call_from_json(const ojson& j, const std::vector<std::st
   return ToolCall{name->get<std::string>(), value.dump(-1, ' ', false, ojson::error_handler_t::replace)};
 }
 
-ToolCallParser::ToolCallParser(ToolSyntax syntax, std::vector<std::string> names)
-    : syntax_(syntax), names_(std::move(names)), markers_(call_markers(syntax)) {}
+ToolCallParser::ToolCallParser(ToolSyntax syntax, std::vector<std::string> names, std::vector<ToolDef> tools)
+    : syntax_(syntax), names_(std::move(names)), tools_(std::move(tools)), markers_(call_markers(syntax)) {}
 
 std::optional<ToolCallParser::Found> ToolCallParser::find_marker() const {
   std::optional<Found> best;
@@ -168,11 +170,19 @@ void ToolCallParser::emit_content(std::string_view text, Delta& d) {
 
 ToolCallParser::Section ToolCallParser::parse_section(bool at_end, size_t& consumed, std::vector<ToolCall>& calls) const {
   const std::string_view s = section_;
+  if (syntax_ == ToolSyntax::kQwenXml || syntax_ == ToolSyntax::kGemma4) {
+    SectionResult r = syntax_ == ToolSyntax::kQwenXml ? read_qwen_xml_section(s, at_end, names_, tools_)
+                                                      : read_gemma4_section(s, at_end, names_);
+    if (r.read != SectionRead::kDone) return r.read == SectionRead::kInvalid ? Section::kInvalid : Section::kIncomplete;
+    consumed = r.consumed;
+    calls = std::move(r.calls);
+    return Section::kDone;
+  }
   const size_t begin = skip_space(s, 0);
   size_t end = 0;
   const Scan scan = json_end(s, begin, end);
   if (scan == Scan::kInvalid) return Section::kInvalid;
-  if (scan == Scan::kIncomplete) return at_end ? Section::kInvalid : Section::kIncomplete;
+  if (scan == Scan::kIncomplete) return Section::kIncomplete;  // at the end: cut off
   const ojson j = ojson::parse(s.substr(begin, end - begin), nullptr, false);
   auto found = j.is_discarded() ? std::nullopt : calls_from(syntax_, j, names_);
   if (!found) return Section::kInvalid;
@@ -244,11 +254,12 @@ ToolCallParser::Delta ToolCallParser::flush() {
   if (open_) {
     size_t consumed = 0;
     std::vector<ToolCall> calls;
-    if (parse_section(true, consumed, calls) == Section::kDone) {
+    const Section st = parse_section(true, consumed, calls);
+    if (st == Section::kDone) {
       for (ToolCall& c : calls) d.calls.push_back(std::move(c));
       after_call_ = true;
       emit_content(std::string_view(section_).substr(consumed), d);
-    } else if (size_t end = 0; json_end(section_, skip_space(section_, 0), end) == Scan::kIncomplete) {
+    } else if (st == Section::kIncomplete) {
       // cut off (max_tokens) inside the calls: the complete ones count, the rest is dropped
       for (ToolCall& c : complete_calls(syntax_, section_, names_)) d.calls.push_back(std::move(c));
     } else {

@@ -29,11 +29,13 @@ class ToolCallParser {
     std::vector<ToolCall> calls;
   };
 
-  ToolCallParser(ToolSyntax syntax, std::vector<std::string> names);
+  // `tools`: the offered functions' definitions, where the syntax reads arguments by their
+  // schema (kQwenXml's parameter types); may be empty.
+  ToolCallParser(ToolSyntax syntax, std::vector<std::string> names, std::vector<ToolDef> tools = {});
 
   Delta push(std::string_view text);
-  // At the end of the answer: an open section whose JSON is complete (a missing closing tag) is
-  // taken as calls; one whose JSON was cut off (max_tokens) gives the complete calls of its list
+  // At the end of the answer: an open section whose calls are complete (a missing closing tag) is
+  // taken as calls; one cut off (max_tokens) inside its calls gives the complete calls of its list
   // and drops the rest (the syntax's text never becomes content); anything else held back is
   // content.
   Delta flush();
@@ -52,6 +54,7 @@ class ToolCallParser {
 
   ToolSyntax syntax_;
   std::vector<std::string> names_;
+  std::vector<ToolDef> tools_;
   std::vector<CallMarker> markers_;
   std::string buf_;                // text not yet emitted (outside a section)
   std::string section_;            // a section's text after its marker (with it, for keep markers)

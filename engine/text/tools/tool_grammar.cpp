@@ -1,7 +1,11 @@
 #include "engine/text/tools/tool_grammar.h"
 
+#include <algorithm>
+#include <optional>
+
 #include "engine/text/grammar/json_schema.h"
 #include "engine/text/grammar/json_strings.h"
+#include "engine/text/tools/tagged_calls.h"
 
 namespace engine::tools {
 
@@ -79,7 +83,7 @@ class Builder {
       out.triggers = lazy_triggers(o_.syntax);
     } else {
       if (o_.think == ToolGrammarOptions::Think::kInside) {
-        body = seq({text_until(b_, "</think>"), space(), std::move(body)});
+        body = seq({text_until(b_, o_.think_close), space(), std::move(body)});
       }
     }
     const uint32_t root = b_.rule("root");
@@ -157,8 +161,147 @@ class Builder {
       case ToolSyntax::kGranite:
         return list("<|tool_call|>[", ", ", "]");
       case ToolSyntax::kHarmony: return harmony();
+      case ToolSyntax::kQwenXml: return repeated(qwen_xml_call(), env("\n"));
+      case ToolSyntax::kGemma4: return repeated(gemma4_call(), empty());
     }
     return empty();
+  }
+
+  // `one` (`sep` `one`)* up to the parallel bound, or `one` alone.
+  Expr repeated(Expr one, Expr sep) {
+    if (!o_.parallel) return one;
+    return seq({one, repeat(seq({std::move(sep), one}), 0, kMaxParallelCalls - 1)});
+  }
+
+  // The properties of `t`'s schema in order, each required one present, an optional one present
+  // or not, `member(name, schema)` for each and `sep` between them; nullopt when the schema lists
+  // no properties (any arguments then).
+  template <class Member>
+  std::optional<Expr> members(const ToolDef& t, const Expr& sep, Member member) {
+    const ojson& p = t.parameters;
+    const auto props = p.is_object() ? p.find("properties") : p.end();
+    if (!p.is_object() || props == p.end() || !props->is_object() || props->empty()) return std::nullopt;
+    std::vector<std::pair<std::string, bool>> list;  // name, required
+    const auto req = p.find("required");
+    for (const auto& [name, schema] : props->items()) {
+      const bool required = req != p.end() && req->is_array() && std::find(req->begin(), req->end(), ojson(name)) != req->end();
+      list.emplace_back(name, required);
+    }
+    // first[i]: the members from i on, none written yet; more[i]: the same after one was
+    const size_t n = list.size();
+    std::vector<uint32_t> first(n + 1), more(n + 1);
+    for (size_t i = 0; i <= n; ++i) {
+      first[i] = b_.fresh_rule("members");
+      more[i] = b_.fresh_rule("members");
+    }
+    b_.define(first[n], empty());
+    b_.define(more[n], empty());
+    for (size_t i = n; i-- > 0;) {
+      const Expr m = member(list[i].first, (*props)[list[i].first]);
+      Expr f = seq({m, ref(more[i + 1])});
+      Expr g = seq({sep, m, ref(more[i + 1])});
+      b_.define(first[i], list[i].second ? std::move(f) : alt({std::move(f), ref(first[i + 1])}));
+      b_.define(more[i], list[i].second ? std::move(g) : alt({std::move(g), ref(more[i + 1])}));
+    }
+    return ref(first[0]);
+  }
+
+  // A JSON value of `schema`, or any JSON value when it cannot be enforced.
+  Expr json_value(const ojson& schema) {
+    const uint32_t r = b_.fresh_rule("value");
+    try {
+      b_.define(r, json_schema_expr(schema, b_, rules_));
+    } catch (const GrammarError&) {
+      b_.define(r, ref(rules_.value()));
+    }
+    return ref(r);
+  }
+
+  // A text parameter's value up to its closing tag: one of its enum's strings, or any text
+  // without "</parameter>" (where the parser ends the value; the newline before it is optional).
+  Expr qwen_xml_text(const ojson& schema) {
+    const auto e = schema.find("enum");
+    if (e == schema.end() || !e->is_array() || e->empty()) return text_until(b_, "</parameter>");
+    std::vector<Expr> alts;
+    for (const ojson& v : *e) {
+      if (v.is_string()) alts.push_back(lit(v.get<std::string>() + "\n</parameter>"));
+    }
+    return alts.empty() ? text_until(b_, "</parameter>") : alt(std::move(alts));
+  }
+
+  // Qwen XML: <tool_call>\n<function=f>\n(<parameter=p>\nvalue\n</parameter>\n)*</function>\n</tool_call>.
+  // A string's value is text (without "</parameter>"), any other a JSON value of its schema.
+  Expr qwen_xml_call() {
+    std::vector<Expr> alts;
+    for (const ToolDef& t : o_.tools) {
+      auto member = [&](const std::string& name, const ojson& schema) {
+        Expr value = qwen_xml_text_param(schema) ? qwen_xml_text(schema) : seq({json_value(schema), lit("\n</parameter>")});
+        return seq({lit("<parameter=" + name + ">"), env("\n"), std::move(value), env("\n")});
+      };
+      std::optional<Expr> params = members(t, empty(), member);
+      if (!params) {  // any parameters, values as text
+        const Expr name = plus(cls(CharClass::of('>').add('\n', '\n').add('<', '<').complement()));
+        params = star(seq({lit("<parameter="), name, lit(">"), env("\n"), text_until(b_, "</parameter>"), env("\n")}));
+      }
+      alts.push_back(seq({lit("<function=" + t.name + ">"), env("\n"), std::move(*params), lit("</function>")}));
+    }
+    return seq({lit("<tool_call>"), env("\n"), alt(std::move(alts)), env("\n"), lit("</tool_call>")});
+  }
+
+  // Gemma 4: <|tool_call>call:f{key:value,...}<tool_call|>, the schema's properties in order with
+  // strings, numbers, booleans and enums of strings by their schema, other values in any form.
+  Expr gemma4_call() {
+    std::vector<Expr> alts;
+    for (const ToolDef& t : o_.tools) {
+      auto member = [&](const std::string& name, const ojson& schema) {
+        return seq({lit(name + ":"), gemma4_value(schema)});
+      };
+      std::optional<Expr> params = members(t, lit(","), member);
+      Expr args = params ? seq({lit("{"), std::move(*params), lit("}")}) : ref(gemma4_any_dict());
+      alts.push_back(seq({lit("call:" + t.name), std::move(args)}));
+    }
+    return seq({lit("<|tool_call>"), alt(std::move(alts)), lit("<tool_call|>")});
+  }
+
+  Expr gemma4_string() { return seq({lit("<|\"|>"), text_until(b_, "<|\"|>")}); }
+
+  Expr gemma4_value(const ojson& schema) {
+    const std::string type = schema.is_object() && schema.contains("type") && schema["type"].is_string()
+                                 ? schema["type"].get<std::string>() : "";
+    if (type == "string" && schema.contains("enum") && schema["enum"].is_array() && !schema["enum"].empty()) {
+      std::vector<Expr> alts;
+      for (const ojson& v : schema["enum"]) {
+        if (!v.is_string()) return ref(gemma4_any_value());
+        alts.push_back(lit("<|\"|>" + v.get<std::string>() + "<|\"|>"));
+      }
+      return alt(std::move(alts));
+    }
+    if (type == "string") return gemma4_string();
+    if (type == "integer") return ref(rules_.integer());
+    if (type == "number") return ref(rules_.number());
+    if (type == "boolean") return alt({lit("true"), lit("false")});
+    return ref(gemma4_any_value());
+  }
+
+  // Any value in Gemma 4's notation (bare keys of letters, digits, '_', '-' and '.').
+  uint32_t gemma4_any_value() {
+    if (any_value_) return *any_value_;
+    any_value_ = b_.fresh_rule("g4value");
+    const uint32_t dict = gemma4_any_dict();
+    const Expr v = ref(*any_value_);
+    const Expr list = seq({lit("["), opt(seq({v, star(seq({lit(","), v}))})), lit("]")});
+    b_.define(*any_value_, alt({gemma4_string(), ref(rules_.number()), lit("true"), lit("false"), lit("null"), list,
+                                ref(dict)}));
+    return *any_value_;
+  }
+  uint32_t gemma4_any_dict() {
+    if (any_dict_) return *any_dict_;
+    any_dict_ = b_.fresh_rule("g4dict");
+    const uint32_t value = gemma4_any_value();
+    CharClass key_char = CharClass::of('_').add('a', 'z').add('A', 'Z').add('0', '9').add('-', '-').add('.', '.');
+    const Expr kv = seq({plus(cls(key_char)), lit(":"), ref(value)});
+    b_.define(*any_dict_, seq({lit("{"), opt(seq({kv, star(seq({lit(","), kv}))})), lit("}")}));
+    return *any_dict_;
   }
 
   // gpt-oss: one message to a function per answer (<|call|> ends it), after at most one analysis
@@ -181,6 +324,7 @@ class Builder {
   const ToolGrammarOptions& o_;
   GrammarBuilder b_;
   JsonRules rules_;
+  std::optional<uint32_t> any_value_, any_dict_;  // Gemma 4's free-form rules, once made
 };
 
 }  // namespace
@@ -193,6 +337,8 @@ std::vector<std::string> lazy_triggers(ToolSyntax syntax) {
     case ToolSyntax::kMistral: return {"[TOOL_CALLS]"};
     case ToolSyntax::kGranite: return {"<|tool_call|>"};
     case ToolSyntax::kHarmony: return {"to=functions."};
+    case ToolSyntax::kQwenXml: return {"<tool_call>"};
+    case ToolSyntax::kGemma4: return {"<|tool_call>"};
   }
   return {};
 }

@@ -28,6 +28,7 @@ struct ToolGrammarOptions {
   // the calls: no think block, so a call is sure to come however the model would ramble.
   enum class Think { kNone, kInside };
   Think think = Think::kNone;
+  std::string think_close = "</think>";  // kInside: the tag that ends the block
 };
 
 struct ToolGrammar {

@@ -11,8 +11,10 @@ ToolSyntax detect_tool_syntax(std::string_view src, bool harmony_vocab) {
   if (!has("tools")) return ToolSyntax::kGeneric;  // the template never looks at tools
   // gpt-oss's template (served on another vocabulary, or read by `ggufd template --template`)
   if (has("<|start|>") && has("<|channel|>") && has("<|message|>")) return ToolSyntax::kHarmony;
+  if (has("<|tool_call>call:")) return ToolSyntax::kGemma4;
   if (has("[TOOL_CALLS]")) return ToolSyntax::kMistral;
   if (has("<|tool_call|>")) return ToolSyntax::kGranite;
+  if (has("<tool_call>") && has("<function=") && has("<parameter=")) return ToolSyntax::kQwenXml;
   if (has("<tool_call>")) return ToolSyntax::kHermes;
   if (has("<|python_tag|>") || (has("<|start_header_id|>") && has("\"parameters\""))) return ToolSyntax::kLlama3;
   return ToolSyntax::kGeneric;
@@ -26,6 +28,8 @@ const char* tool_syntax_name(ToolSyntax syntax) {
     case ToolSyntax::kMistral: return "mistral";
     case ToolSyntax::kGranite: return "granite";
     case ToolSyntax::kHarmony: return "harmony";
+    case ToolSyntax::kQwenXml: return "qwen_xml";
+    case ToolSyntax::kGemma4: return "gemma4";
   }
   return "generic";
 }
@@ -38,8 +42,18 @@ std::vector<CallMarker> call_markers(ToolSyntax syntax) {
     case ToolSyntax::kMistral: return {{"[TOOL_CALLS]", false, false}};
     case ToolSyntax::kGranite: return {{"<|tool_call|>", false, false}};
     case ToolSyntax::kHarmony: return {};  // calls are messages to a recipient (HarmonyParser)
+    case ToolSyntax::kQwenXml: return {{"<tool_call>", false, false}};
+    case ToolSyntax::kGemma4: return {{"<|tool_call>", false, false}};
   }
   return {};
+}
+
+std::vector<std::string> syntax_texts(ToolSyntax syntax) {
+  std::vector<std::string> out;
+  for (CallMarker& m : call_markers(syntax)) out.push_back(std::move(m.text));
+  if (syntax == ToolSyntax::kHermes || syntax == ToolSyntax::kQwenXml) out.push_back("</tool_call>");
+  if (syntax == ToolSyntax::kGemma4) out.insert(out.end(), {"<tool_call|>", "<|\"|>"});
+  return out;
 }
 
 std::string generic_tools_prompt(const std::vector<ToolDef>& tools, bool parallel) {

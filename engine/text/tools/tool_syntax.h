@@ -8,6 +8,11 @@
 //   kMistral  Mistral Nemo, Small:      [TOOL_CALLS][{"name": "f", "arguments": {...}}, ...]
 //   kGranite  Granite 3.x:              <|tool_call|>[{"name": "f", "arguments": {...}}, ...]
 //   kHarmony  gpt-oss:                  <|channel|>commentary to=functions.f <|constrain|>json<|message|>{...}
+//   kQwenXml  Qwen3.5, Qwen3-Coder, Qwen3-Next:
+//             <tool_call>\n<function=f>\n<parameter=a>\nraw text\n</parameter>\n</function>\n</tool_call>
+//             (a value is text; the function's schema says which are strings and which are JSON)
+//   kGemma4   Gemma 4:                  <|tool_call>call:f{a:<|"|>text<|"|>,n:3,o:{k:[true]}}<tool_call|>
+//             (Gemma's own notation: bare keys, strings between <|"|> marks, no escapes)
 //   kGeneric  any other model: the tools are described in a system message we add, and calls are
 //             a JSON envelope {"tool_calls": [{"name": "f", "arguments": {...}}]}.
 //
@@ -22,7 +27,7 @@
 
 namespace engine::tools {
 
-enum class ToolSyntax { kGeneric, kHermes, kLlama3, kMistral, kGranite, kHarmony };
+enum class ToolSyntax { kGeneric, kHermes, kLlama3, kMistral, kGranite, kHarmony, kQwenXml, kGemma4 };
 
 // One function the client offers: name, description and JSON-schema parameters (keys in the
 // order the client sent them).
@@ -44,7 +49,7 @@ struct ToolCall {
 // --template`), else the syntax of the tool markers it writes.
 ToolSyntax detect_tool_syntax(std::string_view template_source, bool harmony_vocab);
 
-// "hermes", "llama3", ... (for logs, /props and errors).
+// "hermes", "llama3", "qwen_xml", "gemma4", ... (for logs, /props and errors).
 const char* tool_syntax_name(ToolSyntax syntax);
 
 // Whether the template renders the `tools` variable itself (else the generic system message).
@@ -59,6 +64,10 @@ struct CallMarker {
   bool at_start = false;
 };
 std::vector<CallMarker> call_markers(ToolSyntax syntax);
+
+// Every text of a syntax's calls that a vocabulary may hold as one control token (the markers,
+// closing tags, Gemma 4's string mark): the output must show them for the parser to see calls.
+std::vector<std::string> syntax_texts(ToolSyntax syntax);
 
 // The system-message text of the generic syntax: the tools and how to call them.
 std::string generic_tools_prompt(const std::vector<ToolDef>& tools, bool parallel);

@@ -1,5 +1,7 @@
 #include "server/api/core/request.h"
 
+#include <algorithm>
+
 #include "engine/text/grammar/grammar_cache.h"
 #include "engine/text/reasoning.h"
 #include "engine/text/tools/tool_grammar.h"
@@ -25,8 +27,9 @@ void constrain_tool_calls(const App& app, PreparedRequest& r) {
   o.parallel = t.parallel();
   o.lazy = !forced;
   if (r.answer.starts_in_think) o.think = engine::tools::ToolGrammarOptions::Think::kInside;
+  o.think_close = std::string(r.answer.think_tags.close);
   std::string key = std::string("tools\n") + engine::tools::tool_syntax_name(o.syntax) + (o.parallel ? "|p" : "|1") +
-                    (o.lazy ? "|lazy" : "|forced") + "|" + std::to_string(static_cast<int>(o.think)) + "\n";
+                    (o.lazy ? "|lazy" : "|forced") + "|" + std::to_string(static_cast<int>(o.think)) + o.think_close + "\n";
   for (const auto& def : o.tools) key += def.name + "\n" + def.parameters.dump(-1, ' ', false, ojson::error_handler_t::replace) + "\n";
   try {
     r.params.grammar = app.grammars->get(key, [&] { return engine::tools::tool_grammar(o).grammar; });
@@ -51,10 +54,12 @@ engine::tools::AnswerOptions answer_options(const App& app, const ToolRequest& t
   engine::tools::AnswerOptions a;
   if (features.syntax == engine::tools::ToolSyntax::kHarmony) a.reasoning = engine::tools::AnswerOptions::Reasoning::kHarmony;
   else if (features.thinks) a.reasoning = engine::tools::AnswerOptions::Reasoning::kThink;
-  a.starts_in_think = features.thinks && engine::prompt_opens_thinking(prompt);
+  a.think_tags = features.think_tags;
+  a.starts_in_think = features.thinks && engine::prompt_opens_thinking(prompt, features.think_tags);
   a.parse_calls = tools.calls_tools();
   a.syntax = features.syntax;
   a.names = tools.callable_names();
+  a.tools = tools.callable();
   return a;
 }
 
@@ -96,6 +101,12 @@ void prepare_generation(const App& app, CoreRequest request, PreparedRequest& ou
     constrain_tool_calls(app, out);
     // the markers' control tokens are text wherever the parser or a grammar may look for them
     if (out.answer.parse_calls || out.params.grammar) out.params.shown_tokens = app.chat_features.marker_tokens;
+    if (out.answer.reasoning == engine::tools::AnswerOptions::Reasoning::kThink) {
+      std::vector<int32_t>& shown = out.params.shown_tokens;
+      shown.insert(shown.end(), app.chat_features.reasoning_tokens.begin(), app.chat_features.reasoning_tokens.end());
+      std::sort(shown.begin(), shown.end());
+      shown.erase(std::unique(shown.begin(), shown.end()), shown.end());
+    }
   } else {
     out.prompts = std::move(request.raw_prompts);
     if (out.params.grammar) out.params.shown_tokens = app.chat_features.marker_tokens;  // in the grammar vocabulary too

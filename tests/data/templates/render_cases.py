@@ -16,6 +16,10 @@ TEMPLATES = {  # template -> (bos, eos)
     "google-gemma-3-it.jinja": ("<bos>", "<eos>"),
     "openai-gpt-oss-120b.jinja": ("<|startoftext|>", "<|return|>"),
     "mistralai-Ministral-3-14B-Reasoning-2512.jinja": ("<s>", "</s>"),
+    "Qwen-Qwen3.5-4B.jinja": ("<|endoftext|>", "<|im_end|>"),
+    "Qwen-Qwen3-Coder.jinja": ("<|endoftext|>", "<|im_end|>"),
+    "google-gemma-4-31B-it.jinja": ("<bos>", "<eos>"),
+    "google-gemma-4-31B-it-interleaved.jinja": ("<bos>", "<eos>"),
 }
 CASES = [
     ("single_user", [{"role": "user", "content": "Hello there"}], True),
@@ -94,6 +98,54 @@ TOOL_CASES = {
     ],
 }
 
+# Calls whose arguments are of every JSON type (the XML syntax renders non-strings as JSON or Python text, Gemma 4
+# its own notation), and the cases the 2026 templates share: definitions, calls, results, answers, reasoning.
+SETTINGS = {"type": "function", "function": {"name": "apply_settings", "description": "Apply settings",
+            "parameters": {"type": "object", "properties": {
+                "level": {"type": "integer"}, "ratio": {"type": "number"}, "enabled": {"type": "boolean"},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "limits": {"type": "object", "properties": {"max": {"type": "integer"}}},
+                "note": {"type": "string", "nullable": True}}, "required": ["level"]}}}
+CALL3 = {"id": "call_0003", "type": "function",
+         "function": {"name": "apply_settings", "arguments": json.dumps(
+             {"level": 3, "ratio": 0.25, "enabled": True, "tags": ["a", "b c"], "limits": {"max": 10},
+              "note": "line one\nline \"two\""})}}
+REASONED = {"role": "assistant", "content": None, "reasoning_content": "The user wants Paris weather.",
+            "tool_calls": [CALL]}
+MODERN_CASES = [
+    ("tool_defs", [{"role": "system", "content": "You are a helpful assistant."}, ASK], TOOLS),
+    ("tool_defs_no_system", [ASK], TOOLS),
+    ("tool_schema_types", [{"role": "user", "content": "Wake me at 7."}], [ALARM, NOW_TOOL, SETTINGS]),
+    ("tool_round_trip", [ASK, {"role": "assistant", "content": None, "tool_calls": [CALL]}, RESULT], TOOLS),
+    ("tool_then_answer", [{"role": "system", "content": "Be brief."}, ASK,
+                          {"role": "assistant", "content": "", "tool_calls": [CALL]}, RESULT,
+                          {"role": "assistant", "content": "18 C and clear."}, {"role": "user", "content": "Thanks!"}],
+     TOOLS),
+    ("tool_parallel", [{"role": "user", "content": "Weather and events in Paris?"},
+                       {"role": "assistant", "content": "", "tool_calls": [CALL, CALL2]},
+                       {"role": "tool", "tool_call_id": "call_0001", "name": "get_weather", "content": "18 C, clear"},
+                       {"role": "tool", "tool_call_id": "call_0002", "name": "search_web", "content": "A concert at 8 pm."}],
+     TOOLS),
+    ("argument_types", [{"role": "user", "content": "Set it up."},
+                        {"role": "assistant", "content": None, "tool_calls": [CALL3]},
+                        {"role": "tool", "tool_call_id": "call_0003", "name": "apply_settings", "content": "done"}],
+     [SETTINGS]),
+    ("reasoning_with_call", [ASK, REASONED, RESULT], TOOLS),
+    ("reasoning_with_call_answered", [ASK, REASONED, RESULT,
+                                      {"role": "assistant", "content": "18 C.", "reasoning_content": "Report it."},
+                                      {"role": "user", "content": "Thanks!"}], TOOLS),
+    ("content_with_call", [ASK, {"role": "assistant", "content": "Let me check.", "tool_calls": [CALL]}, RESULT],
+     TOOLS),
+    ("reasoning_earlier_turn", [{"role": "user", "content": "2+2?"},
+                                {"role": "assistant", "content": "4", "reasoning_content": "Simple sum."},
+                                {"role": "user", "content": "And 3+3?"}], TOOLS),
+    ("thinking_enabled", [ASK], TOOLS, {"enable_thinking": True}),
+    ("thinking_disabled", [ASK], TOOLS, {"enable_thinking": False}),
+]
+for _name in ["Qwen-Qwen3.5-4B.jinja", "Qwen-Qwen3-Coder.jinja", "google-gemma-4-31B-it.jinja",
+              "google-gemma-4-31B-it-interleaved.jinja"]:
+    TOOL_CASES[_name] = MODERN_CASES
+
 def as_template_message(m):
     """An OpenAI client's message as servers hand it to a template."""
     m = json.loads(json.dumps(m))
@@ -102,14 +154,15 @@ def as_template_message(m):
         if isinstance(c["function"].get("arguments"), str): c["function"]["arguments"] = json.loads(c["function"]["arguments"])
     return m
 
-def render(path, bos, eos, messages, agp, tools=None):
+def render(path, bos, eos, messages, agp, tools=None, variables=None):
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
     def raise_exception(msg): raise jinja2.exceptions.TemplateError(msg)
     now = datetime.datetime.fromisoformat(NOW)
     env.globals.update(raise_exception=raise_exception, strftime_now=lambda fmt: now.strftime(fmt))
     env.filters["tojson"] = lambda x, indent=None, **kw: json.dumps(x, ensure_ascii=False, indent=indent)
     tmpl = env.from_string(open(path, encoding="utf-8").read())
-    extra = {} if tools is None else {"tools": tools}
+    extra = dict(variables or {})
+    if tools is not None: extra["tools"] = tools
     return tmpl.render(messages=messages, add_generation_prompt=agp, bos_token=bos, eos_token=eos, **extra)
 
 here = os.path.dirname(os.path.abspath(__file__))
@@ -133,12 +186,13 @@ os.makedirs(os.path.join(here, "tools"), exist_ok=True)
 for name, cases_in in TOOL_CASES.items():
     bos, eos = TEMPLATES[name]
     cases = []
-    for cname, messages, tools in cases_in:
+    for cname, messages, tools, *variables in cases_in:
         c = {"name": cname, "messages": messages, "tools": tools, "add_generation_prompt": True, "bos_token": bos,
              "eos_token": eos}
+        if variables: c["variables"] = variables[0]
         try:
             c["expected"] = render(os.path.join(here, name), bos, eos, [as_template_message(m) for m in messages], True,
-                                   tools)
+                                   tools, variables[0] if variables else None)
         except jinja2.exceptions.TemplateError as e:
             if type(e) is not jinja2.exceptions.TemplateError: raise
             c["expected_error"] = str(e)
