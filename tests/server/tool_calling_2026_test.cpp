@@ -4,7 +4,7 @@
 // calls and results renders.
 #include <nlohmann/json.hpp>
 
-#include "tests/server/fixture.h"
+#include "tests/server/template_services.h"
 #include "tests/support/json_schema_check.h"
 #include "tests/support/template_cases.h"
 
@@ -24,50 +24,20 @@ const json kSearch = json::parse(R"({"type": "function", "function": {"name": "s
 class ToolCalling2026 : public testing::TestWithParam<const char*> {
  protected:
   static void SetUpTestSuite() {
-    if (!std::filesystem::exists(shared_path(kStories))) return;
-    for (const char* name : {"Qwen-Qwen3.5-4B", "google-gemma-4-31B-it"}) {
-      server::ServiceOptions o = test_options();
-      o.engine.n_ctx = 2048;
-      o.engine.n_slots = 2;
-      o.chat_template = read_file(std::string(GGUFD_TEST_DATA_DIR) + "/templates/" + name + ".jinja");
-      o.chat_template_origin = "file";
-      services_.push_back(new RunningService(o));
-    }
+    const std::string dir = std::string(GGUFD_TEST_DATA_DIR) + "/templates/";
+    services_.start({dir + "Qwen-Qwen3.5-4B.jinja", dir + "google-gemma-4-31B-it.jinja"});
   }
-  static void TearDownTestSuite() {
-    for (RunningService* s : services_) delete s;
-    services_.clear();
-  }
-  void SetUp() override {
-    GGUFD_REQUIRE_SHARED(kStories);
-    ASSERT_FALSE(services_.empty());
-    ASSERT_TRUE(service().ready()) << service().service().load_error();
-  }
+  static void TearDownTestSuite() { services_.stop(); }
   bool qwen() const { return std::string(GetParam()) == "qwen35"; }
-  RunningService& service() const { return *services_[qwen() ? 0 : 1]; }
+  void SetUp() override { services_.expect_ready(qwen() ? 0 : 1); }
+  RunningService& service() const { return services_.at(qwen() ? 0 : 1); }
   uint16_t port() const { return service().port(); }
   json chat(json body) const { return post_json(port(), "/v1/chat/completions", body).json(); }
 
-  static inline std::vector<RunningService*> services_;
+  static inline TemplateServices services_;
 };
 
-// The calls of a reply, checked: offered functions, arguments that validate.
-json checked_calls(const json& reply) {
-  EXPECT_TRUE(reply.contains("choices")) << reply.dump();
-  if (!reply.contains("choices")) return json::array();
-  const json& c = reply["choices"][0];
-  EXPECT_EQ(c["finish_reason"], "tool_calls") << reply.dump();
-  json calls = c["message"].value("tool_calls", json::array());
-  EXPECT_FALSE(calls.empty()) << reply.dump();
-  for (const json& call : calls) {
-    const std::string name = call["function"]["name"];
-    EXPECT_TRUE(name == "get_weather" || name == "search") << name;
-    const json args = json::parse(call["function"]["arguments"].get<std::string>());
-    const json& schema = name == "get_weather" ? kWeather["function"]["parameters"] : kSearch["function"]["parameters"];
-    EXPECT_EQ(test_support::schema_violation(args, schema), "") << args.dump();
-  }
-  return calls;
-}
+json checked_calls(const json& reply) { return ggufd::test::checked_calls(reply, {kWeather, kSearch}); }
 
 // A streamed reply's calls (by index, argument fragments appended), reasoning, content and finish.
 struct Streamed {

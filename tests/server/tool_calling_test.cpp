@@ -4,10 +4,7 @@
 // tool requests are 400s naming the field.
 #include <nlohmann/json.hpp>
 
-#include <fstream>
-#include <sstream>
-
-#include "tests/server/fixture.h"
+#include "tests/server/template_services.h"
 #include "tests/support/json_schema_check.h"
 
 namespace ggufd::test {
@@ -26,56 +23,26 @@ const json kSearch = json::parse(R"({"type": "function", "function": {"name": "s
 // Services with the generic syntax (stories260K has no template: ChatML) and with Qwen3's.
 class ToolCalling : public testing::TestWithParam<const char*> {
  protected:
-  static void SetUpTestSuite() {
-    if (!std::filesystem::exists(shared_path(kStories))) return;
-    for (const char* tmpl : {"", "templates/Qwen-Qwen3-0.6B.jinja"}) {
-      server::ServiceOptions o = test_options();
-      o.engine.n_ctx = 2048;
-      o.engine.n_slots = 2;
-      if (*tmpl != '\0') {
-        std::ifstream in(shared_path(tmpl));
-        std::stringstream ss;
-        ss << in.rdbuf();
-        o.chat_template = ss.str();
-        o.chat_template_origin = "file";
-      }
-      services_.push_back(new RunningService(o));
-    }
-  }
-  static void TearDownTestSuite() {
-    for (RunningService* s : services_) delete s;
-    services_.clear();
-  }
-  void SetUp() override {
-    GGUFD_REQUIRE_SHARED(kStories);
-    ASSERT_FALSE(services_.empty());
-    ASSERT_TRUE(service().ready()) << service().service().load_error();
-  }
-  RunningService& service() const { return *services_[std::string(GetParam()) == "generic" ? 0 : 1]; }
+  static void SetUpTestSuite() { services_.start({"", shared_path("templates/Qwen-Qwen3-0.6B.jinja")}); }
+  static void TearDownTestSuite() { services_.stop(); }
+  size_t which() const { return std::string(GetParam()) == "generic" ? 0 : 1; }
+  void SetUp() override { services_.expect_ready(which()); }
+  RunningService& service() const { return services_.at(which()); }
   uint16_t port() const { return service().port(); }
   json chat(json body) const { return post_json(port(), "/v1/chat/completions", body).json(); }
 
-  static inline std::vector<RunningService*> services_;
+  static inline TemplateServices services_;
 };
 
-// The calls of a reply, checked: offered functions, arguments that validate.
+// The calls of a reply, checked: offered functions, arguments that validate, no content beside
+// them, OpenAI's call ids.
 json checked_calls(const json& reply) {
-  EXPECT_TRUE(reply.contains("choices")) << reply.dump();
-  if (!reply.contains("choices")) return json::array();
-  const json& c = reply["choices"][0];
-  EXPECT_EQ(c["finish_reason"], "tool_calls") << reply.dump();
-  const json& m = c["message"];
-  EXPECT_TRUE(m["content"].is_null()) << m.dump();
-  json calls = m.value("tool_calls", json::array());
-  EXPECT_FALSE(calls.empty()) << m.dump();
+  const json calls = ggufd::test::checked_calls(reply, {kWeather, kSearch});
+  if (!reply.contains("choices")) return calls;
+  EXPECT_TRUE(reply["choices"][0]["message"]["content"].is_null()) << reply.dump();
   for (const json& call : calls) {
     EXPECT_EQ(call["type"], "function");
     EXPECT_EQ(call["id"].get<std::string>().rfind("call_", 0), 0u) << call.dump();
-    const json args = json::parse(call["function"]["arguments"].get<std::string>());
-    const std::string name = call["function"]["name"];
-    const json& schema = name == "get_weather" ? kWeather["function"]["parameters"] : kSearch["function"]["parameters"];
-    EXPECT_TRUE(name == "get_weather" || name == "search") << name;
-    EXPECT_EQ(test_support::schema_violation(args, schema), "") << args.dump();
   }
   return calls;
 }
