@@ -15,6 +15,7 @@
 #include "engine/text/tools/tagged_calls.h"
 #include "engine/text/tools/tool_grammar.h"
 #include "tests/support/template_cases.h"
+#include "tests/support/tool_parse.h"
 
 namespace engine::tools::tagged_test {  // named: the unity build puts test files together
 namespace {
@@ -32,41 +33,16 @@ std::vector<ToolDef> tools() {
 }
 std::vector<std::string> names() { return {"get_weather", "settings"}; }
 
-struct Parsed {
-  std::string content;
-  std::vector<ToolCall> calls;
-};
+using Parsed = ggufd::test::ParsedCalls;
 
 Parsed parse_pieces(ToolSyntax syntax, const std::vector<std::string>& pieces) {
   ToolCallParser p(syntax, names(), tools());
-  Parsed out;
-  auto take = [&](ToolCallParser::Delta d) {
-    out.content += d.content;
-    for (ToolCall& c : d.calls) out.calls.push_back(std::move(c));
-  };
-  for (const std::string& s : pieces) take(p.push(s));
-  take(p.flush());
-  return out;
+  return ggufd::test::feed(p, pieces);
 }
 
 // Parses `text` whole, byte by byte and cut in two at every byte; all must agree exactly.
 Parsed parse_every_way(ToolSyntax syntax, const std::string& text) {
-  const Parsed whole = parse_pieces(syntax, {text});
-  const auto same = [&](const Parsed& p, const std::string& how) {
-    EXPECT_EQ(p.content, whole.content) << how;
-    ASSERT_EQ(p.calls.size(), whole.calls.size()) << how;
-    for (size_t i = 0; i < p.calls.size(); ++i) {
-      EXPECT_EQ(p.calls[i].name, whole.calls[i].name) << how;
-      EXPECT_EQ(p.calls[i].arguments, whole.calls[i].arguments) << how;
-    }
-  };
-  std::vector<std::string> bytes;
-  for (char c : text) bytes.emplace_back(1, c);
-  same(parse_pieces(syntax, bytes), "byte by byte");
-  for (size_t cut = 0; cut <= text.size(); ++cut) {
-    same(parse_pieces(syntax, {text.substr(0, cut), text.substr(cut)}), "cut at " + std::to_string(cut));
-  }
-  return whole;
+  return ggufd::test::parse_every_way([&] { return ToolCallParser(syntax, names(), tools()); }, text);
 }
 
 std::string repo_template(const std::string& name) {

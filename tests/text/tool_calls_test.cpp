@@ -12,6 +12,7 @@
 #include "engine/text/tools/answer_parser.h"
 #include "engine/text/tools/tool_grammar.h"
 #include "tests/support/shared.h"
+#include "tests/support/tool_parse.h"
 
 namespace engine::tools {
 namespace {
@@ -27,37 +28,16 @@ std::vector<ToolDef> weather_tools() {
   return {w, s};
 }
 
-struct Parsed {
-  std::string content;
-  std::vector<ToolCall> calls;
-};
+using Parsed = ggufd::test::ParsedCalls;
 
 Parsed parse_pieces(ToolSyntax syntax, const std::vector<std::string>& pieces) {
   ToolCallParser p(syntax, names());
-  Parsed out;
-  auto take = [&](ToolCallParser::Delta d) {
-    out.content += d.content;
-    for (ToolCall& c : d.calls) out.calls.push_back(std::move(c));
-  };
-  for (const std::string& s : pieces) take(p.push(s));
-  take(p.flush());
-  return out;
+  return ggufd::test::feed(p, pieces);
 }
 
 // Parses `text` whole, byte by byte and at every single cut; all must agree.
 Parsed parse_every_way(ToolSyntax syntax, const std::string& text) {
-  const Parsed whole = parse_pieces(syntax, {text});
-  std::vector<std::string> bytes;
-  for (char c : text) bytes.emplace_back(1, c);
-  const Parsed each = parse_pieces(syntax, bytes);
-  EXPECT_EQ(each.content, whole.content) << "byte by byte";
-  EXPECT_EQ(each.calls.size(), whole.calls.size()) << "byte by byte";
-  for (size_t cut = 0; cut <= text.size(); ++cut) {
-    const Parsed two = parse_pieces(syntax, {text.substr(0, cut), text.substr(cut)});
-    EXPECT_EQ(two.content, whole.content) << "cut at " << cut;
-    EXPECT_EQ(two.calls.size(), whole.calls.size()) << "cut at " << cut;
-  }
-  return whole;
+  return ggufd::test::parse_every_way([&] { return ToolCallParser(syntax, names()); }, text);
 }
 
 TEST(ToolSyntax, DetectedFromTheSharedTemplates) {
