@@ -83,8 +83,10 @@ void Attention::plan(int64_t il, const KvCache& cache, int n_threads) {
       for (int64_t row0 = 0, row1; row0 < rows; row0 = row1) {
         // a tile never straddles a change of accumulation (f16_accum()) between tokens
         const bool f16 = f16_accum(s.tok_pos[sz(row0 / G)]);
+        // (tokens past the tile are not looked at)
+        const int64_t t_end = std::min<int64_t>(static_cast<int64_t>(s.tok_pos.size()), (row0 + tile + G - 1) / G);
         int64_t t = row0 / G + 1;
-        while (t < static_cast<int64_t>(s.tok_pos.size()) && f16_accum(s.tok_pos[sz(t)]) == f16) ++t;
+        while (t < t_end && f16_accum(s.tok_pos[sz(t)]) == f16) ++t;
         row1 = std::min(t * G, row0 + tile);
         const int64_t q_min = s.tok_pos[sz(row0 / G)], q_max = s.tok_pos[sz((row1 - 1) / G)];
         const int64_t k1 = std::upper_bound(kpos, kpos + n_kv, q_max) - kpos;

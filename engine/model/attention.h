@@ -97,7 +97,7 @@ class Attention {
     int32_t split;       //   of one tile have states partial - split .. partial - split + n_split - 1)
     int32_t n_split;
     int64_t cost;        // rows x keys: costliest items start first
-    bool f16_accum;      // every row's token is below kF16AccumPositions (F16 cache)
+    bool f16_accum;      // every row's token accumulates in f16 (f16_accum(): F16 cache, outside the f32 range)
   };
   void plan(int64_t il, const KvCache& cache, int n_threads);
   void ensure_workers(int n);
