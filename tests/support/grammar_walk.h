@@ -6,6 +6,8 @@
 //   dead_end(g, alphabet, depth)    a prefix over `alphabet` (at most `depth` bytes) after which the
 //                                   grammar can neither end nor take any byte, or nullopt; a breadth-
 //                                   first search over the distinct matcher states.
+//   random_token_walk(cg, vocab, ...)  the same over a token vocabulary, through a TokenConstraint,
+//                                   as constrained generation picks tokens.
 #pragma once
 
 #include <deque>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "engine/text/grammar/matcher.h"
+#include "engine/text/grammar/token_masks.h"
 
 namespace test_support {
 
@@ -73,6 +76,46 @@ inline std::optional<std::string> dead_end(const std::shared_ptr<const engine::g
     }
   }
   return std::nullopt;
+}
+
+struct TokenWalk {
+  std::string text;     // the chosen tokens' bytes
+  bool ended = false;   // the end token was chosen, or the constraint is complete
+  std::string error;    // a state that allowed no token, or a token the constraint refused ("" : none)
+};
+
+// Up to max_steps tokens of `vocab` (`eos`: the end token, no bytes) chosen at random among those
+// `cg` allows; the end as soon as it is allowed after 30 steps, so that walks finish; and, when
+// allowed, each of `prefer` with probability 1/4 (say, tokens that close a string).
+inline TokenWalk random_token_walk(const std::shared_ptr<const engine::grammar::CompiledGrammar>& cg,
+                                   const std::vector<std::string>& vocab, int32_t eos, std::mt19937& rng,
+                                   const std::vector<int32_t>& prefer = {}, int max_steps = 400) {
+  namespace g = engine::grammar;
+  g::TokenConstraint c(cg);
+  TokenWalk w;
+  for (int step = 0; step < max_steps && !w.ended; ++step) {
+    std::vector<int32_t> ids;
+    const g::TokenBits& bits = c.allowed();
+    for (int32_t id = 0; id < static_cast<int32_t>(vocab.size()); ++id) {
+      if (g::test_bit(bits, id)) ids.push_back(id);
+    }
+    if (ids.empty()) {
+      w.error = "no token allowed after: " + w.text;
+      return w;
+    }
+    int32_t id = ids[std::uniform_int_distribution<size_t>(0, ids.size() - 1)(rng)];
+    if (g::test_bit(bits, eos) && step > 30) id = eos;
+    for (const int32_t p : prefer) {
+      if (id != eos && g::test_bit(bits, p) && rng() % 4 == 0) id = p;
+    }
+    if (!c.accept(id)) {
+      w.error = "token " + std::to_string(id) + " refused after: " + w.text;
+      return w;
+    }
+    if (id != eos) w.text += vocab[static_cast<size_t>(id)];
+    w.ended = id == eos || c.complete();
+  }
+  return w;
 }
 
 }  // namespace test_support

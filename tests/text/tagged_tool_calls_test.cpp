@@ -14,6 +14,7 @@
 #include "engine/text/tools/answer_parser.h"
 #include "engine/text/tools/tagged_calls.h"
 #include "engine/text/tools/tool_grammar.h"
+#include "tests/support/grammar_walk.h"
 #include "tests/support/template_cases.h"
 #include "tests/support/tool_parse.h"
 
@@ -356,27 +357,11 @@ TEST(TaggedToolGrammar, RandomGenerationsAlwaysParseIntoValidCalls) {
     auto cg = std::make_shared<const grammar::CompiledGrammar>(forced(syntax), tv);
     int finished = 0;
     for (int run = 0; run < 20; ++run) {
-      grammar::TokenConstraint c(cg);
-      std::string text;
-      bool ended = false;
-      for (int step = 0; step < 400 && !ended; ++step) {
-        std::vector<int32_t> ids;
-        const grammar::TokenBits& bits = c.allowed();
-        for (int32_t id = 0; id < tv->n_vocab(); ++id) {
-          if (grammar::test_bit(bits, id)) ids.push_back(id);
-        }
-        ASSERT_FALSE(ids.empty()) << text;
-        int32_t id = ids[std::uniform_int_distribution<size_t>(0, ids.size() - 1)(rng)];
-        if (grammar::test_bit(bits, eos) && step > 30) id = eos;
-        // leave strings sooner, so that most walks finish
-        for (const int32_t closer : closers) {
-          if (id != eos && grammar::test_bit(bits, closer) && rng() % 4 == 0) id = closer;
-        }
-        ASSERT_TRUE(c.accept(id));
-        if (id != eos) text += vocab[static_cast<size_t>(id)];
-        ended = id == eos || c.complete();
-      }
-      if (!ended) continue;  // cut, as max_tokens would
+      // (leaving strings sooner, so that most walks finish)
+      const test_support::TokenWalk w = test_support::random_token_walk(cg, vocab, eos, rng, closers);
+      ASSERT_EQ(w.error, "");
+      if (!w.ended) continue;  // cut, as max_tokens would
+      const std::string& text = w.text;
       ++finished;
       const Parsed p = parse_pieces(syntax, {text});
       ASSERT_FALSE(p.calls.empty()) << tool_syntax_name(syntax) << ": " << text;

@@ -11,6 +11,7 @@
 #include "engine/text/reasoning.h"
 #include "engine/text/tools/answer_parser.h"
 #include "engine/text/tools/tool_grammar.h"
+#include "tests/support/grammar_walk.h"
 #include "tests/support/shared.h"
 #include "tests/support/tool_parse.h"
 
@@ -320,24 +321,10 @@ TEST(ToolGrammar, RandomGenerationsAlwaysParseIntoValidCalls) {
     o.syntax = syntax;
     auto cg = std::make_shared<const grammar::CompiledGrammar>(tool_grammar(o).grammar, tv);
     for (int run = 0; run < 20; ++run) {
-      grammar::TokenConstraint c(cg);
-      std::string text;
-      bool ended = false;
-      for (int step = 0; step < 400 && !ended; ++step) {
-        std::vector<int32_t> ids;
-        const grammar::TokenBits& bits = c.allowed();
-        for (int32_t id = 0; id < tv->n_vocab(); ++id) {
-          if (grammar::test_bit(bits, id)) ids.push_back(id);
-        }
-        ASSERT_FALSE(ids.empty()) << text;
-        // prefer the end once allowed, so the walks finish
-        int32_t id = ids[std::uniform_int_distribution<size_t>(0, ids.size() - 1)(rng)];
-        if (grammar::test_bit(bits, eos) && step > 30) id = eos;
-        ASSERT_TRUE(c.accept(id));
-        if (id != eos) text += vocab[static_cast<size_t>(id)];
-        ended = id == eos || c.complete();
-      }
-      if (!ended) continue;  // a long string: cut, as max_tokens would
+      const test_support::TokenWalk w = test_support::random_token_walk(cg, vocab, eos, rng);
+      ASSERT_EQ(w.error, "");
+      if (!w.ended) continue;  // a long string: cut, as max_tokens would
+      const std::string& text = w.text;
       const Parsed p = parse_pieces(syntax, {text});
       EXPECT_FALSE(p.calls.empty()) << tool_syntax_name(syntax) << ": " << text;
       EXPECT_EQ(p.content, "") << text;
