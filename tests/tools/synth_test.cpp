@@ -362,6 +362,69 @@ TEST(Synth, TinyGemma3SlidingWindowKeys) {
   expect_forward_runs(model, Tokenizer::from_gguf(model.file()));
 }
 
+// The hybrid shapes cut to small widths (tiny()) with their features: a DeltaNet and gated
+// attention stack with its MTP block, experts beside a shared expert, gemma4's sliding heads,
+// per-layer inputs and shared-KV layers. Every key reaches ggufd's hyperparameters and the pass
+// gives finite logits (DeltaNet's ssm_a decays).
+synth::Options tiny_hybrid(const char* shape, int64_t layers) {
+  synth::Options o = tiny(shape, 1);
+  o.shape = synth::with_layers(o.shape, layers);
+  o.shape.ssm_state = 32;
+  o.shape.ssm_k_heads = 2;
+  o.shape.ssm_v_heads = 4;
+  if (o.shape.n_rot > 0) o.shape.n_rot = 16;  // (qwen35: a quarter of the head turns)
+  o.shape.rope_sections = {3, 3, 2, 0};
+  o.shape.head_dim_swa = 32;
+  o.shape.n_embd_per_layer = 32;
+  if (o.shape.n_expert > 0) {
+    o.shape.n_expert = 8;
+    o.shape.n_ff_exp = 64;
+    o.shape.n_ff_shexp = 64;
+    o.shape.n_ff = 0;
+  }
+  return o;
+}
+
+TEST(Synth, TinyQwen35StackAndMtpBlock) {
+  for (const char* shape : {"qwen3.5-4b", "qwen3.5-35b-a3b"}) {
+    SCOPED_TRACE(shape);
+    const synth::Options o = tiny_hybrid(shape, 4);
+    TempPath out("synth-tiny-qwen35");
+    synth::write_model(o, out.path);
+    const Model model = Model::load(out.path);
+    const HParams& hp = model.hparams();
+    EXPECT_EQ(hp.n_layer, 4);
+    EXPECT_EQ(hp.n_layer_nextn, 1);
+    EXPECT_EQ(hp.recurrent_layer, (std::vector<uint8_t>{1, 1, 1, 0}));
+    EXPECT_EQ(hp.ssm.n_v_heads, 4);
+    EXPECT_EQ(hp.ssm.d_state, 32);
+    EXPECT_EQ(hp.n_rot, 16);
+    EXPECT_EQ(hp.n_expert, o.shape.n_expert);
+    EXPECT_EQ(hp.n_ff_shexp, o.shape.n_ff_shexp);
+    EXPECT_EQ(model.nextn.size(), 1u);
+    EXPECT_EQ(model.output.data == model.tok_embd.data, o.shape.tied);
+    expect_forward_runs(model, Tokenizer::from_gguf(model.file()));
+  }
+}
+
+TEST(Synth, TinyGemma4SharedKvAndPerLayerInputs) {
+  const synth::Options o = tiny_hybrid("gemma4-e4b", 12);
+  EXPECT_EQ(o.shape.n_kv_shared, 6);
+  TempPath out("synth-tiny-gemma4");
+  synth::write_model(o, out.path);
+  const Model model = Model::load(out.path);
+  const HParams& hp = model.hparams();
+  EXPECT_EQ(hp.swa_layer, (std::vector<uint8_t>{1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 0}));
+  EXPECT_EQ(hp.head_k(0), 32);
+  EXPECT_EQ(hp.head_k(5), 64);
+  EXPECT_EQ(hp.kv_layer[6], 4);   // sliding: the last sliding layer with K/V
+  EXPECT_EQ(hp.kv_layer[11], 5);  // global: the last global one
+  EXPECT_EQ(hp.n_embd_per_layer, 32);
+  EXPECT_FLOAT_EQ(hp.final_softcap, 30.0f);
+  EXPECT_EQ(model.per_layer_model_proj.type, TensorType::F16);
+  expect_forward_runs(model, Tokenizer::from_gguf(model.file()));
+}
+
 TEST(Synth, VocabFromAnotherFile) {
   TempPath src("synth-src"), out("synth-copy");
   synth::Options o = synth::demo_options();

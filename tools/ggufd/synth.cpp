@@ -20,6 +20,7 @@ struct SynthArgs {
   uint64_t seed = 1;
   std::string vocab_from;
   int64_t layers = 0;
+  int64_t nextn = -1;
   int64_t n_vocab = 0;
   int threads = 0;
   bool demo = false;
@@ -51,6 +52,13 @@ std::string notes_of(const engine::synth::Shape& s) {
   if (s.n_expert > 0) {
     add("moe-" + std::to_string(s.n_expert) + "x" + std::to_string(s.n_expert_used) + "/" + std::to_string(s.n_ff_exp));
   }
+  if (s.n_ff_shexp > 0) add("shexp-" + std::to_string(s.n_ff_shexp));
+  if (s.full_attn_interval > 0) add("delta-net-" + std::to_string(s.ssm_k_heads) + "x" + std::to_string(s.ssm_v_heads) + "/" + std::to_string(s.ssm_state));
+  if (s.n_nextn > 0) add("mtp-" + std::to_string(s.n_nextn));
+  if (s.head_dim_swa > 0) add("swa-head-" + std::to_string(s.head_dim_swa));
+  if (s.n_embd_per_layer > 0) add("per-layer-" + std::to_string(s.n_embd_per_layer));
+  if (s.n_kv_shared > 0) add("kv-shared-" + std::to_string(s.n_kv_shared));
+  if (s.final_softcap > 0.0f) add("softcap-" + std::to_string(static_cast<int>(s.final_softcap)));
   if (s.is_encoder()) add("encoder");
   static const char* const kPooling[] = {"none", "mean", "cls", "last", "rank"};
   if (s.pooling_type > 0 && s.pooling_type < 5) add(std::string("pool-") + kPooling[s.pooling_type]);
@@ -59,10 +67,10 @@ std::string notes_of(const engine::synth::Shape& s) {
 }
 
 void print_list() {
-  std::printf("%-14s %-10s %8s %6s %6s %5s %5s %6s %7s %s\n", "shape", "arch", "vocab", "embd",
+  std::printf("%-16s %-10s %8s %6s %6s %5s %5s %6s %7s %s\n", "shape", "arch", "vocab", "embd",
               "layers", "heads", "kv", "hdim", "ff", "notes");
   for (const engine::synth::Shape& s : engine::synth::shapes()) {
-    std::printf("%-14s %-10s %8lld %6lld %6lld %5lld %5lld %6lld %7lld %s\n", s.name.c_str(),
+    std::printf("%-16s %-10s %8lld %6lld %6lld %5lld %5lld %6lld %7lld %s\n", s.name.c_str(),
                 s.arch.c_str(), static_cast<long long>(s.n_vocab), static_cast<long long>(s.n_embd),
                 static_cast<long long>(s.n_layer), static_cast<long long>(s.n_head),
                 static_cast<long long>(s.n_head_kv), static_cast<long long>(s.head_size()),
@@ -87,7 +95,8 @@ int run(const SynthArgs& a) {
     o.type = *type;
     o.seed = a.seed;
     o.vocab_from = a.vocab_from;
-    if (a.layers > 0) o.shape.n_layer = a.layers;
+    if (a.layers > 0) o.shape = engine::synth::with_layers(o.shape, a.layers);
+    if (a.nextn >= 0) o.shape.n_nextn = a.nextn;
     if (a.n_vocab > 0) o.shape.n_vocab = a.n_vocab;
   }
   o.threads = a.threads;
@@ -113,7 +122,12 @@ Command add_synth(CLI::App& app) {
                  "Copy the tokenizer (all tokenizer.* keys) from this GGUF file instead of the "
                  "built-in vocabulary (byte-level BPE; WordPiece for encoders)")
       ->check(CLI::ExistingFile);
-  app.add_option("--layers", a->layers, "Override the shape's layer count")->check(CLI::PositiveNumber);
+  app.add_option("--layers", a->layers,
+                 "Override the shape's layer count (gemma4: its shared-KV layers shrink in proportion)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--nextn", a->nextn,
+                 "NextN / MTP blocks after the stack (qwen3.5 shapes: 1, as their converted GGUFs; 0 = none)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--n-vocab", a->n_vocab, "Override the shape's vocabulary size (filler tokens pad it)")
       ->check(CLI::PositiveNumber);
   app.add_option("--threads", a->threads, "Threads (default: all cores)")->check(CLI::NonNegativeNumber);

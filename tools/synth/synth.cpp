@@ -19,6 +19,7 @@
 
 #include "gguf/file.h"
 #include "tools/quantize/quantize.h"
+#include "tools/synth/synth_plan.h"
 
 namespace engine::synth {
 
@@ -252,6 +253,11 @@ void write_tensor(Sink& out, const TensorPlan& t, uint64_t seed, int threads) {
       for (int64_t r = lo; r < hi; ++r) {
         if (t.init == TensorPlan::Init::kOnes) {
           std::fill(x.begin(), x.end(), 1.0f);
+        } else if (t.init == TensorPlan::Init::kPartialRope) {
+          for (int64_t i = 0; i < cols; ++i) x[static_cast<size_t>(i)] = i < cols / 4 ? 1.0f : 1e30f;
+        } else if (t.init == TensorPlan::Init::kDecay) {  // -exp(u), u = -1 + 1.5 Phi(z) uniform in [-1, 0.5)
+          fill_normal(tensor_seed + static_cast<uint64_t>(r0 + r) * 0xD1B54A32D192ED03ull, 1.0f, x.data(), cols);
+          for (float& v : x) v = -std::exp(-1.0f + 0.75f * std::erfc(-v / std::sqrt(2.0f)));
         } else {
           const float sigma =
               t.init == TensorPlan::Init::kFanIn ? 1.0f / std::sqrt(static_cast<float>(cols)) : 0.02f;
@@ -271,7 +277,7 @@ void write_tensor(Sink& out, const TensorPlan& t, uint64_t seed, int threads) {
 // Throws std::runtime_error unless `s` describes a model the engines can run.
 void check_shape(const Shape& s) {
   const bool dense_ok = s.n_layer >= 1 && s.n_embd >= 1 && s.n_head >= 1 && s.n_head_kv >= 1 &&
-                        s.n_head % s.n_head_kv == 0 && s.n_ff >= 1 && s.head_size() % 2 == 0;
+                        s.n_head % s.n_head_kv == 0 && (s.n_ff >= 1 || s.n_expert > 0) && s.head_size() % 2 == 0;
   const bool moe_ok = s.n_expert == 0 || (s.n_expert_used >= 1 && s.n_expert_used <= s.n_expert && s.n_ff_exp >= 1);
   const bool swa_ok = s.n_swa == 0 || (s.n_swa > 0 && s.swa_pattern >= 1);
   const bool encoder_ok = !s.is_encoder() || (s.n_ctx >= 1 && s.n_head_kv == s.n_head && s.head_dim == 0 &&
@@ -279,6 +285,7 @@ void check_shape(const Shape& s) {
   if (!dense_ok || !moe_ok || !swa_ok || !encoder_ok || s.n_expert < 0) {
     throw std::runtime_error("synth: inconsistent shape '" + s.name + "'");
   }
+  if (s.is_hybrid()) detail::check_hybrid_shape(s);
 }
 
 }  // namespace

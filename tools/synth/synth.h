@@ -11,6 +11,7 @@
 // arch hyperparameters and tokenizer.ggml.*), so llama.cpp loads them too.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -25,7 +26,8 @@ namespace engine::synth {
 // A model shape: the hyperparameters of one real model (or the tiny demo).
 struct Shape {
   std::string name;        // "llama-1b"
-  std::string arch;        // general.architecture: llama, qwen2, qwen3, qwen3moe, gemma3, bert, nomic-bert, jina-bert-v2
+  std::string arch;        // general.architecture: llama, qwen2, qwen3, qwen3moe, gemma3, qwen35, qwen35moe,
+                           // gemma4, bert, nomic-bert, jina-bert-v2
   int64_t n_vocab = 0;     // padded to with filler tokens (the built-in vocabulary)
   int64_t n_embd = 0;
   int64_t n_layer = 0;
@@ -68,19 +70,56 @@ struct Shape {
   // softmaxed over the last token's row, and the rerank prompt as tokenizer.chat_template.rerank.
   // 0: no head.
   int64_t n_cls_out = 0;
+  // Hybrid stacks (qwen35, qwen35moe: synth_hybrid.cpp). n_nextn NextN / MTP blocks follow the
+  // n_layer of the stack (block_count = n_layer + n_nextn, nextn_predict_layers): full-attention
+  // blocks with nextn.{eh_proj, enorm, hnorm, shared_head_norm}, as llama.cpp's converter writes
+  // Qwen3.5's mtp.* weights. Every full_attn_interval-th layer is gated attention (attn_q of
+  // 2 x n_head x head rows: queries and their gates; q/k norms), the others Gated DeltaNet:
+  // attn_qkv (2 x ssm_k_heads + ssm_v_heads heads of ssm_state), attn_gate, ssm_conv1d of
+  // ssm_conv taps (F32), ssm_a, ssm_dt.bias, ssm_alpha, ssm_beta, ssm_norm, ssm_out. RoPE turns
+  // n_rot dims (rope.dimension_count; 0: the head size) in IMRoPE rope_sections. The FFN norm is
+  // post_attention_norm.
+  int64_t n_nextn = 0;
+  int64_t n_rot = 0;
+  int64_t full_attn_interval = 0;
+  int64_t ssm_state = 0;
+  int64_t ssm_k_heads = 0;
+  int64_t ssm_v_heads = 0;
+  int64_t ssm_conv = 0;
+  std::array<int32_t, 4> rope_sections{};
+  // Shared expert (qwen35moe): ffn_{gate,up,down}_shexp of n_ff_shexp rows beside the routed
+  // experts, scaled by sigmoid(ffn_gate_inp_shexp . x) (an F32 vector).
+  int64_t n_ff_shexp = 0;
+  // gemma4: sliding layers (as gemma3's pattern) have heads of head_dim_swa and full RoPE, global
+  // ones heads of head_dim and proportional RoPE turning a quarter of the pairs (rope_freqs:
+  // 1, then 1e30); every layer has per-layer inputs of n_embd_per_layer (per_layer_token_embd,
+  // per_layer_model_proj, per_layer_proj_norm; per layer inp_gate, proj, post_norm); the last
+  // n_kv_shared layers have no attn_k / attn_v / attn_k_norm (they read the K/V of the last
+  // earlier layer of their kind); the logits are soft-capped at final_softcap.
+  int64_t head_dim_swa = 0;
+  int64_t n_embd_per_layer = 0;
+  int64_t n_kv_shared = 0;
+  float final_softcap = 0.0f;
 
   int64_t head_size() const { return head_dim ? head_dim : n_embd / n_head; }
   bool is_encoder() const { return arch == "bert" || arch == "nomic-bert" || arch == "jina-bert-v2"; }
   bool is_reranker() const { return n_cls_out > 0; }
+  bool is_hybrid() const { return arch == "qwen35" || arch == "qwen35moe" || arch == "gemma4"; }
+  // gemma4: layer il is sliding (the pattern of n_swa / swa_pattern above).
+  bool sliding(int64_t il) const { return n_swa > 0 && il % swa_pattern < swa_pattern - 1; }
 };
 
 // Built-in shapes: demo, llama-1b, tinyllama, qwen2.5-0.5b, qwen3-1.7b, llama-8b, qwen3-30b-a3b,
-// gemma3-4b, minilm-l6 (all-MiniLM-L6-v2, mean pooling), bert-rerank (a small cross-encoder),
+// gemma3-4b, qwen3.5-4b, qwen3.5-9b, qwen3.5-35b-a3b (with their MTP block), gemma4-e4b, minilm-l6 (all-MiniLM-L6-v2, mean pooling), bert-rerank (a small cross-encoder),
 // nomic-bert (a small nomic-embed-text-v1.5, mean pooling), jina-bert-v2 (a small
 // jina-embeddings-v2 with every optional LayerNorm, mean pooling), jina-rerank (a small
 // jina-reranker-v1), qwen3-rerank (a small Qwen3-Reranker).
 const std::vector<Shape>& shapes();
 std::optional<Shape> find_shape(std::string_view name);
+// `s` with n_layer layers (> 0). gemma4: the shared-KV layers shrink with it so that the first
+// shared layer still follows a global layer preceded by a sliding one (as in the real model),
+// none when that leaves no room.
+Shape with_layers(Shape s, int64_t n_layer);
 
 // A file type ("Q4_K_M") and the llama_ftype number written as general.file_type.
 struct FileType {
@@ -94,8 +133,11 @@ std::optional<FileType> find_file_type(std::string_view name);  // case-insensit
 
 // What one tensor of the file will hold.
 struct TensorPlan {
-  // N(0, 0.02), 1, 1 + N(0, 0.02), N(0, 1 / sqrt(row length)).
-  enum class Init { kNormal, kOnes, kNearOnes, kFanIn };
+  // N(0, 0.02), 1, 1 + N(0, 0.02), N(0, 1 / sqrt(row length)); kDecay: -exp(u), u uniform in
+  // [-1, 0.5) (DeltaNet's ssm_a = -exp(A_log): per-token decays exp(softplus(.) * a) in (0, 1));
+  // kPartialRope: 1 for the first quarter of the row, 1e30 after (gemma4's rope_freqs: those
+  // pairs do not turn).
+  enum class Init { kNormal, kOnes, kNearOnes, kFanIn, kDecay, kPartialRope };
   std::string name;
   gguf::TensorType type;
   std::vector<uint64_t> ne;  // GGUF order: ne[0] is the row length

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "tools/synth/synth.h"
+#include "tools/synth/synth_plan.h"
 
 namespace engine::synth {
 
@@ -39,6 +40,31 @@ const std::vector<Shape>& shapes() {
        .n_head_kv = 4, .head_dim = 256, .n_ff = 10240, .n_ctx = 131072, .rope_base = 1e6f, .rms_eps = 1e-6f,
        .tied = true, .qk_norm = true, .post_norms = true, .n_swa = 1024, .swa_pattern = 6,
        .rope_base_swa = 10000.0f, .rope_linear_factor = 8.0f},
+      // Qwen3.5 (text_config of Qwen/Qwen3.5-4B, -9B, -35B-A3B): Gated DeltaNet with 16 key and 32
+      // value heads of 128, conv 4, every 4th layer gated attention (head 256, a quarter of it
+      // rotated: IMRoPE sections 11, 11, 10), rope_theta 1e7, the one MTP layer
+      // (mtp_num_hidden_layers 1), vocabulary 248320.
+      {.name = "qwen3.5-4b", .arch = "qwen35", .n_vocab = 248320, .n_embd = 2560, .n_layer = 32, .n_head = 16,
+       .n_head_kv = 4, .head_dim = 256, .n_ff = 9216, .n_ctx = 262144, .rope_base = 1e7f, .rms_eps = 1e-6f,
+       .tied = true, .qk_norm = true, .n_nextn = 1, .n_rot = 64, .full_attn_interval = 4, .ssm_state = 128,
+       .ssm_k_heads = 16, .ssm_v_heads = 32, .ssm_conv = 4, .rope_sections = {11, 11, 10, 0}},
+      {.name = "qwen3.5-9b", .arch = "qwen35", .n_vocab = 248320, .n_embd = 4096, .n_layer = 32, .n_head = 16,
+       .n_head_kv = 4, .head_dim = 256, .n_ff = 12288, .n_ctx = 262144, .rope_base = 1e7f, .rms_eps = 1e-6f,
+       .qk_norm = true, .n_nextn = 1, .n_rot = 64, .full_attn_interval = 4, .ssm_state = 128, .ssm_k_heads = 16,
+       .ssm_v_heads = 32, .ssm_conv = 4, .rope_sections = {11, 11, 10, 0}},
+      {.name = "qwen3.5-35b-a3b", .arch = "qwen35moe", .n_vocab = 248320, .n_embd = 2048, .n_layer = 40,
+       .n_head = 16, .n_head_kv = 2, .head_dim = 256, .n_ff = 0, .n_ctx = 262144, .rope_base = 1e7f,
+       .rms_eps = 1e-6f, .qk_norm = true, .n_expert = 256, .n_expert_used = 8, .n_ff_exp = 512,
+       .expert_weights_norm = true, .n_nextn = 1, .n_rot = 64, .full_attn_interval = 4, .ssm_state = 128,
+       .ssm_k_heads = 16, .ssm_v_heads = 32, .ssm_conv = 4, .rope_sections = {11, 11, 10, 0}, .n_ff_shexp = 512},
+      // google/gemma-4-E4B: 42 layers, every 6th global (head 512, 2 KV heads, rope_theta 1e6,
+      // proportional over a quarter), the others sliding over 512 tokens (head 256, theta 1e4),
+      // per-layer inputs of 256, the last 18 layers sharing K/V, soft-cap 30.
+      {.name = "gemma4-e4b", .arch = "gemma4", .n_vocab = 262144, .n_embd = 2560, .n_layer = 42, .n_head = 8,
+       .n_head_kv = 2, .head_dim = 512, .n_ff = 10240, .n_ctx = 131072, .rope_base = 1e6f, .rms_eps = 1e-6f,
+       .tied = true, .qk_norm = true, .post_norms = true, .n_swa = 512, .swa_pattern = 6,
+       .rope_base_swa = 10000.0f, .head_dim_swa = 256, .n_embd_per_layer = 256, .n_kv_shared = 18,
+       .final_softcap = 30.0f},
       // sentence-transformers/all-MiniLM-L6-v2 as llama.cpp's converter writes it.
       {.name = "minilm-l6", .arch = "bert", .n_vocab = 30522, .n_embd = 384, .n_layer = 6, .n_head = 12,
        .n_head_kv = 12, .n_ff = 1536, .n_ctx = 512, .rms_eps = 1e-12f, .n_token_types = 2, .pooling_type = 1},
@@ -122,19 +148,18 @@ uint64_t TensorPlan::n_bytes() const {
 
 namespace {
 
-using Init = TensorPlan::Init;
+// llama.cpp's use_more_bits: the first and last eighth of the layers and every third between.
+bool more_bits_layer(int64_t il, int64_t n) {
+  return il < n / 8 || il >= 7 * n / 8 || (il - n / 8) % 3 == 2;
+}
 
 bool is_float_type(TensorType t) {
   return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16;
 }
 
-// llama.cpp's use_more_bits: the first and last eighth of the layers and every third between.
-bool more_bits(int64_t il, int64_t n) {
-  return il < n / 8 || il >= 7 * n / 8 || (il - n / 8) % 3 == 2;
-}
+}  // namespace
 
-// llama.cpp's fallback for rows that do not fill whole blocks.
-TensorType fit_row(TensorType t, uint64_t cols) {
+TensorType detail::fit_row(TensorType t, uint64_t cols) {
   auto fits = [cols](TensorType x) { return cols % gguf::type_info(x).block_size == 0; };
   if (fits(t)) return t;
   switch (t) {
@@ -150,58 +175,20 @@ TensorType fit_row(TensorType t, uint64_t cols) {
   return fits(TensorType::F16) ? TensorType::F16 : TensorType::F32;
 }
 
-// The type of a weight matrix; `il` is its layer (-1 for token_embd / output), `role` its name
-// without the layer prefix and suffix ("ffn_down_exps").
-TensorType matrix_type(const FileType& ft, const std::string& role, bool is_output, int64_t il,
-                       int64_t n_layer) {
+TensorType detail::matrix_type(const FileType& ft, const std::string& role, bool is_output, int64_t il,
+                               MoreBitsCounts n) {
   if (is_float_type(ft.base)) return ft.base;
   if (is_output) return ft.base == TensorType::Q8_0 ? TensorType::Q8_0 : TensorType::Q6_K;
-  const bool mixed = ft.name == "Q4_K_M" || ft.name == "Q5_K_M";
-  const bool down = role == "ffn_down" || role == "ffn_down_exps";
-  if (mixed && (role == "attn_v" || down) && more_bits(il, n_layer)) return TensorType::Q6_K;
+  if (ft.name != "Q4_K_M" && ft.name != "Q5_K_M") return ft.base;
+  if ((role == "attn_v" || role == "attn_qkv") && more_bits_layer(il, n.attn_v)) return TensorType::Q6_K;
+  if (role.starts_with("ffn_down") && more_bits_layer(il, n.ffn_down)) return TensorType::Q6_K;
   return ft.base;
 }
 
-// Appends one file's tensors in order, each typed by the rules of plan_tensors().
-class Planner {
- public:
-  Planner(const Shape& s, const FileType& ft) : s_(s), ft_(ft) {}
+namespace {
 
-  void vec(std::string name, uint64_t n, Init init) {
-    out_.push_back({std::move(name), TensorType::F32, {n}, init});
-  }
-  // W (rows, cols), or n_expert such matrices: GGUF [cols, rows] / [cols, rows, n_expert].
-  void mat(int64_t il, const std::string& role, uint64_t rows, uint64_t cols, uint64_t n_expert = 0) {
-    const bool is_output = role == "output" || (role == "token_embd" && (s_.tied || s_.is_encoder()));
-    const TensorType t = fit_row(matrix_type(ft_, role, is_output, il, s_.n_layer), cols);
-    std::vector<uint64_t> ne = {cols, rows};
-    if (n_expert > 0) ne.push_back(n_expert);
-    out_.push_back({name(il, role), t, std::move(ne), Init::kNormal});
-  }
-  // The MoE router: always F32.
-  void router(int64_t il, uint64_t n_expert, uint64_t cols) {
-    out_.push_back({name(il, "ffn_gate_inp"), TensorType::F32, {cols, n_expert}, Init::kNormal});
-  }
-  // An encoder's layer or head matrix: typed as mat(), N(0, 1 / sqrt(cols)).
-  void mat_fan_in(int64_t il, const std::string& role, uint64_t rows, uint64_t cols) {
-    mat(il, role, rows, cols);
-    out_.back().init = Init::kFanIn;
-  }
-  // A matrix never quantized (bert's position_embd, token_types): F32 [cols, rows].
-  void mat_f32(const std::string& role, uint64_t rows, uint64_t cols) {
-    out_.push_back({name(-1, role), TensorType::F32, {cols, rows}, Init::kNormal});
-  }
-  std::vector<TensorPlan> take() { return std::move(out_); }
-
-  static std::string name(int64_t il, const std::string& role) {
-    return (il < 0 ? "" : "blk." + std::to_string(il) + ".") + role + ".weight";
-  }
-
- private:
-  const Shape& s_;
-  const FileType& ft_;
-  std::vector<TensorPlan> out_;
-};
+using detail::Planner;
+using Init = TensorPlan::Init;
 
 void plan_attention(Planner& p, const Shape& s, int64_t il) {
   const auto E = static_cast<uint64_t>(s.n_embd), hd = static_cast<uint64_t>(s.head_size());
@@ -260,8 +247,8 @@ std::vector<TensorPlan> plan_encoder(const Shape& s, const FileType& ft) {
   const bool nomic = s.arch == "nomic-bert", jina = s.arch == "jina-bert-v2";
   Planner p(s, ft);
   p.mat(-1, "token_embd", static_cast<uint64_t>(s.n_vocab), E);
-  if (s.n_token_types > 0) p.mat_f32("token_types", static_cast<uint64_t>(s.n_token_types), E);
-  if (!nomic && !jina) p.mat_f32("position_embd", static_cast<uint64_t>(s.n_ctx), E);
+  if (s.n_token_types > 0) p.mat_f32(-1, "token_types", static_cast<uint64_t>(s.n_token_types), E);
+  if (!nomic && !jina) p.mat_f32(-1, "position_embd", static_cast<uint64_t>(s.n_ctx), E);
   layer_norm(p, "token_embd_norm", E);
   for (int64_t il = 0; il < s.n_layer; ++il) {
     const std::string b = "blk." + std::to_string(il) + ".";
@@ -299,6 +286,7 @@ std::vector<TensorPlan> plan_encoder(const Shape& s, const FileType& ft) {
 
 std::vector<TensorPlan> plan_tensors(const Shape& s, const FileType& ft) {
   if (s.is_encoder()) return plan_encoder(s, ft);
+  if (s.is_hybrid()) return detail::plan_hybrid(s, ft);
   const auto E = static_cast<uint64_t>(s.n_embd), V = static_cast<uint64_t>(s.n_vocab);
   Planner p(s, ft);
   p.mat(-1, "token_embd", V, E);
@@ -373,15 +361,15 @@ Metadata model_metadata(const Shape& s, const FileType& ft) {
       {"general.quantization_version", OwnedValue::u32(2)},
       {p + "context_length", u32(s.n_ctx)},
       {p + "embedding_length", u32(s.n_embd)},
-      {p + "block_count", u32(s.n_layer)},
-      {p + "feed_forward_length", u32(s.n_ff)},
-      {p + "attention.head_count", u32(s.n_head)},
-      {p + "attention.head_count_kv", u32(s.n_head_kv)},
-      {p + "attention.layer_norm_rms_epsilon", OwnedValue::f32(s.rms_eps)},
-      {p + "rope.freq_base", OwnedValue::f32(s.rope_base)},
-      {p + "rope.dimension_count", u32(s.head_size())},
-      {p + "vocab_size", u32(s.n_vocab)},
+      {p + "block_count", u32(s.n_layer + s.n_nextn)},
   };
+  if (s.n_ff > 0) m.emplace_back(p + "feed_forward_length", u32(s.n_ff));  // (qwen35moe: none)
+  m.emplace_back(p + "attention.head_count", u32(s.n_head));
+  m.emplace_back(p + "attention.head_count_kv", u32(s.n_head_kv));
+  m.emplace_back(p + "attention.layer_norm_rms_epsilon", OwnedValue::f32(s.rms_eps));
+  m.emplace_back(p + "rope.freq_base", OwnedValue::f32(s.rope_base));
+  m.emplace_back(p + "rope.dimension_count", u32(s.n_rot ? s.n_rot : s.head_size()));
+  m.emplace_back(p + "vocab_size", u32(s.n_vocab));
   if (s.head_dim != 0) {
     m.emplace_back(p + "attention.key_length", u32(s.head_dim));
     m.emplace_back(p + "attention.value_length", u32(s.head_dim));
@@ -389,6 +377,10 @@ Metadata model_metadata(const Shape& s, const FileType& ft) {
   if (s.rope_linear_factor != 0.0f) {
     m.emplace_back(p + "rope.scaling.type", OwnedValue::string("linear"));
     m.emplace_back(p + "rope.scaling.factor", OwnedValue::f32(s.rope_linear_factor));
+  }
+  if (s.is_hybrid()) {
+    detail::append_hybrid_metadata(s, m);
+    return m;
   }
   if (s.n_swa > 0) {
     m.emplace_back(p + "attention.sliding_window", u32(s.n_swa));
