@@ -162,15 +162,7 @@ TEST(Lfm2Answer, ThinkBlockThenACall) {
   const std::string text = "<think>Need the weather.</think>Checking.<|tool_call_start|>[get_weather(city='Rome')]"
                            "<|tool_call_end|>";
   for (size_t step : {size_t{1}, size_t{4}, text.size()}) {
-    AnswerParser p(o);
-    AnswerParser::Delta all;
-    const auto take = [&](AnswerParser::Delta d) {
-      all.reasoning += d.reasoning;
-      all.content += d.content;
-      for (auto& call : d.calls) all.calls.push_back(call);
-    };
-    for (size_t i = 0; i < text.size(); i += step) take(p.push(text.substr(i, step)));
-    take(p.flush());
+    const AnswerParser::Delta all = ggufd::test::answer_in_steps(o, text, step);
     EXPECT_EQ(all.reasoning, "Need the weather.");
     EXPECT_EQ(all.content, "Checking.");
     ASSERT_EQ(all.calls.size(), 1u);

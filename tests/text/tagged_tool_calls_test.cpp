@@ -247,15 +247,7 @@ TEST(Gemma4Answer, TheThoughtChannelThenACall) {
   const std::string text = "<|channel>thought\nNeed the weather.<channel|>Checking.<|tool_call>call:get_weather"
                            "{city:<|\"|>Rome<|\"|>}<tool_call|>";
   for (size_t step : {size_t{1}, size_t{3}, text.size()}) {
-    AnswerParser p(o);
-    AnswerParser::Delta all;
-    const auto take = [&](AnswerParser::Delta d) {
-      all.reasoning += d.reasoning;
-      all.content += d.content;
-      for (auto& call : d.calls) all.calls.push_back(call);
-    };
-    for (size_t i = 0; i < text.size(); i += step) take(p.push(text.substr(i, step)));
-    take(p.flush());
+    const AnswerParser::Delta all = ggufd::test::answer_in_steps(o, text, step);
     EXPECT_EQ(all.reasoning, "Need the weather.");
     EXPECT_EQ(all.content, "Checking.");
     ASSERT_EQ(all.calls.size(), 1u);

@@ -1,5 +1,6 @@
 #include "engine/text/tools/python_calls.h"
 
+#include "engine/text/tokenizer/utf8.h"
 #include "engine/text/tools/section_cursor.h"
 
 namespace engine::tools {
@@ -16,24 +17,10 @@ constexpr std::string_view kClose = "<|tool_call_end|>";
 
 #define READ GGUFD_SECTION_READ
 
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp >= 0xD800 && cp <= 0xDFFF) cp = 0xFFFD;  // a lone surrogate
-  if (cp > 0x10FFFF) cp = 0xFFFD;
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
+// A code point as UTF-8; a lone surrogate or one past U+10FFFF as U+FFFD.
+void append_code_point(std::string& out, uint32_t cp) {
+  const bool valid = cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF);
+  tokenizer::append_utf8(out, valid ? cp : tokenizer::kReplacementChar);
 }
 
 // `n` hex digits at r[k]: their value, or kIncomplete / kInvalid.
@@ -79,7 +66,7 @@ SectionRead escape(std::string_view r, size_t& k, std::string& out) {
           }
         }
       }
-      append_utf8(out, cp);
+      append_code_point(out, cp);
       return SectionRead::kDone;
     }
     default:  // Python keeps an unknown escape as it is
