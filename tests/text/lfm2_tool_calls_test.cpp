@@ -140,6 +140,8 @@ TEST(Lfm2Calls, BrokenOrHostileOutputIsContent) {
       "<|tool_call_start|>[settings(level={1: 2})]<|tool_call_end|>",
       "<|tool_call_start|>[settings(level='\\xZZ')]<|tool_call_end|>",
       "<|tool_call_start|>[settings(level=1e999x)]<|tool_call_end|>",
+      "<|tool_call_start|>[settings(level=3" + std::string(3, '\0') + "0)]<|tool_call_end|>",  // (found by fuzz_answer)
+      "<|tool_call_start|>[settings(level=" + std::string(70, '1') + ")]<|tool_call_end|>",  // a number past 64 characters
       "<|tool_call_start|>[settings(le vel=1)]<|tool_call_end|>",
       "<|tool_call_start|>[" + std::string(300, 'x') + "()]<|tool_call_end|>",
       "<|tool_call_start|>[settings(level=" + std::string(5000, '[') + std::string(5000, ']') + ")]<|tool_call_end|>",

@@ -1,5 +1,7 @@
 #include "engine/text/tools/python_calls.h"
 
+#include <algorithm>
+
 #include "engine/text/tokenizer/utf8.h"
 #include "engine/text/tools/section_cursor.h"
 
@@ -100,28 +102,29 @@ SectionRead read_string(Cursor& c, ojson& out) {
 
 bool delimiter(char ch) { return ch == ',' || ch == ')' || ch == ']' || ch == '}' || ch == ':' || is_space(ch); }
 
-// A number, True, False, None, true, false or null: the text up to a delimiter.
+// A number, True, False, None, true, false or null: the text up to a delimiter. A beginning that
+// the rest of the text cannot make valid is invalid at once, whatever follows (so that a streamed
+// answer reads as the whole one).
 SectionRead read_scalar(Cursor& c, ojson& out) {
   const std::string_view r = c.rest();
   size_t n = 0;
   while (n < r.size() && !delimiter(r[n])) ++n;
   const std::string_view t = r.substr(0, n);
+  if (n > 64) return SectionRead::kInvalid;
+  const bool numeric = std::all_of(t.begin(), t.end(), [](char ch) {
+    return (ch >= '0' && ch <= '9') || ch == '-' || ch == '+' || ch == '.' || ch == 'e' || ch == 'E';
+  });
   if (n == r.size()) {  // it may go on
-    if (n > 64) return SectionRead::kInvalid;
+    if (numeric) return SectionRead::kIncomplete;
     for (std::string_view word : {"True", "False", "None", "true", "false", "null"}) {
       if (word.substr(0, n) == t) return SectionRead::kIncomplete;
     }
-    for (char ch : t) {
-      if (!((ch >= '0' && ch <= '9') || ch == '-' || ch == '+' || ch == '.' || ch == 'e' || ch == 'E')) {
-        return SectionRead::kInvalid;
-      }
-    }
-    return SectionRead::kIncomplete;
+    return SectionRead::kInvalid;
   }
   if (t == "True" || t == "true") out = true;
   else if (t == "False" || t == "false") out = false;
   else if (t == "None" || t == "null") out = nullptr;
-  else if (!t.empty() && (t[0] == '-' || (t[0] >= '0' && t[0] <= '9'))) out = ojson::parse(t, nullptr, false);
+  else if (numeric && !t.empty() && (t[0] == '-' || (t[0] >= '0' && t[0] <= '9'))) out = ojson::parse(t, nullptr, false);
   else return SectionRead::kInvalid;
   if (out.is_discarded()) return SectionRead::kInvalid;
   c.advance(n);
