@@ -227,6 +227,7 @@ TEST(Gemma4Calls, CutOffCallsAreDroppedAndBrokenOnesAreContent) {
       "<|tool_call>call:settings{level:1}<tool_response|>",
       "<|tool_call>call:settings{\"level\":1}<tool_call|>",
       "<|tool_call>call:settings{level:1e999x}<tool_call|>",
+      "<|tool_call>call:settings{level:" + std::string(70, '1') + "}<tool_call|>",  // past 64 characters
       "<|tool_call>call:settings{level:" + std::string(200, '[') + std::string(200, ']') + "}<tool_call|>",  // too deep
   };
   for (const std::string& t : broken) {

@@ -110,7 +110,8 @@ SectionRead read_gemma_scalar(Cursor& c, ojson& out) {
   const std::string_view r = c.rest();
   size_t n = 0;
   while (n < r.size() && r[n] != ',' && r[n] != '}' && r[n] != ']' && r[n] != '<' && !is_space(r[n])) ++n;
-  if (n == r.size()) return n > 64 ? SectionRead::kInvalid : SectionRead::kIncomplete;  // may go on
+  if (n > 64) return SectionRead::kInvalid;  // cut off or whole alike (a streamed answer reads as the whole one)
+  if (n == r.size()) return SectionRead::kIncomplete;  // may go on
   const std::string_view t = r.substr(0, n);
   const bool number = !t.empty() && (t[0] == '-' || (t[0] >= '0' && t[0] <= '9'));
   if (t == "None") {  // what the template writes for a null argument
