@@ -1,5 +1,5 @@
 // libFuzzer target: a model's output as the chat endpoint reads it (AnswerParser: <think> blocks,
-// harmony channels, every tool-call syntax). The first byte picks the syntax (bits 0-2), the
+// harmony channels, every tool-call syntax). The first byte picks the syntax (bits 0-2; bit 6: lfm2), the
 // reasoning kind (bits 3-4) and whether the prompt opened a think block (bit 5); the second byte
 // where the text is cut in two; the rest is the output text.
 //
@@ -44,7 +44,7 @@ AnswerParser::Delta run(const AnswerOptions& o, std::string_view text, size_t cu
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
   AnswerOptions o;
-  o.syntax = static_cast<ToolSyntax>(data[0] & 7);  // all eight syntaxes
+  o.syntax = (data[0] & 0x40) != 0 ? ToolSyntax::kLfm2 : static_cast<ToolSyntax>(data[0] & 7);  // all nine syntaxes
   o.reasoning = static_cast<AnswerOptions::Reasoning>(((data[0] >> 3) & 3) % 3);
   o.starts_in_think = (data[0] & 0x20) != 0;
   o.parse_calls = true;

@@ -141,7 +141,7 @@ TEST(ChatToolsRender, GptOssCasesRenderThroughTheRequestPath) {
   }
 }
 
-// Qwen3.5's and Qwen3-Coder's templates (XML calls) and Gemma 4's, each on a vocabulary with its
+// Qwen3.5's and Qwen3-Coder's templates (XML calls), Gemma 4's and LFM2 / LFM2.5's, each on a vocabulary with its
 // BOS text and its markers as control tokens (which the server shows in the output).
 TEST(ChatToolsRender, Models2026CasesRenderThroughTheRequestPath) {
   const std::string dir = std::string(GGUFD_TEST_DATA_DIR) + "/templates/tools";
@@ -150,6 +150,10 @@ TEST(ChatToolsRender, Models2026CasesRenderThroughTheRequestPath) {
   const engine::Tokenizer gemma = control_vocab("<bos>", "<eos>", {"<|tool_call>", "<tool_call|>", "<|\"|>",
                                                                    "<|channel>", "<channel|>", "<|turn>", "<turn|>"});
   EXPECT_EQ(check_dir(dir, gemma, ToolSyntax::kGemma4, "gemma-4"), 2 * 13);
+  const engine::Tokenizer lfm2 = control_vocab("<|startoftext|>", "<|im_end|>", {"<|im_start|>", "<|tool_call_start|>",
+                                                                                 "<|tool_call_end|>", "<|tool_list_start|>",
+                                                                                 "<|tool_list_end|>"});
+  EXPECT_EQ(check_dir(dir, lfm2, ToolSyntax::kLfm2, "LiquidAI-LFM2"), 3 * 13);
 }
 
 // The markers of the syntax and of Gemma 4's thought channel are shown in the output when they

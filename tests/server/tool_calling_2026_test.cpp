@@ -1,5 +1,5 @@
 // Tool calling over HTTP with 2026's templates on a real tiny model (stories260K): Qwen3.5's XML
-// calls and Gemma 4's notation. Forced calls are valid calls of offered functions, streamed and
+// calls, Gemma 4's notation and LFM2.5's Python list of calls. Forced calls are valid calls of offered functions, streamed and
 // unstreamed alike; calls and reasoning are read out of output a grammar dictates; a round trip of
 // calls and results renders.
 #include <nlohmann/json.hpp>
@@ -25,12 +25,19 @@ class ToolCalling2026 : public testing::TestWithParam<const char*> {
  protected:
   static void SetUpTestSuite() {
     const std::string dir = std::string(GGUFD_TEST_DATA_DIR) + "/templates/";
-    services_.start({dir + "Qwen-Qwen3.5-4B.jinja", dir + "google-gemma-4-31B-it.jinja"});
+    services_.start({dir + "Qwen-Qwen3.5-4B.jinja", dir + "google-gemma-4-31B-it.jinja", dir + "LiquidAI-LFM2.5-8B-A1B.jinja"});
   }
   static void TearDownTestSuite() { services_.stop(); }
-  bool qwen() const { return std::string(GetParam()) == "qwen35"; }
-  void SetUp() override { services_.expect_ready(qwen() ? 0 : 1); }
-  RunningService& service() const { return services_.at(qwen() ? 0 : 1); }
+  size_t which() const {
+    const std::string p = GetParam();
+    return p == "qwen35" ? 0 : p == "gemma4" ? 1 : 2;
+  }
+  // The text of `which()`'s template: Qwen3.5's, Gemma 4's or LFM2.5's.
+  std::string pick(std::string qwen, std::string gemma, std::string lfm2) const {
+    return which() == 0 ? qwen : which() == 1 ? gemma : lfm2;
+  }
+  void SetUp() override { services_.expect_ready(which()); }
+  RunningService& service() const { return services_.at(which()); }
   uint16_t port() const { return service().port(); }
   json chat(json body) const { return post_json(port(), "/v1/chat/completions", body).json(); }
 
@@ -90,10 +97,11 @@ TEST_P(ToolCalling2026, ANamedFunctionIsTheOneCalled) {
 
 // Output in the model's syntax (dictated by a GBNF grammar): reasoning, text, then a call.
 TEST_P(ToolCalling2026, ReasoningTextAndACallAreSplitStreamedOrNot) {
-  const std::string output = qwen() ? "I should search.\n</think>\n\nOK. <tool_call>\n<function=search>\n"
-                                      "<parameter=q>\ncats\n</parameter>\n</function>\n</tool_call>"
-                                    : "<|channel>thought\nI should search.<channel|>OK. <|tool_call>call:search"
-                                      "{q:<|\"|>cats<|\"|>}<tool_call|>";
+  const std::string output = pick("I should search.\n</think>\n\nOK. <tool_call>\n<function=search>\n"
+                                  "<parameter=q>\ncats\n</parameter>\n</function>\n</tool_call>",
+                                  "<|channel>thought\nI should search.<channel|>OK. <|tool_call>call:search"
+                                  "{q:<|\"|>cats<|\"|>}<tool_call|>",
+                                  "<think>I should search.</think>OK. <|tool_call_start|>[search(q='cats')]<|tool_call_end|>");
   json body = {{"messages", one_user_message("x")}, {"tools", {kSearch}}, {"max_tokens", 200},
                {"chat_template_kwargs", {{"enable_thinking", true}}}, {"grammar", "root ::= " + json(output).dump()}};
   const json r = chat(body);
@@ -115,8 +123,8 @@ TEST_P(ToolCalling2026, ReasoningTextAndACallAreSplitStreamedOrNot) {
 
 // A call to a function that was not offered stays text.
 TEST_P(ToolCalling2026, AnUnofferedFunctionIsText) {
-  const std::string output = qwen() ? "<tool_call>\n<function=rm>\n</function>\n</tool_call>"
-                                    : "<|tool_call>call:rm{}<tool_call|>";
+  const std::string output = pick("<tool_call>\n<function=rm>\n</function>\n</tool_call>",
+                                  "<|tool_call>call:rm{}<tool_call|>", "<|tool_call_start|>[rm()]<|tool_call_end|>");
   const json r = chat({{"messages", one_user_message("x")}, {"tools", {kSearch}}, {"max_tokens", 100},
                        {"reasoning_effort", "none"}, {"grammar", "root ::= " + json(output).dump()}});
   ASSERT_TRUE(r.contains("choices")) << r.dump();
@@ -137,7 +145,7 @@ TEST_P(ToolCalling2026, ARoundTripRendersCallsAndResults) {
   EXPECT_GT(with["usage"]["prompt_tokens"].get<int>(), without["usage"]["prompt_tokens"].get<int>() + 10);
 }
 
-INSTANTIATE_TEST_SUITE_P(Templates, ToolCalling2026, testing::Values("qwen35", "gemma4"));
+INSTANTIATE_TEST_SUITE_P(Templates, ToolCalling2026, testing::Values("qwen35", "gemma4", "lfm25"));
 
 }  // namespace
 }  // namespace ggufd::test::tools2026

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/text/tools/answer_parser.h"
 #include "engine/text/tools/tool_call_parser.h"
 
 namespace ggufd::test {
@@ -53,6 +54,22 @@ ParsedCalls parse_every_way(const Make& make, const std::string& text) {
     same(run({text.substr(0, cut), text.substr(cut)}), "cut at " + std::to_string(cut));
   }
   return whole;
+}
+
+// `text` through a fresh AnswerParser of `options`, pushed `step` bytes at a time, then flushed:
+// its reasoning, content and calls put together.
+inline engine::tools::AnswerParser::Delta answer_in_steps(const engine::tools::AnswerOptions& options,
+                                                          const std::string& text, size_t step) {
+  engine::tools::AnswerParser p(options);
+  engine::tools::AnswerParser::Delta all;
+  const auto take = [&](engine::tools::AnswerParser::Delta d) {
+    all.reasoning += d.reasoning;
+    all.content += d.content;
+    for (engine::tools::ToolCall& call : d.calls) all.calls.push_back(std::move(call));
+  };
+  for (size_t i = 0; i < text.size(); i += step) take(p.push(std::string_view(text).substr(i, step)));
+  take(p.flush());
+  return all;
 }
 
 }  // namespace ggufd::test

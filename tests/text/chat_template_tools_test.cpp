@@ -23,9 +23,12 @@ using Json = nlohmann::ordered_json;
 
 // An OpenAI client's message as a server hands it to a template: `content: null` becomes "" and
 // each tool call's function.arguments (a JSON string) becomes the object it encodes, keys in the
-// order sent.
+// order sent, and earlier reasoning goes under both names templates read (reasoning_content,
+// thinking: LFM2.5).
 Json as_template_message(Json message) {
   if (message.contains("content") && message["content"].is_null()) message["content"] = "";
+  if (message.contains("reasoning_content") && !message.contains("thinking")) message["thinking"] = message["reasoning_content"];
+  if (message.contains("thinking") && !message.contains("reasoning_content")) message["reasoning_content"] = message["thinking"];
   if (message.contains("tool_calls")) {
     for (Json& call : message["tool_calls"]) {
       Json& arguments = call["function"]["arguments"];
@@ -85,9 +88,9 @@ TEST(ChatTemplateTools, AllSharedCasesRenderExactly) {
 }
 
 // The repository's own tool cases (tests/data/templates/tools: gpt-oss's harmony tools, Qwen3.5's
-// and Qwen3-Coder's XML calls, Gemma 4's).
+// and Qwen3-Coder's XML calls, Gemma 4's, LFM2 / LFM2.5's).
 TEST(ChatTemplateTools, AllRepositoryCasesRenderExactly) {
-  EXPECT_GE(check_case_dir(std::string(GGUFD_TEST_DATA_DIR) + "/templates/tools"), 11 + 4 * 13);
+  EXPECT_GE(check_case_dir(std::string(GGUFD_TEST_DATA_DIR) + "/templates/tools"), 11 + 7 * 13);
 }
 
 // The conversion above: null content and string arguments, key order kept.
@@ -97,6 +100,7 @@ TEST(ChatTemplateTools, MessagesAreConvertedAsServersDo) {
           "function": {"name": "f", "arguments": "{\"z\": 1, \"a\": [2]}"}}]})"));
   EXPECT_EQ(m["content"], "");
   EXPECT_EQ(m["tool_calls"][0]["function"]["arguments"].dump(), R"({"z":1,"a":[2]})");
+  EXPECT_EQ(as_template_message(Json::parse(R"({"role": "assistant", "reasoning_content": "r"})"))["thinking"], "r");
 }
 
 }  // namespace

@@ -227,6 +227,7 @@ TEST(Gemma4Calls, CutOffCallsAreDroppedAndBrokenOnesAreContent) {
       "<|tool_call>call:settings{level:1}<tool_response|>",
       "<|tool_call>call:settings{\"level\":1}<tool_call|>",
       "<|tool_call>call:settings{level:1e999x}<tool_call|>",
+      "<|tool_call>call:settings{level:" + std::string(70, '1') + "}<tool_call|>",  // past 64 characters
       "<|tool_call>call:settings{level:" + std::string(200, '[') + std::string(200, ']') + "}<tool_call|>",  // too deep
   };
   for (const std::string& t : broken) {
@@ -247,15 +248,7 @@ TEST(Gemma4Answer, TheThoughtChannelThenACall) {
   const std::string text = "<|channel>thought\nNeed the weather.<channel|>Checking.<|tool_call>call:get_weather"
                            "{city:<|\"|>Rome<|\"|>}<tool_call|>";
   for (size_t step : {size_t{1}, size_t{3}, text.size()}) {
-    AnswerParser p(o);
-    AnswerParser::Delta all;
-    const auto take = [&](AnswerParser::Delta d) {
-      all.reasoning += d.reasoning;
-      all.content += d.content;
-      for (auto& call : d.calls) all.calls.push_back(call);
-    };
-    for (size_t i = 0; i < text.size(); i += step) take(p.push(text.substr(i, step)));
-    take(p.flush());
+    const AnswerParser::Delta all = ggufd::test::answer_in_steps(o, text, step);
     EXPECT_EQ(all.reasoning, "Need the weather.");
     EXPECT_EQ(all.content, "Checking.");
     ASSERT_EQ(all.calls.size(), 1u);

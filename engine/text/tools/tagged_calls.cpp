@@ -4,91 +4,19 @@
 #include <map>
 #include <optional>
 
+#include "engine/text/tools/section_cursor.h"
+
 namespace engine::tools {
 
 using ojson = nlohmann::ordered_json;
 
 namespace {
 
-constexpr int kMaxDepth = 128;
-constexpr size_t kMaxName = 256;  // longer function or parameter names are not calls
-
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
-
-// A reading position in a section's text. Each step says whether the text matched, ended in the
-// middle of what was expected (kIncomplete), or is something else (kInvalid).
-class Cursor {
- public:
-  explicit Cursor(std::string_view s) : s_(s) {}
-
-  size_t pos() const { return i_; }
-  bool done() const { return i_ >= s_.size(); }
-  char peek() const { return s_[i_]; }
-  std::string_view rest() const { return s_.substr(i_); }
-  void skip_space() {
-    while (i_ < s_.size() && is_space(s_[i_])) ++i_;
-  }
-  // `lit` next: taken.
-  SectionRead expect(std::string_view lit) {
-    const std::string_view r = rest();
-    if (r.substr(0, lit.size()) == lit) {
-      i_ += lit.size();
-      return SectionRead::kDone;
-    }
-    return lit.substr(0, r.size()) == r ? SectionRead::kIncomplete : SectionRead::kInvalid;
-  }
-  bool starts_with(std::string_view lit) const { return rest().substr(0, lit.size()) == lit; }
-  // Whether the rest is a proper beginning of `lit` (text that may still become it).
-  bool prefix_of(std::string_view lit) const { return rest().size() < lit.size() && lit.substr(0, rest().size()) == rest(); }
-  // The text up to `end` (taken, `end` too), into `out`.
-  SectionRead until(std::string_view end, std::string_view& out) {
-    const size_t k = s_.find(end, i_);
-    if (k == std::string_view::npos) return SectionRead::kIncomplete;
-    out = s_.substr(i_, k - i_);
-    i_ = k + end.size();
-    return SectionRead::kDone;
-  }
-  // A name ending at `stop` (taken if `take`), of 1 to kMaxName characters with none of `bad`.
-  SectionRead name(char stop, std::string_view bad, std::string& out, bool take = true) {
-    for (size_t k = i_; k < s_.size(); ++k) {
-      if (s_[k] == stop) {
-        if (k == i_) return SectionRead::kInvalid;
-        out.assign(s_.substr(i_, k - i_));
-        i_ = take ? k + 1 : k;
-        return SectionRead::kDone;
-      }
-      if (bad.find(s_[k]) != std::string_view::npos || k - i_ >= kMaxName) return SectionRead::kInvalid;
-    }
-    return s_.size() - i_ > kMaxName ? SectionRead::kInvalid : SectionRead::kIncomplete;
-  }
-
- private:
-  std::string_view s_;
-  size_t i_ = 0;
-};
-
-#define READ(step)                                              \
-  do {                                                          \
-    if (const SectionRead r_ = (step); r_ != SectionRead::kDone) \
-      return r_;                                                \
-  } while (0)
-
-bool offered(const std::vector<std::string>& names, const std::string& name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
-// The closing tag after the calls, or the end of the answer in its place.
-SectionResult close_section(Cursor& c, std::string_view close, bool at_end, std::vector<ToolCall> calls) {
-  SectionResult out;
-  c.skip_space();
-  const SectionRead r = c.expect(close);
-  if (r == SectionRead::kInvalid) return {SectionRead::kInvalid, 0, {}};
-  if (r == SectionRead::kIncomplete && !at_end) return out;
-  out.read = SectionRead::kDone;
-  out.consumed = r == SectionRead::kDone ? c.pos() : c.pos() + c.rest().size();
-  out.calls = std::move(calls);
-  return out;
-}
+using section::Cursor;
+using section::close_section;
+using section::kMaxDepth;
+using section::is_space;
+using section::offered;
 
 // ---- Qwen XML ----
 
@@ -121,9 +49,9 @@ ojson xml_value(std::string_view raw, bool as_string) {
 // <function=NAME>\n(<parameter=P>\nVALUE\n</parameter>\n)*</function>
 SectionRead read_xml_function(Cursor& c, const std::vector<std::string>& names, const std::vector<ToolDef>& tools,
                               ToolCall& call) {
-  READ(c.expect("<function="));
+  GGUFD_SECTION_READ(c.expect("<function="));
   std::string name;
-  READ(c.name('>', "<\n", name));
+  GGUFD_SECTION_READ(c.name('>', "<\n", name));
   if (!offered(names, name)) return SectionRead::kInvalid;
   const auto def = std::find_if(tools.begin(), tools.end(), [&](const ToolDef& t) { return t.name == name; });
   ojson args = ojson::object();
@@ -131,11 +59,11 @@ SectionRead read_xml_function(Cursor& c, const std::vector<std::string>& names, 
     c.skip_space();
     if (c.done() || c.prefix_of("</function>") || c.prefix_of("<parameter=")) return SectionRead::kIncomplete;
     if (c.expect("</function>") == SectionRead::kDone) break;
-    READ(c.expect("<parameter="));
+    GGUFD_SECTION_READ(c.expect("<parameter="));
     std::string param;
-    READ(c.name('>', "<\n", param));
+    GGUFD_SECTION_READ(c.name('>', "<\n", param));
     std::string_view raw;
-    READ(c.until("</parameter>", raw));
+    GGUFD_SECTION_READ(c.until("</parameter>", raw));
     if (args.contains(param)) return SectionRead::kInvalid;
     args[param] = xml_value(raw, string_typed(def == tools.end() ? nullptr : &*def, param));
   }
@@ -153,46 +81,24 @@ SectionRead read_gemma_value(Cursor& c, int depth, ojson& out);
 // Bare (up to ':') or quoted; then ':'.
 SectionRead read_gemma_key(Cursor& c, std::string& key) {
   if (c.starts_with(kQuote) || c.prefix_of(kQuote)) {
-    READ(c.expect(kQuote));
+    GGUFD_SECTION_READ(c.expect(kQuote));
     std::string_view k;
-    READ(c.until(kQuote, k));
+    GGUFD_SECTION_READ(c.until(kQuote, k));
     key.assign(k);
     c.skip_space();
     return c.expect(":");
   }
-  READ(c.name(':', "{}[],<\"\n", key));
+  GGUFD_SECTION_READ(c.name(':', "{}[],<\"\n", key));
   while (!key.empty() && is_space(key.back())) key.pop_back();
   return key.empty() ? SectionRead::kInvalid : SectionRead::kDone;
 }
 
-// `open` elements separated by ',' `close`; `element` reads one.
-template <class Element>
-SectionRead read_gemma_list(Cursor& c, char close, Element element) {
-  c.skip_space();
-  if (c.done()) return SectionRead::kIncomplete;
-  if (c.peek() == close) {
-    c.expect(std::string_view(&close, 1));
-    return SectionRead::kDone;
-  }
-  for (;;) {
-    READ(element());
-    c.skip_space();
-    if (c.done()) return SectionRead::kIncomplete;
-    if (c.peek() == close) {
-      c.expect(std::string_view(&close, 1));
-      return SectionRead::kDone;
-    }
-    READ(c.expect(","));
-    c.skip_space();
-  }
-}
-
 SectionRead read_gemma_dict(Cursor& c, int depth, ojson& out) {
   out = ojson::object();
-  READ(c.expect("{"));
-  return read_gemma_list(c, '}', [&] {
+  GGUFD_SECTION_READ(c.expect("{"));
+  return section::read_list(c, '}', [&] {
     std::string key;
-    READ(read_gemma_key(c, key));
+    GGUFD_SECTION_READ(read_gemma_key(c, key));
     if (out.contains(key)) return SectionRead::kInvalid;
     c.skip_space();
     return read_gemma_value(c, depth + 1, out[key]);
@@ -204,7 +110,8 @@ SectionRead read_gemma_scalar(Cursor& c, ojson& out) {
   const std::string_view r = c.rest();
   size_t n = 0;
   while (n < r.size() && r[n] != ',' && r[n] != '}' && r[n] != ']' && r[n] != '<' && !is_space(r[n])) ++n;
-  if (n == r.size()) return n > 64 ? SectionRead::kInvalid : SectionRead::kIncomplete;  // may go on
+  if (n > 64) return SectionRead::kInvalid;  // cut off or whole alike (a streamed answer reads as the whole one)
+  if (n == r.size()) return SectionRead::kIncomplete;  // may go on
   const std::string_view t = r.substr(0, n);
   const bool number = !t.empty() && (t[0] == '-' || (t[0] >= '0' && t[0] <= '9'));
   if (t == "None") {  // what the template writes for a null argument
@@ -222,9 +129,9 @@ SectionRead read_gemma_value(Cursor& c, int depth, ojson& out) {
   if (depth > kMaxDepth) return SectionRead::kInvalid;
   if (c.done()) return SectionRead::kIncomplete;
   if (c.starts_with(kQuote) || c.prefix_of(kQuote)) {
-    READ(c.expect(kQuote));
+    GGUFD_SECTION_READ(c.expect(kQuote));
     std::string_view text;
-    READ(c.until(kQuote, text));
+    GGUFD_SECTION_READ(c.until(kQuote, text));
     out = std::string(text);
     return SectionRead::kDone;
   }
@@ -232,7 +139,7 @@ SectionRead read_gemma_value(Cursor& c, int depth, ojson& out) {
   if (c.peek() == '[') {
     out = ojson::array();
     c.expect("[");
-    return read_gemma_list(c, ']', [&] {
+    return section::read_list(c, ']', [&] {
       out.push_back(nullptr);
       return read_gemma_value(c, depth + 1, out.back());
     });
@@ -270,11 +177,11 @@ SectionResult read_gemma4_section(std::string_view s, bool at_end, const std::ve
   ToolCall call;
   const auto read = [&]() -> SectionRead {
     c.skip_space();
-    READ(c.expect("call:"));
-    READ(c.name('{', "<>}[],:\" \n", call.name, false));
+    GGUFD_SECTION_READ(c.expect("call:"));
+    GGUFD_SECTION_READ(c.name('{', "<>}[],:\" \n", call.name, false));
     if (!offered(names, call.name)) return SectionRead::kInvalid;
     ojson args;
-    READ(read_gemma_dict(c, 0, args));
+    GGUFD_SECTION_READ(read_gemma_dict(c, 0, args));
     call.arguments = args.dump(-1, ' ', false, ojson::error_handler_t::replace);
     return SectionRead::kDone;
   };
@@ -300,7 +207,5 @@ std::string gemma4_text(const ojson& value) {
   }
   return value.is_null() ? "None" : value.dump();  // Jinja2 prints none as None
 }
-
-#undef READ
 
 }  // namespace engine::tools

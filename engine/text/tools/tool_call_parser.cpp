@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/text/tools/python_calls.h"
 #include "engine/text/tools/tagged_calls.h"
 
 namespace engine::tools {
@@ -83,6 +84,9 @@ std::vector<ToolCall> complete_calls(ToolSyntax syntax, std::string_view s, cons
     i = skip_space(s, key + 12);
     if (i >= s.size() || s[i] != ':') return out;
     i = skip_space(s, i + 1);
+  } else if (syntax == ToolSyntax::kLfm2) {
+    SectionResult r = read_lfm2_section(s, true, names);
+    return r.read == SectionRead::kIncomplete ? std::move(r.calls) : out;
   } else if (syntax != ToolSyntax::kMistral && syntax != ToolSyntax::kGranite) {
     return out;  // one call per section: nothing complete in a cut one
   }
@@ -170,9 +174,10 @@ void ToolCallParser::emit_content(std::string_view text, Delta& d) {
 
 ToolCallParser::Section ToolCallParser::parse_section(bool at_end, size_t& consumed, std::vector<ToolCall>& calls) const {
   const std::string_view s = section_;
-  if (syntax_ == ToolSyntax::kQwenXml || syntax_ == ToolSyntax::kGemma4) {
+  if (syntax_ == ToolSyntax::kQwenXml || syntax_ == ToolSyntax::kGemma4 || syntax_ == ToolSyntax::kLfm2) {
     SectionResult r = syntax_ == ToolSyntax::kQwenXml ? read_qwen_xml_section(s, at_end, names_, tools_)
-                                                      : read_gemma4_section(s, at_end, names_);
+                      : syntax_ == ToolSyntax::kGemma4 ? read_gemma4_section(s, at_end, names_)
+                                                       : read_lfm2_section(s, at_end, names_);
     if (r.read != SectionRead::kDone) return r.read == SectionRead::kInvalid ? Section::kInvalid : Section::kIncomplete;
     consumed = r.consumed;
     calls = std::move(r.calls);

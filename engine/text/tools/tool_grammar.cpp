@@ -163,6 +163,8 @@ class Builder {
       case ToolSyntax::kHarmony: return harmony();
       case ToolSyntax::kQwenXml: return repeated(qwen_xml_call(), env("\n"));
       case ToolSyntax::kGemma4: return repeated(gemma4_call(), empty());
+      case ToolSyntax::kLfm2:
+        return seq({lit("<|tool_call_start|>["), repeated(lfm2_call(), env(", ")), lit("]<|tool_call_end|>")});
     }
     return empty();
   }
@@ -304,6 +306,56 @@ class Builder {
     return *any_dict_;
   }
 
+  // LFM2: f(key=value, ...), the schema's properties in order, each value JSON of its schema or
+  // its Python spelling ('text', True, False, None); a function without properties takes any
+  // keywords.
+  Expr lfm2_call() {
+    std::vector<Expr> alts;
+    for (const ToolDef& t : o_.tools) {
+      auto member = [&](const std::string& name, const ojson& schema) {
+        return seq({lit(name + "="), lfm2_value(schema)});
+      };
+      std::optional<Expr> params = members(t, env(", "), member);
+      if (!params) {
+        const CharClass first = CharClass::of('_').add('a', 'z').add('A', 'Z');
+        const Expr kw = seq({cls(first), star(cls(CharClass(first).add('0', '9'))), lit("="), lfm2_value(ojson::object())});
+        params = opt(seq({kw, star(seq({env(", "), kw}))}));
+      }
+      alts.push_back(seq({lit(t.name + "("), std::move(*params), lit(")")}));
+    }
+    const uint32_t r = b_.fresh_rule("call");
+    b_.define(r, alt(std::move(alts)));
+    return ref(r);
+  }
+
+  Expr lfm2_value(const ojson& schema) {
+    std::vector<Expr> alts = {json_value(schema)};
+    const auto has = [&](const char* key) { return schema.is_object() && schema.contains(key); };
+    const auto typed = [&](const char* type) {
+      if (!schema.is_object()) return false;
+      const auto t = schema.find("type");
+      if (t == schema.end()) return true;  // any value
+      if (t->is_string()) return *t == type;
+      return t->is_array() && std::find(t->begin(), t->end(), ojson(type)) != t->end();
+    };
+    const bool closed = has("enum") || has("const") || has("pattern") || has("format") || has("minLength") ||
+                        has("maxLength") || has("anyOf") || has("oneOf") || has("allOf") || has("$ref");
+    if (typed("string") && !closed) {  // 'text' with Python's escapes
+      const Expr plain = cls(CharClass::of('\'').add('\\', '\\').complement());
+      alts.push_back(seq({lit("'"), star(alt({plain, seq({lit("\\"), cls(CharClass::any())})})), lit("'")}));
+    }
+    if (has("enum") && schema["enum"].is_array()) {  // an enum's strings in single quotes too
+      for (const ojson& v : schema["enum"]) {
+        if (v.is_string() && v.get<std::string>().find_first_of("'\\\n") == std::string::npos) {
+          alts.push_back(lit("'" + v.get<std::string>() + "'"));
+        }
+      }
+    }
+    if (typed("boolean") && !closed) alts.insert(alts.end(), {lit("True"), lit("False")});
+    if ((typed("null") || (has("nullable") && schema["nullable"] == true)) && !closed) alts.push_back(lit("None"));
+    return alt(std::move(alts));
+  }
+
   // gpt-oss: one message to a function per answer (<|call|> ends it), after at most one analysis
   // message: [<|channel|>analysis<|message|>...<|end|><|start|>assistant]<|channel|>commentary
   // to=functions.f <|constrain|>json<|message|>{...}. Lazy: from "to=functions." on.
@@ -339,6 +391,7 @@ std::vector<std::string> lazy_triggers(ToolSyntax syntax) {
     case ToolSyntax::kHarmony: return {"to=functions."};
     case ToolSyntax::kQwenXml: return {"<tool_call>"};
     case ToolSyntax::kGemma4: return {"<|tool_call>"};
+    case ToolSyntax::kLfm2: return {"<|tool_call_start|>"};
   }
   return {};
 }

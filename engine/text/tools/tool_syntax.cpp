@@ -12,6 +12,9 @@ ToolSyntax detect_tool_syntax(std::string_view src, bool harmony_vocab) {
   // gpt-oss's template (served on another vocabulary, or read by `ggufd template --template`)
   if (has("<|start|>") && has("<|channel|>") && has("<|message|>")) return ToolSyntax::kHarmony;
   if (has("<|tool_call>call:")) return ToolSyntax::kGemma4;
+  // LFM2 lists the tools between <|tool_list_start|> and <|tool_list_end|>, LFM2.5 after a plain
+  // "List of tools: [" (its templates need not show a call at all)
+  if (has("<|tool_list_start|>") || has("List of tools: [") || has("<|tool_call_start|>")) return ToolSyntax::kLfm2;
   if (has("[TOOL_CALLS]")) return ToolSyntax::kMistral;
   if (has("<|tool_call|>")) return ToolSyntax::kGranite;
   if (has("<tool_call>") && has("<function=") && has("<parameter=")) return ToolSyntax::kQwenXml;
@@ -30,6 +33,7 @@ const char* tool_syntax_name(ToolSyntax syntax) {
     case ToolSyntax::kHarmony: return "harmony";
     case ToolSyntax::kQwenXml: return "qwen_xml";
     case ToolSyntax::kGemma4: return "gemma4";
+    case ToolSyntax::kLfm2: return "lfm2";
   }
   return "generic";
 }
@@ -44,6 +48,7 @@ std::vector<CallMarker> call_markers(ToolSyntax syntax) {
     case ToolSyntax::kHarmony: return {};  // calls are messages to a recipient (HarmonyParser)
     case ToolSyntax::kQwenXml: return {{"<tool_call>", false, false}};
     case ToolSyntax::kGemma4: return {{"<|tool_call>", false, false}};
+    case ToolSyntax::kLfm2: return {{"<|tool_call_start|>", false, false}};
   }
   return {};
 }
@@ -53,6 +58,7 @@ std::vector<std::string> syntax_texts(ToolSyntax syntax) {
   for (CallMarker& m : call_markers(syntax)) out.push_back(std::move(m.text));
   if (syntax == ToolSyntax::kHermes || syntax == ToolSyntax::kQwenXml) out.push_back("</tool_call>");
   if (syntax == ToolSyntax::kGemma4) out.insert(out.end(), {"<tool_call|>", "<|\"|>"});
+  if (syntax == ToolSyntax::kLfm2) out.push_back("<|tool_call_end|>");
   return out;
 }
 

@@ -13,6 +13,8 @@
 //             (a value is text; the function's schema says which are strings and which are JSON)
 //   kGemma4   Gemma 4:                  <|tool_call>call:f{a:<|"|>text<|"|>,n:3,o:{k:[true]}}<tool_call|>
 //             (Gemma's own notation: bare keys, strings between <|"|> marks, no escapes)
+//   kLfm2     LFM2, LFM2.5:             <|tool_call_start|>[f(a="text", n=3), g()]<|tool_call_end|>
+//             (a Python list of calls with keyword arguments; True/False/None or JSON's literals)
 //   kGeneric  any other model: the tools are described in a system message we add, and calls are
 //             a JSON envelope {"tool_calls": [{"name": "f", "arguments": {...}}]}.
 //
@@ -27,7 +29,7 @@
 
 namespace engine::tools {
 
-enum class ToolSyntax { kGeneric, kHermes, kLlama3, kMistral, kGranite, kHarmony, kQwenXml, kGemma4 };
+enum class ToolSyntax { kGeneric, kHermes, kLlama3, kMistral, kGranite, kHarmony, kQwenXml, kGemma4, kLfm2 };
 
 // One function the client offers: name, description and JSON-schema parameters (keys in the
 // order the client sent them).
@@ -49,7 +51,7 @@ struct ToolCall {
 // --template`), else the syntax of the tool markers it writes.
 ToolSyntax detect_tool_syntax(std::string_view template_source, bool harmony_vocab);
 
-// "hermes", "llama3", "qwen_xml", "gemma4", ... (for logs, /props and errors).
+// "hermes", "llama3", "qwen_xml", "gemma4", "lfm2", ... (for logs, /props and errors).
 const char* tool_syntax_name(ToolSyntax syntax);
 
 // Whether the template renders the `tools` variable itself (else the generic system message).

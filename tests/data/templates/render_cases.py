@@ -8,7 +8,7 @@ python3-jinja2); the tests (tests/text/chat_template_test.cpp, chat_template_too
 tests/server/chat_tools_render_test.cpp, tests/tools/template_test.cpp) compare ggufd's rendering with the stored text
 byte for byte."""
 import datetime, json, os, sys
-import jinja2
+import jinja2, jinja2.ext, jinja2.nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 NOW = "2026-11-22T12:00:00"
@@ -20,6 +20,9 @@ TEMPLATES = {  # template -> (bos, eos)
     "Qwen-Qwen3-Coder.jinja": ("<|endoftext|>", "<|im_end|>"),
     "google-gemma-4-31B-it.jinja": ("<bos>", "<eos>"),
     "google-gemma-4-31B-it-interleaved.jinja": ("<bos>", "<eos>"),
+    "LiquidAI-LFM2-8B-A1B.jinja": ("<|startoftext|>", "<|im_end|>"),
+    "LiquidAI-LFM2.5-8B-A1B.jinja": ("<|startoftext|>", "<|im_end|>"),
+    "LiquidAI-LFM2.5-Instruct.jinja": ("<|startoftext|>", "<|im_end|>"),
 }
 CASES = [
     ("single_user", [{"role": "user", "content": "Hello there"}], True),
@@ -143,19 +146,30 @@ MODERN_CASES = [
     ("thinking_disabled", [ASK], TOOLS, {"enable_thinking": False}),
 ]
 for _name in ["Qwen-Qwen3.5-4B.jinja", "Qwen-Qwen3-Coder.jinja", "google-gemma-4-31B-it.jinja",
-              "google-gemma-4-31B-it-interleaved.jinja"]:
+              "google-gemma-4-31B-it-interleaved.jinja", "LiquidAI-LFM2-8B-A1B.jinja", "LiquidAI-LFM2.5-8B-A1B.jinja",
+              "LiquidAI-LFM2.5-Instruct.jinja"]:
     TOOL_CASES[_name] = MODERN_CASES
 
 def as_template_message(m):
     """An OpenAI client's message as servers hand it to a template."""
     m = json.loads(json.dumps(m))
     if "content" in m and m["content"] is None: m["content"] = ""
+    for key in ["reasoning_content", "thinking"]:  # earlier reasoning under both names templates read
+        if key in m: m.setdefault("thinking" if key == "reasoning_content" else "reasoning_content", m[key])
     for c in m.get("tool_calls", []):
         if isinstance(c["function"].get("arguments"), str): c["function"]["arguments"] = json.loads(c["function"]["arguments"])
     return m
 
+class Generation(jinja2.ext.Extension):
+    """{% generation %}...{% endgeneration %} (LFM2.5; transformers' AssistantTracker): renders its body."""
+    tags = {"generation"}
+    def parse(self, parser):
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+        return jinja2.nodes.Scope(body, lineno=lineno)
+
 def render(path, bos, eos, messages, agp, tools=None, variables=None):
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[Generation])
     def raise_exception(msg): raise jinja2.exceptions.TemplateError(msg)
     now = datetime.datetime.fromisoformat(NOW)
     env.globals.update(raise_exception=raise_exception, strftime_now=lambda fmt: now.strftime(fmt))
