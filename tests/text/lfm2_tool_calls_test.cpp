@@ -75,7 +75,7 @@ TEST(Lfm2Calls, TheTemplatesRenderingReadsBackIntoTheArguments) {
       ASSERT_EQ(p.calls.size(), m["tool_calls"].size()) << c["name"];
       for (size_t i = 0; i < p.calls.size(); ++i) {
         const ojson& f = m["tool_calls"][i]["function"];
-        EXPECT_EQ(p.calls[i].name, f["name"]);
+        EXPECT_EQ(p.calls[i].name, f["name"].get<std::string>());
         EXPECT_EQ(nlohmann::json::parse(p.calls[i].arguments), nlohmann::json::parse(f["arguments"].get<std::string>()));
         ++checked;
       }
