@@ -155,6 +155,41 @@ TEST(GrammarMasks, RealVocabularyQwen3) {
   }
 }
 
+// The position walks of one compilation share their state table, which starts over when it fills
+// (make_room): a string of maxLength 3,000 has thousands of positions, each meeting the states of
+// the positions after it, far more than one table holds. The masks must stay exact across that.
+TEST(GrammarMasks, SharedStateTableStaysExactWhenItFills) {
+  const auto g = json_schema_grammar(ojson::parse(R"({"type":"string","maxLength":3000})"));
+  const auto cg = std::make_shared<CompiledGrammar>(g, small_vocab());
+  EXPECT_GT(cg->n_positions(), 8192u);
+  std::mt19937 rng(11);
+  for (int walk = 0; walk < 3; ++walk) {
+    bool ended = false;
+    const std::string text = random_walk(cg, rng, 40, true, ended);
+    if (ended) {
+      EXPECT_TRUE(matches(g, text)) << text;
+    }
+  }
+}
+
+// Found fuzzing (fuzz_request timed out on a forced tool call whose string has maxLength 84): the
+// compile budget bounds the work of one grammar; past it the grammar is refused with an error that
+// says what to reduce, and within it the same grammar compiles.
+TEST(GrammarMasks, CompileBudgetRefusesWithAClearError) {
+  GGUFD_REQUIRE_SHARED("tokenizer/ggml-vocab-qwen3.gguf");
+  const gguf::File file = gguf::File::open(ggufd::test::shared_path("tokenizer/ggml-vocab-qwen3.gguf"));
+  const auto vocab = TokenVocab::from_tokenizer(Tokenizer::from_gguf(file));
+  const auto g = json_schema_grammar(ojson::parse(R"({"type":"object","properties":{"city":{"type":"string","maxLength":84}}})"));
+  try {
+    CompiledGrammar(g, vocab, size_t{1} << 22);
+    ADD_FAILURE() << "compiled past its budget";
+  } catch (const GrammarError& e) {
+    EXPECT_NE(std::string(e.what()).find("too large to prepare for this vocabulary"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("reduce maxLength"), std::string::npos) << e.what();
+  }
+  EXPECT_GT(CompiledGrammar(g, vocab).n_positions(), 84u);
+}
+
 // Found fuzzing: adding a stack to a set compared it with every stack there, so hundreds of live
 // parses (("a"?){200} four times over) cost 100 ms per byte in a release build. Past a few stacks
 // a set is indexed by hash; it must stay exact through duplicates, copies and clears.

@@ -11,7 +11,7 @@ std::shared_ptr<const CompiledGrammar> GrammarCache::get(const std::string& key,
       return it->second->second;
     }
   }
-  auto compiled = std::make_shared<const CompiledGrammar>(build(), vocab_);
+  auto compiled = std::make_shared<const CompiledGrammar>(build(), vocab_, max_visits_);
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = index_.find(key); it != index_.end()) return it->second->second;
   lru_.emplace_front(key, compiled);

@@ -20,8 +20,10 @@ namespace engine::grammar {
 // threads asking for the same new grammar may both compile it; one result is kept).
 class GrammarCache {
  public:
-  GrammarCache(std::shared_ptr<const TokenVocab> vocab, size_t capacity = 64)
-      : vocab_(std::move(vocab)), capacity_(capacity) {}
+  // `max_visits`: the compile budget of each grammar (CompiledGrammar).
+  GrammarCache(std::shared_ptr<const TokenVocab> vocab, size_t capacity = 64,
+               size_t max_visits = CompiledGrammar::kDefaultMaxVisits)
+      : vocab_(std::move(vocab)), capacity_(capacity), max_visits_(max_visits) {}
 
   // The compiled grammar for `key`, building it with `build` (which may throw GrammarError) on a miss.
   std::shared_ptr<const CompiledGrammar> get(const std::string& key,
@@ -33,6 +35,7 @@ class GrammarCache {
   using Entry = std::pair<std::string, std::shared_ptr<const CompiledGrammar>>;
   std::shared_ptr<const TokenVocab> vocab_;
   size_t capacity_;
+  size_t max_visits_;
   mutable std::mutex mu_;
   std::list<Entry> lru_;  // most recent first
   std::unordered_map<std::string, std::list<Entry>::iterator> index_;

@@ -13,11 +13,6 @@ namespace engine::grammar {
 
 namespace {
 
-// Above this many accepted tokens a position keeps a bitmap rather than a list of ids.
-// Trie nodes all the position walks of one compilation may visit (about 5 s of CPU): beyond it a
-// grammar is refused, so no request can make the server compile for minutes.
-constexpr size_t kMaxCompileVisits = size_t{1} << 30;
-
 // The code points that tokens can write (writable()). A token may end inside a character (its
 // last bytes begin one: "a\xC3"); the matcher then needs tokens of continuation bytes to finish
 // it. So a character counts when some tokens write it exactly (one token, or one that begins it and
@@ -157,16 +152,27 @@ std::shared_ptr<const TokenVocab> TokenVocab::from_tokenizer(const Tokenizer& to
 
 namespace {
 
-// The states one walk meets, interned, with their transitions cached: a walk over 150k tokens
-// meets few distinct states (inside a string, every plain character leads back to the same one),
-// so most trie nodes cost one table lookup instead of an automaton step.
+// The states walks meet, interned, with their transitions cached: a walk over 150k tokens meets
+// few distinct states (inside a string, every plain character leads back to the same one), so
+// most trie nodes cost one table lookup instead of an automaton step. The walks of one
+// compilation share a table: the walk from one position mostly meets the states of the positions
+// after it (a string of maxLength n: the walk from character k meets those of k+1..n), so each
+// transition is computed once per compilation, not once per walk.
 class StateTable {
  public:
   static constexpr int32_t kUnknown = -2;
   static constexpr int32_t kDead = -1;
-  static constexpr size_t kMaxStates = 4096;
+  static constexpr size_t kMaxStates = 4096;  // what one walk may meet
 
-  explicit StateTable(Automaton& a) : automaton_(a) {}
+  explicit StateTable(Automaton& a, size_t capacity = kMaxStates) : automaton_(a), capacity_(capacity) {}
+
+  // Forgets every state when fewer than kMaxStates slots are left, so the next walk has them.
+  void make_room() {
+    if (states_.size() + kMaxStates <= capacity_) return;
+    states_.clear();
+    next_.clear();
+    by_hash_.clear();
+  }
 
   int32_t intern(const StackSet& s) {
     const uint64_t h = s.hash();
@@ -174,7 +180,7 @@ class StateTable {
     for (auto it = lo; it != hi; ++it) {
       if (states_[static_cast<size_t>(it->second)].same(s)) return it->second;
     }
-    if (states_.size() >= kMaxStates) return kUnknown;  // full: the caller steps without caching
+    if (states_.size() >= capacity_) return kUnknown;  // full: the caller steps without caching
     states_.push_back(s);
     next_.resize(states_.size() * 256, kUnknown);
     by_hash_.emplace(h, static_cast<int32_t>(states_.size() - 1));
@@ -196,19 +202,18 @@ class StateTable {
 
  private:
   Automaton& automaton_;
+  size_t capacity_;
   std::vector<StackSet> states_;
   std::vector<int32_t> next_;  // [state * 256 + byte]
   std::unordered_multimap<uint64_t, int32_t> by_hash_;
   StackSet tmp_;
 };
 
-}  // namespace
-
-size_t walk_vocab(Automaton& automaton, const TokenVocab& vocab, const StackSet& start, bool local,
-                  TokenBits& accepted, std::vector<int32_t>* uncertain) {
+size_t walk_vocab(StateTable& table, const TokenVocab& vocab, const StackSet& start, bool local, TokenBits& accepted,
+                  std::vector<int32_t>* uncertain) {
   size_t visited = 0;
   const auto& nodes = vocab.nodes();
-  StateTable table(automaton);
+  table.make_room();
   // state[d]: the state after the first d bytes of the current path; ended[d]: some state before
   // depth d had a rule-local stack that left its rule (only in `local` walks).
   std::vector<int32_t> state(vocab.max_depth() + 1);
@@ -236,9 +241,18 @@ size_t walk_vocab(Automaton& automaton, const TokenVocab& vocab, const StackSet&
   return visited;
 }
 
+}  // namespace
+
+size_t walk_vocab(Automaton& automaton, const TokenVocab& vocab, const StackSet& start, bool local,
+                  TokenBits& accepted, std::vector<int32_t>* uncertain) {
+  StateTable table(automaton);
+  return walk_vocab(table, vocab, start, local, accepted, uncertain);
+}
+
 // ---- CompiledGrammar ----
 
-CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocab> vocab)
+CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocab> vocab,
+                                 size_t max_visits)
     : grammar_(std::move(grammar)), vocab_(std::move(vocab)) {
   if (!vocab_->writes_everything()) grammar_ = Grammar::restricted(*grammar_, vocab_->writable());
   const Grammar& g = *grammar_;
@@ -251,13 +265,14 @@ CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::sh
   // The start state, as each sequence's matcher will expand it: a grammar the automaton's limits
   // refuse from the start is refused here, when the request is checked, not when it runs.
   automaton.start_root(start);
+  StateTable table(automaton, 2 * StateTable::kMaxStates);  // shared by the walks below
   for (uint32_t p = 0; p < g.elements().size(); ++p) {
     if (g.element(p).kind != Element::Kind::kClass) continue;
     std::fill(bits.begin(), bits.end(), 0);
     auto mask = std::make_unique<PositionMask>();
     automaton.start_at(p, start);
-    visited += walk_vocab(automaton, *vocab_, start, true, bits, &mask->uncertain);
-    if (visited > kMaxCompileVisits) {
+    visited += walk_vocab(table, *vocab_, start, true, bits, &mask->uncertain);
+    if (visited > max_visits) {
       throw GrammarError("the grammar is too large to prepare for this vocabulary (" + std::to_string(n_positions_) +
                          " of its positions took the whole budget); reduce maxLength, maxItems or the schema's size");
     }
