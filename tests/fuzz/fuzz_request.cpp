@@ -87,13 +87,13 @@ struct Model {
   Model(const Model&) = delete;  // the App points into it
 
   // Compiled output constraints shared across inputs, as the server has; a few, to bound memory.
-  // The compile budget is the server's / 64: the server's allows seconds of CPU (a JSON string's
-  // maxLength of about 1,000 with this vocabulary), which the sanitizers make minutes, past
-  // libFuzzer's timeout; this one refuses what would take more than about 2 s under them (a
-  // maxLength of about 15), so inputs still reach the refusal and stay fast.
+  // The compile budget is the server's / 256: the server's allows tens of seconds of CPU (a JSON
+  // string's maxLength of about 3,000 with this vocabulary), which the sanitizers make minutes,
+  // past libFuzzer's timeout; this one refuses what would take more than about 0.1 s in a release
+  // build (a maxLength of about 12), so inputs still reach the refusal and stay fast under them.
   void use_grammar_cache() {
     grammars = std::make_unique<engine::grammar::GrammarCache>(
-        engine::grammar::TokenVocab::from_tokenizer(tokenizer), 8, engine::grammar::CompiledGrammar::kDefaultMaxVisits / 64);
+        engine::grammar::TokenVocab::from_tokenizer(tokenizer), 8, engine::grammar::CompiledGrammar::kDefaultMaxVisits / 256);
     app->grammars = grammars.get();
   }
 
