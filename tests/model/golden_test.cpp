@@ -89,8 +89,22 @@ bool float_weights(const Model& m) {
 // position's K/V in the later layers, which every later position attends to, so positions after
 // a near-tie are compared with kAfterTie times the tolerance (seen: up to 1.34). The F32 models
 // are compared everywhere at the normal tolerance.
+// A near-tie on either side can flip, so the rule takes the smaller of our margin and llama.cpp's
+// where its margins were recorded (tests/data/reference/golden-route-margins.json: the quantized
+// MoE references of ../shared; elsewhere ours alone). Seen: synth-qwen35moe-Q4_K_M, case 2,
+// position 29: ours 0.0167, llama.cpp's 0.0051, and an error of 6x the tolerance there.
 constexpr float kRouteTie = 0.006f;
 constexpr double kAfterTie = 1.5;
+
+// llama.cpp's route margins of `stem` per case and position, or an empty list.
+std::vector<std::vector<float>> reference_route_margins(const std::string& stem) {
+  static const nlohmann::json all = [] {
+    std::ifstream in(std::string(GGUFD_TEST_DATA_DIR) + "/reference/golden-route-margins.json");
+    return nlohmann::json::parse(in)["models"];
+  }();
+  if (!all.contains(stem)) return {};
+  return all[stem].get<std::vector<std::vector<float>>>();
+}
 
 // llama.cpp's CPU flash attention with an F16 cache accumulates O in f16 on its one-row path (decode,
 // and batches of fewer than 64 query tokens) and in f32 on its tiled path (batches of 64 or more),
@@ -155,13 +169,22 @@ void compare_with_golden(const std::string& stem, KvType kv_type) {
 
   double max_err = 0.0, max_ratio = 0.0;  // worst |o - r|, and worst |o - r| / tolerance
   int route_ties = 0;                     // positions skipped as router near-ties
-  for (const auto& c : golden["cases"]) {
+  const std::vector<std::vector<float>> ref_margins = reference_route_margins(stem);
+  if (!ref_margins.empty()) {
+    ASSERT_EQ(ref_margins.size(), golden["cases"].size()) << stem;
+  }
+  for (size_t ci = 0; ci < golden["cases"].size(); ++ci) {
+    const auto& c = golden["cases"][ci];
     std::vector<int32_t> tokens = c["tokens"].get<std::vector<int32_t>>();
     const size_t n_prompt = tokens.size();
     // gen_top[g] follows greedy[g]; a run that stopped early has fewer gen_top than greedy.
     for (size_t g = 0; g < c["gen_top"].size(); ++g) tokens.push_back(c["greedy"][g].get<int32_t>());
     std::vector<float> margins;
     const std::vector<float> logits = eval_all(model, tokens, pool, 32, &margins, kv_type, n_prompt);
+    if (!ref_margins.empty()) {
+      ASSERT_EQ(ref_margins[ci].size(), tokens.size()) << stem << " case " << ci;
+      for (size_t p = 0; p < tokens.size(); ++p) margins[p] = std::min(margins[p], ref_margins[ci][p]);
+    }
     double slack_after_tie = 1.0;  // kAfterTie once a near-tie has been passed
     for (size_t p = 0; p < tokens.size(); ++p) {
       if (!exact_type && margins[p] < kRouteTie) {
@@ -231,8 +254,10 @@ INSTANTIATE_TEST_SUITE_P(AllModels, Golden, ::testing::ValuesIn(kGoldenModels), 
 // Findings, has the layer-by-layer account): synth-qwen35-Q4_K_M 1.15 / 1.06 / 1.06 / 1.10 and
 // synth-qwen35mtp-Q8_0 3.33 / 2.71 / 2.71 / 2.70 (both: the Gated DeltaNet layers 1-2 depart from
 // llama.cpp's by 2e-3 - 0.1 of their output on the 328-token prompt, while layer 0 agrees to 4e-7);
-// synth-qwen35moe-Q4_K_M 0.85 / 0.84 / 0.84 / 6.06 (avx512vnni only, position 29 of the 19-token
-// prompt, where the router's gap is 0.017: most likely an expert choice that flips); synth-gemma4-Q8_0 1.62 and -Q4_K_M 2.00 (avx512vnni);
+// synth-qwen35moe-Q4_K_M 0.85 / 0.84 / 0.84 / 1.74 (avx512vnni only: position 29 of the 19-token
+// prompt, where our router's gap is 0.017 and llama.cpp's 0.0051, is skipped as a near-tie since
+// the rule takes llama.cpp's margins too; the flip there stays in the recurrent state, and position
+// 32 is 1.74x the tolerance, past kAfterTie, which was set for attention-only models); synth-gemma4-Q8_0 1.62 and -Q4_K_M 2.00 (avx512vnni);
 // synth-gemma4moe-Q4_K_M's router is a near-tie (< kRouteTie) at every position.
 const std::set<std::string> kNotYetPassing = {
     "models-2026/synth-qwen35-Q4_K_M", "models-2026/synth-qwen35moe-Q4_K_M", "models-2026/synth-qwen35mtp-Q8_0",
