@@ -1,5 +1,6 @@
 // Speculative decoding's gain, engine-level (no HTTP): the scheduler on a model with --spec none,
-// ngram (and draft, given a draft model; mtp, for a model with NextN / MTP layers), the modes interleaved repetition by repetition so that
+// ngram (and draft, given a draft model; mtp and mtp-auto -- --spec auto's gate -- for a model with
+// NextN / MTP layers), the modes interleaved repetition by repetition so that
 // a shared machine's drift hits them alike. For each number of slots S, S requests of one prompt
 // run at once; decode is timed from the moment every request has its first token (prefill
 // excluded) to the end, in wall time and in this process's CPU time (steadier than wall time when
@@ -119,7 +120,7 @@ struct Options {
 };
 
 engine::SpecMode mode_of(const std::string& m) {
-  if (m == "mtp") return engine::SpecMode::kMtp;
+  if (m == "mtp" || m == "mtp-auto") return engine::SpecMode::kMtp;
   return m == "ngram" ? engine::SpecMode::kNgram : m == "draft" ? engine::SpecMode::kDraft : engine::SpecMode::kNone;
 }
 
@@ -133,7 +134,8 @@ json run(const Options& o, const engine::Model& model, const engine::Model* draf
   so.n_threads = o.threads;
   so.prefix_cache_bytes = 0;  // each request prefills its prompt; only decode is timed anyway
   so.spec = mode_of(mode);
-  so.draft_max = mode == "mtp" ? o.mtp_draft_max : o.draft_max;
+  so.draft_max = so.spec == engine::SpecMode::kMtp ? o.mtp_draft_max : o.draft_max;
+  so.spec_auto = mode == "mtp-auto";  // the server's --spec auto: slots pause drafts that do not pay
   std::optional<engine::ModelEvaluator> evaluator;
   std::optional<ReplayDrafter> replay;
   std::optional<engine::Scheduler> scheduler;
@@ -181,7 +183,8 @@ json run(const Options& o, const engine::Model& model, const engine::Model* draf
   const engine::SpecStats st = scheduler->stats().spec;
   return {{"mode", mode}, {"slots", slots}, {"tokens", tokens}, {"decode_s", wall}, {"cpu_s", cpu},
           {"tok_s", static_cast<double>(tokens) / wall}, {"tok_per_cpu_s", static_cast<double>(tokens) / cpu},
-          {"draft_tokens", st.draft_tokens}, {"accepted_tokens", st.accepted_tokens}};
+          {"draft_tokens", st.draft_tokens}, {"accepted_tokens", st.accepted_tokens},
+          {"paused_steps", st.paused_steps}};
 }
 
 double median(std::vector<double> v) {
@@ -212,7 +215,10 @@ int main(int argc, char** argv) {
       draft.emplace(engine::Model::load(o.draft));
       o.modes.push_back("draft");
     }
-    if (model.hparams().n_layer_nextn > 0) o.modes.push_back("mtp");  // its own NextN / MTP block
+    if (model.hparams().n_layer_nextn > 0) {  // its own NextN / MTP block, always and as --spec auto uses it
+      o.modes.push_back("mtp");
+      o.modes.push_back("mtp-auto");
+    }
     const engine::Tokenizer tok = engine::Tokenizer::from_gguf(model.file());
     std::ifstream in(o.prompt_file, std::ios::binary);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -52,7 +52,7 @@ struct EngineConfig {
   int cache_ram = 256;              // MiB of KV cache beyond the slots' for prompt prefixes all slots share; 0: no sharing
   std::string cache_dir;            // the prefix cache on disk as well ("": memory only)
   int cache_dir_size = 10240;       // MiB of block files per model in cache_dir (LRU beyond)
-  std::string spec = "auto";        // speculative decoding: auto | none | ngram | draft
+  std::string spec = "auto";        // speculative decoding: auto | none | ngram | mtp | draft
   int draft_max = 16;               // drafts verified per slot and step at most
   int draft_min = 0;                // a shorter proposal is not verified
 };

@@ -87,7 +87,8 @@ std::vector<Setting> engine_settings(EngineConfig& e) {
       {"spec", "--spec", g, "engine",
        "speculative decoding (output unchanged): ngram drafts from the context, draft from --model-draft, "
        "mtp from the model's own NextN / MTP layers; auto: draft with --model-draft, else mtp when the model "
-       "has NextN layers, else none",
+       "has NextN layers (a slot whose drafts are too rarely accepted to pay stops drafting, and tries again "
+       "now and then), else none",
        &e.spec, 0, 0, {"auto", "none", "ngram", "mtp", "draft"}},
       // at most the KV cache's window slack (KvCache::kWindowSlack), so rejected drafts can always go
       {"draft-max", "--draft-max", g, "engine",

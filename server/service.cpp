@@ -162,7 +162,8 @@ void Service::Impl::load() {
     set_pooling(*model, options.pooling, app);
     if (!app.generates) so.n_slots = std::max(so.n_slots, kEncoderSlots);  // no cache: slots are free
     if (options.spec_auto && so.spec == engine::SpecMode::kNone && model->hparams().n_layer_nextn > 0) {
-      so.spec = engine::SpecMode::kMtp;  // the model's own draft head
+      so.spec = engine::SpecMode::kMtp;  // the model's own draft head, where its drafts pay
+      so.spec_auto = true;
     }
     if (so.spec == engine::SpecMode::kMtp && options.draft_max_default) {
       so.draft_max = std::max(ServiceOptions::kMtpDraftMax, so.draft_min);
@@ -287,6 +288,14 @@ void Service::Impl::log_speculation(const engine::SchedulerOptions& so) const {
   }
   spdlog::info("speculative decoding: {}, up to {} drafts per slot and step verified with its next token{}", source,
                so.draft_max, so.draft_min > 1 ? fmt::format(" (proposals under {} dropped)", so.draft_min) : "");
+  if (so.spec_auto) {
+    const engine::DraftGateParams& g = so.draft_gate;
+    spdlog::info("speculative decoding, --spec auto: a slot stops drafting while fewer than {:.2f} of its drafts are "
+                 "accepted (the break-even: a draft costs about that much of a plain step), judged after {} drafted "
+                 "steps; it drafts again after {} plain steps (up to {} after failed tries) and resumes when those "
+                 "drafts are accepted; --spec mtp drafts always",
+                 g.break_even, g.warmup, g.probe_after, g.probe_after_max);
+  }
 }
 
 // Graceful shutdown: refuse new work, let running requests finish within the grace period,

@@ -21,7 +21,8 @@ struct ServiceOptions {
   std::string pooling;                // --pooling: mean | cls | last | rank; "": the model's pooling_type
   std::string draft_model_path;       // with engine.spec kDraft: the draft model (same vocabulary)
   // --spec auto without a draft model (engine.spec kNone): mtp when the model has NextN / MTP
-  // layers, else none.
+  // layers, else none; with mtp so chosen, each slot drafts only while its drafts pay
+  // (engine.spec_auto, engine::DraftGate).
   bool spec_auto = false;
   // --draft-max left at its default: with mtp, drafts per slot and step start at kMtpDraftMax
   // (llama.cpp's default for MTP) rather than engine.draft_max.

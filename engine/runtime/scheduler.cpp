@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include "engine/model/arch.h"
 #include "engine/model/pooling.h"
@@ -50,6 +51,7 @@ Scheduler::Impl::Impl(std::unique_ptr<BatchEvaluator> owned_, BatchEvaluator& ev
   cache_use = eval.cache_use();
   prefix_block = eval.prefix_block();
   spec.mode = drafter != nullptr ? opt.spec : SpecMode::kNone;
+  spec.gated = drafter != nullptr && opt.spec_auto;
   thread = std::thread([this] { loop(); });
 }
 
@@ -169,6 +171,7 @@ void Scheduler::Impl::start(Slot& slot, GenerationRequest&& req) {
   slot.cached.assign(req.prompt.begin(), req.prompt.begin() + static_cast<std::ptrdiff_t>(keep));
   slot.published = 0;
   slot.draft_cap = opt.draft_max;
+  slot.gate = DraftGate(opt.draft_gate);
   const std::shared_ptr<TokenSink> sink = req.sink;  // the request moves into the sequence
   Usage usage;
   usage.prompt_tokens = static_cast<int64_t>(req.prompt.size());
@@ -260,12 +263,18 @@ int32_t Scheduler::Impl::draft_room(const Slot& s) const {
 
 // Asks the drafter for every generating slot with room at once, then keeps what is usable: at most
 // the room, token ids the model has, at least draft_min of them. A drafter that fails proposes
-// nothing: the slots decode plainly in this step.
+// nothing: the slots decode plainly in this step. With spec_auto, a slot whose gate is paused
+// decodes plainly too (and counts the step towards its next probe).
 void Scheduler::Impl::propose_drafts(const std::vector<Slot*>& generating) {
   draft_slots.clear();
   for (Slot* s : generating) {
     const int32_t room = draft_room(*s);
     if (room < std::max(opt.draft_min, 1)) continue;
+    if (opt.spec_auto && s->gate.paused()) {
+      s->gate.plain_step();
+      ++step_paused;
+      continue;
+    }
     draft_slots.push_back({s->id(), s->cached, room, &s->seq->ngram, {}});
   }
   if (draft_slots.empty()) return;
@@ -292,6 +301,7 @@ int64_t Scheduler::Impl::prefill_count(const Slot& s, int64_t budget, bool batch
 void Scheduler::Impl::step() {
   std::vector<std::pair<Slot*, int64_t>> prefill;
   std::vector<Output> outputs, hidden;
+  step_paused = 0;
   build_batch(prefill, outputs, hidden);
   if (batch.size() == 0) return;
   try {
@@ -318,14 +328,21 @@ void Scheduler::Impl::step() {
       slot->seq->generating = true;
     }
   }
-  step_generated = step_drafts = step_accepted = 0;
+  step_generated = step_accepted = 0;
+  step_drafts = 0;  // verified by this pass
+  for (const Slot& s : slots) step_drafts += static_cast<int64_t>(s.draft.size());
   emit_outputs(outputs);
   const BatchEvaluator::CacheUse use = eval.cache_use();
   MutexLock lock(mu);
   throughput.add(Clock::now(), step_generated, n_prompt);
-  spec.draft_tokens += step_drafts;
-  spec.accepted_tokens += step_accepted;
+  publish_spec_counts();
   cache_use = use;
+}
+
+void Scheduler::Impl::publish_spec_counts() {
+  spec.draft_tokens += std::exchange(step_drafts, 0);
+  spec.accepted_tokens += std::exchange(step_accepted, 0);
+  spec.paused_steps += std::exchange(step_paused, 0);
 }
 
 // The slot's K/V of `cached` are all computed: a block of them completed since the last time is
@@ -358,6 +375,12 @@ void check_spec(const SchedulerOptions& o, bool has_draft_model) {
   if (o.draft_min < 0 || o.draft_min > o.draft_max) {
     throw std::invalid_argument("speculative decoding: draft_min must be between 0 and draft_max (" +
                                 std::to_string(o.draft_max) + "), found " + std::to_string(o.draft_min));
+  }
+  const DraftGateParams& g = o.draft_gate;
+  if (o.spec_auto && !(g.break_even >= 0 && g.warmup >= 1 && g.decay > 0 && g.decay <= 1 && g.probe_after >= 1 &&
+                       g.probe_after_max >= g.probe_after)) {
+    throw std::invalid_argument("speculative decoding: the draft gate needs break_even >= 0, warmup >= 1, decay in "
+                                "(0, 1] and 1 <= probe_after <= probe_after_max");
   }
   if (o.spec == SpecMode::kDraft && !has_draft_model) {
     throw std::invalid_argument("speculative decoding with a draft model needs a draft model");

@@ -109,6 +109,11 @@ struct SchedulerOptions {
   SpecMode spec = SpecMode::kNone;
   int draft_max = 16;
   int draft_min = 0;
+  // --spec auto (the server sets it when auto picks mtp): each slot drafts only while its drafts
+  // pay for themselves, by draft_gate's rule (DraftGate, speculation.h), and decodes plainly
+  // otherwise. False: every slot drafts whatever its acceptance (an explicit --spec).
+  bool spec_auto = false;
+  DraftGateParams draft_gate;
 };
 
 // kTooLarge: more requests in one submit_all() than the scheduler can ever hold (capacity()).

@@ -38,6 +38,7 @@ struct Slot {
   size_t accepted = 0;          // this step: drafts the request sampled too
   bool rejected = false;        // this step: a draft was not sampled, the rows after it are void
   int32_t draft_cap = 0;        // drafts to ask for at most: adapts to the request's acceptance
+  DraftGate gate;               // SchedulerOptions::spec_auto: whether the request drafts at all
 
   bool active() const { return seq.has_value(); }
   SeqId id() const { return index; }
@@ -93,6 +94,9 @@ struct Scheduler::Impl {
     return stopping || cancel_requested || !queue.empty() || active_count > 0;
   }
   SubmitStatus admission(int64_t n_requests) const GGUFD_REQUIRES(mu);
+  // Adds the step's draft counts so far to `spec`: at the end of a step, and before a request's
+  // end reaches its sink (whoever reads stats() after its last request ended sees all of them).
+  void publish_spec_counts() GGUFD_REQUIRES(mu);
 
   std::unique_ptr<BatchEvaluator> owned;  // with a Model: the ModelEvaluator
   BatchEvaluator& eval;
@@ -108,7 +112,7 @@ struct Scheduler::Impl {
   int32_t prefix_block = 0;  // tokens per block the evaluator shares; 0: none
   std::vector<DraftSlot> draft_slots;  // propose_drafts()'s
   int64_t step_generated = 0;          // tokens sampled in this step
-  int64_t step_drafts = 0, step_accepted = 0;
+  int64_t step_drafts = 0, step_accepted = 0, step_paused = 0;
 
   // Shared with submitters and stats readers.
   mutable Mutex mu;

@@ -45,13 +45,14 @@ void Scheduler::Impl::check_draft(Slot& slot, size_t link) {
 // The slot's cap follows its acceptance: doubled after a fully accepted proposal, cut to one more
 // than the accepted run after a rejection, so that a request whose drafts keep failing (sampling
 // at a high temperature, text unlike its context) costs a row or two per step, not draft_max.
+// With spec_auto the gate hears of it too, and pauses drafting while it does not pay at all.
 void Scheduler::Impl::settle_drafts() {
   for (Slot& s : slots) {
     if (s.draft.empty()) continue;
-    step_drafts += static_cast<int64_t>(s.draft.size());
     const auto proposed = static_cast<int32_t>(s.draft.size()), accepted = static_cast<int32_t>(s.accepted);
     s.draft_cap = std::clamp(accepted == proposed ? 2 * s.draft_cap : accepted + 1, std::max(opt.draft_min, 1),
                              std::max(opt.draft_max, 1));
+    if (opt.spec_auto) s.gate.drafted(proposed, accepted);
     s.draft.clear();
     s.rejected = false;
     const auto keep = static_cast<int32_t>(s.cached.size());
@@ -172,6 +173,10 @@ void Scheduler::Impl::finish(Slot& slot, FinishReason reason, const std::string&
       reason = FinishReason::kError;
       message = e.what();
     }
+  }
+  {
+    MutexLock lock(mu);
+    publish_spec_counts();
   }
   try {
     seq.req.sink->on_finish(reason, seq.usage, message);

@@ -60,11 +60,61 @@ class NgramDrafter final : public DraftSource {
   void propose(std::span<DraftSlot> slots) override;
 };
 
+// --spec auto's rule for MTP drafting (DraftGate). A draft costs `break_even` of a plain decode step
+// and an accepted one saves a whole step: a step with k drafts, a of them accepted, emits 1 + a tokens
+// for 1 + k * break_even steps' time, a gain exactly when a / k >= break_even.
+// The default is measured (README, Performance: qwen3.5-4b with its NextN block, one slot, acceptance
+// 0): 15.6 tokens/s plain, 9.96 with one draft per step, so a draft (the NextN block, the output head
+// once more, the verification row) costs 15.6 / 9.96 - 1 = 0.57 of a plain step. It is a constant,
+// not timed at run time, so that which steps draft depends only on the tokens (deterministic); a
+// CPU or model where drafts cost otherwise moves the break-even, not the output.
+struct DraftGateParams {
+  double break_even = 0.55;  // accepted per draft below which drafting loses time
+  int warmup = 8;            // drafted steps before the rate is judged (after a start or a resume)
+  double decay = 0.9375;     // per drafted step, of the rate's sums: the last ~16 drafted steps count
+  int probe_after = 16;      // plain steps of a pause before a probe (a step that drafts again)
+  int probe_after_max = 64;  // the pause doubles after each failed probe, up to this
+};
+
+// Whether one sequence drafts in this step (--spec auto, MTP). The rate accepted / drafted is kept
+// over the sequence's recent drafted steps (sums decaying by `decay` per drafted step). After
+// `warmup` drafted steps, a rate under break_even pauses drafting: the sequence decodes plainly for
+// `probe_after` steps, then drafts once more (a probe, as many drafts as its length control allows).
+// A probe with at least break_even of its drafts accepted resumes drafting, warm-up and rate afresh
+// (text that turned predictable: code, repetition); otherwise the pause starts again, twice as long,
+// up to probe_after_max. Bounded: a paused sequence drafts once per probe_after_max + 1 steps at
+// least. It sees only counts, so at temperature 0 the same prompt pauses at the same steps.
+// Thread-safety: none (the scheduler's thread).
+class DraftGate {
+ public:
+  explicit DraftGate(DraftGateParams p = {}) : p_(p) {}
+
+  bool drafting() const { return wait_ == 0; }  // drafts may go into this step
+  bool paused() const { return wait_ > 0; }
+  // After a step whose `proposed` (> 0) drafts were verified and `accepted` of them sampled too.
+  void drafted(int32_t proposed, int32_t accepted);
+  // After a step decoded without drafts because paused() was true.
+  void plain_step();
+  double rate() const { return drafts_ > 0 ? accepted_ / drafts_ : 0; }
+
+ private:
+  void pause(int steps);
+
+  DraftGateParams p_;
+  double drafts_ = 0, accepted_ = 0;  // decayed sums over drafted steps since the last (re)start
+  int steps_ = 0;                     // drafted steps since the last (re)start
+  int wait_ = 0;                      // plain steps left in the pause (0: drafting)
+  int pause_ = 0;                     // the current pause's length (0: never paused)
+  bool probing_ = false;              // the next drafted step is a probe
+};
+
 // Drafts proposed and accepted since the scheduler started (acceptance rate: accepted / proposed).
 struct SpecStats {
   SpecMode mode = SpecMode::kNone;
+  bool gated = false;           // --spec auto: slots pause drafting while it does not pay (DraftGate)
   int64_t draft_tokens = 0;     // drafts verified by the target
   int64_t accepted_tokens = 0;  // of them, tokens the request sampled too (emitted)
+  int64_t paused_steps = 0;     // slot steps decoded without drafts because DraftGate paused them
 };
 
 }  // namespace engine

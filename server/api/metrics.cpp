@@ -65,14 +65,18 @@ void render_prefix_cache(const engine::PrefixCacheStats& p, std::string& out) {
   sample(out, "ggufd_prefix_cache_disk_rejected_total", static_cast<double>(p.disk.rejected));
 }
 
-// Speculative decoding: drafts verified and accepted (acceptance rate: their ratio). Zero when off.
+// Speculative decoding: drafts verified and accepted (acceptance rate: their ratio), and the steps
+// --spec auto decoded plainly. Zero when off.
 void render_speculation(const engine::SpecStats& s, std::string& out) {
   header(out, "ggufd_spec_draft_tokens_total", "counter",
-         "Draft tokens verified by the model (speculative decoding: n-gram or draft model).");
+         "Draft tokens verified by the model (speculative decoding: n-gram, draft model or mtp).");
   sample(out, "ggufd_spec_draft_tokens_total", static_cast<double>(s.draft_tokens));
   header(out, "ggufd_spec_accepted_tokens_total", "counter",
          "Draft tokens accepted: sampled by the request too, and emitted without a step of their own.");
   sample(out, "ggufd_spec_accepted_tokens_total", static_cast<double>(s.accepted_tokens));
+  header(out, "ggufd_spec_paused_steps_total", "counter",
+         "Slot steps decoded without drafts because --spec auto found that slot's drafts did not pay.");
+  sample(out, "ggufd_spec_paused_steps_total", static_cast<double>(s.paused_steps));
 }
 
 }  // namespace

@@ -3,8 +3,8 @@
 // logprobs plain decoding gives, on a dense llama, a quantized one, a mixture of experts and
 // gemma3's sliding-window ring; the model drafting for itself at temperature 0 has every draft
 // accepted; a small model of the same vocabulary drafts for a larger one; a draft model of another
-// vocabulary is refused; a qwen35 file's own NextN block drafts (mtp), and a model without one is
-// refused.
+// vocabulary is refused; a qwen35 file's own NextN block drafts (mtp), under --spec auto only while
+// its drafts are accepted, and a model without one is refused.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -52,11 +52,13 @@ struct Got {
 
 // Every prompt greedy (logprobs, 3 alternatives) and seeded at temperature 0.8, all at once.
 // n_slots 1: one sequence at a time.
+// spec_auto: the server's --spec auto (slots stop drafting where drafts do not pay).
 Got generate(const Model& model, const Tokenizer& tok, int64_t n_ctx, SpecMode mode, const Model* draft = nullptr,
-             bool sampled = true, int n_slots = 4) {
+             bool sampled = true, int n_slots = 4, bool spec_auto = false) {
   // One compute thread: on a loaded machine each barrier of a 2-thread pass may wait a time slice.
   SchedulerOptions o{.n_slots = n_slots, .n_ctx = n_ctx, .max_queue = 16, .prefill_chunk = 32, .n_threads = 1};
   o.spec = mode;
+  o.spec_auto = spec_auto;
   o.draft_max = 8;
   Scheduler s(model, tok, o, draft);
   std::vector<std::shared_ptr<RecordingSink>> sinks;
@@ -184,6 +186,38 @@ TEST(Mtp, GivesPlainDecodingsTokensAndLogprobs) {
     std::printf("[ spec     ] %s mtp, %lld slots: %lld of %lld drafts accepted\n", file.c_str(),
                 static_cast<long long>(n_slots), static_cast<long long>(mtp.stats.spec.accepted_tokens),
                 static_cast<long long>(mtp.stats.spec.draft_tokens));
+  }
+}
+
+// --spec auto: random weights' NextN drafts are hardly ever accepted, so each slot stops drafting
+// after its warm-up and decodes plainly, giving plain decoding's tokens and logprobs, while an
+// explicit --spec mtp drafts in every step. Counted by the scheduler, not timed.
+TEST(Mtp, AutoStopsDraftingWhereDraftsAreNotAccepted) {
+  const std::string file = "models/synth/synth-qwen35mtp-Q8_0.gguf";
+  GGUFD_REQUIRE_SHARED(file);
+  const Model model = Model::load(shared_path(file));
+  const Tokenizer tok = Tokenizer::from_gguf(model.file());
+  const Got plain = generate(model, tok, 256, SpecMode::kNone, nullptr, false);
+  const Got asked = generate(model, tok, 256, SpecMode::kMtp, nullptr, false);
+  const Got automatic = generate(model, tok, 256, SpecMode::kMtp, nullptr, false, 4, true);
+  expect_same(plain, asked);
+  expect_same(plain, automatic);
+  const SpecStats& a = asked.stats.spec;
+  const SpecStats& g = automatic.stats.spec;
+  std::printf("[ spec     ] %s mtp: %lld of %lld drafts accepted; auto: %lld of %lld, %lld steps paused\n",
+              file.c_str(), static_cast<long long>(a.accepted_tokens), static_cast<long long>(a.draft_tokens),
+              static_cast<long long>(g.accepted_tokens), static_cast<long long>(g.draft_tokens),
+              static_cast<long long>(g.paused_steps));
+  ASSERT_LT(a.accepted_tokens * 4, a.draft_tokens) << "random weights: few drafts accepted";
+  EXPECT_FALSE(a.gated);
+  EXPECT_EQ(a.paused_steps, 0);
+  EXPECT_GE(a.draft_tokens, 3 * 46) << "an explicit --spec mtp drafts in every step but the last";
+  EXPECT_TRUE(g.gated);
+  // 3 requests of 48 tokens: 46 steps with room for a draft each, of which a warm-up of 8 drafts.
+  EXPECT_GT(g.paused_steps, 3 * 16);
+  EXPECT_LT(g.draft_tokens, a.draft_tokens / 2);
+  if (a.accepted_tokens == 0 && g.accepted_tokens == 0) {  // one draft per step after the first
+    EXPECT_EQ(g.draft_tokens + g.paused_steps, a.draft_tokens) << "each step either drafted as mtp did or paused";
   }
 }
 

@@ -1,7 +1,8 @@
 // Speculative decoding over HTTP: a server drafting with n-grams or with a draft model answers
 // exactly what a server without drafting answers -- greedy with logprobs, seeded sampling, n > 1,
 // stop strings, max_tokens, streaming, response_format and forced tool calls -- and /metrics
-// counts the drafts; so does a qwen35 file drafting with its own NextN block (--spec mtp, auto);
+// counts the drafts; so does a qwen35 file drafting with its own NextN block (--spec mtp, auto: which
+// stops drafting for the steps where drafts are not accepted, counted too);
 // a draft model that is not a model, or of another vocabulary, and mtp for a model without NextN
 // layers stop the server from loading, saying why.
 #include <nlohmann/json.hpp>
@@ -137,6 +138,12 @@ TEST(SpeculationHttp, AnswersAreTheSameWithMtpDrafts) {
     }
     EXPECT_GT(metric(s->port(), "ggufd_spec_draft_tokens_total"), 0) << (automatic ? "auto picks mtp" : "mtp");
     EXPECT_GE(metric(s->port(), "ggufd_spec_accepted_tokens_total"), 0);
+    // Random weights' drafts are not accepted: auto stops drafting for a while, mtp drafts on.
+    if (automatic) {
+      EXPECT_GT(metric(s->port(), "ggufd_spec_paused_steps_total"), 0);
+    } else {
+      EXPECT_EQ(metric(s->port(), "ggufd_spec_paused_steps_total"), 0);
+    }
   }
 }
 
