@@ -33,7 +33,7 @@ struct ArchTraits {
                     // and experts' biases (gpt-oss)
   bool qk_norm;     // attn_{q,k}_norm required (per-head RMSNorm of Q and K)
   bool post_norms;  // post_attention_norm and post_ffw_norm required (gemma)
-  bool moe;         // a mixture of experts required in every layer
+  bool moe;         // a mixture of experts required in every layer (past leading_dense_block_count)
   bool sinks;       // attn_sinks required (a per-head logit added to the softmax: gpt-oss)
   bool shexp;       // a shared expert beside the routed ones required, sigmoid-gated (qwen2moe)
   std::string_view ffn_norm;  // the pre-FFN norm's tensor (gpt-oss names it post_attention_norm)
@@ -43,6 +43,8 @@ struct ArchTraits {
   // A hybrid stack (hybrid.h): recurrent layers (recurrent_layer: Gated DeltaNet, or lfm2's short
   // convolutions) beside attention layers.
   bool hybrid = false;
+  // How the router's logits weight the experts (moe); lfm2moe's expert_gating_func may choose another.
+  ExpertGating gating = ExpertGating::kSoftmax;
 };
 
 inline constexpr ArchTraits kArchTraits[] = {
@@ -61,7 +63,8 @@ inline constexpr ArchTraits kArchTraits[] = {
     {Arch::kGranite,   "granite",  RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false, false, false, "ffn_norm"},
     {Arch::kSmolLM3,   "smollm3",  RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false, false, false, "ffn_norm"},
     {Arch::kMistral3,  "mistral3", RopeStyle::kNormal, FfnAct::kSilu,     false, false, false, false, false, false, "ffn_norm"},
-    {Arch::kGptOss,    "gpt-oss",  RopeStyle::kNeox,   FfnAct::kSwigluOai, true,  false, false, true,  true,  false, "post_attention_norm"},
+    {Arch::kGptOss,    "gpt-oss",  RopeStyle::kNeox,   FfnAct::kSwigluOai, true,  false, false, true,  true,  false, "post_attention_norm",
+     false, EncoderPositions::kTable, RankHead::kNone, false, ExpertGating::kSoftmaxTopK},
     // encoders: qkv_bias means required attn_{q,k,v}.bias; the FFN is gated when the file has ffn_gate
     //                                                                                         ffn norm  encoder
     {Arch::kBert,      "bert",     RopeStyle::kNormal, FfnAct::kGeluTanh, true,  false, false, false, false, false, "",       true,
@@ -79,6 +82,9 @@ inline constexpr ArchTraits kArchTraits[] = {
      false, EncoderPositions::kTable, RankHead::kNone, true},
     {Arch::kLfm2,      "lfm2",     RopeStyle::kNeox,   FfnAct::kSilu,     false, true,  false, false, false, false, "ffn_norm",
      false, EncoderPositions::kTable, RankHead::kNone, true},
+    // (experts past leading_dense_block_count, with a selection bias exp_probs_b)
+    {Arch::kLfm2Moe,   "lfm2moe",  RopeStyle::kNeox,   FfnAct::kSilu,     false, true,  false, true,  false, false, "ffn_norm",
+     false, EncoderPositions::kTable, RankHead::kNone, true, ExpertGating::kSigmoid},
 };
 
 // The row of `arch` (every Arch has one).

@@ -57,7 +57,7 @@ Forward::Forward(const Model& model, int64_t max_batch, int64_t n_ctx_seq)
   k_.resize(sz(B * hp_.n_head_kv * hp_.max_head_k()));
   v_.resize(sz(B * hp_.n_head_kv * hp_.max_head_v()));
   att_.resize(sz(B * hp_.n_head * hp_.max_head_v()));
-  if (hp_.n_expert == 0 || hp_.experts_beside_ffn) {
+  if (hp_.n_expert == 0 || hp_.experts_beside_ffn || hp_.n_layer_dense_lead > 0) {  // a dense FFN somewhere
     hb_.resize(sz(B * hp_.n_ff));
     hb2_.resize(sz(B * hp_.n_ff));
   }
@@ -95,6 +95,7 @@ Forward::Forward(const Model& model, int64_t max_batch, int64_t n_ctx_seq)
   if (hp_.n_expert > 0) {
     router_.resize(sz(B * hp_.n_expert));
     order_.resize(sz(hp_.n_expert));
+    if (hp_.expert_selection_bias) score_.resize(sz(hp_.n_expert));
     sel_.resize(sz(B * hp_.n_expert_used));
     selw_.resize(sz(B * hp_.n_expert_used));
     const int64_t BK = B * hp_.n_expert_used;
@@ -106,8 +107,8 @@ Forward::Forward(const Model& model, int64_t max_batch, int64_t n_ctx_seq)
     he2_.resize(sz(BK * hp_.n_ff_exp));
     ye_.resize(sz(BK * hp_.n_embd));
     if (hp_.n_ff_shexp > 0) {  // the shared expert's hidden rows in hb_ / hb2_, its output in ys_
-      hb_.resize(sz(B * hp_.n_ff_shexp));
-      hb2_.resize(sz(B * hp_.n_ff_shexp));
+      hb_.resize(std::max(hb_.size(), sz(B * hp_.n_ff_shexp)));
+      hb2_.resize(std::max(hb2_.size(), sz(B * hp_.n_ff_shexp)));
       ys_.resize(sz(B * hp_.n_embd));
     }
     if (hp_.experts_beside_ffn) {  // the dense branch's output in ys_, the router's input in xr_
@@ -337,42 +338,55 @@ void Forward::dense_ffn(const LayerWeights& l, int64_t n, ThreadPool& pool) {
 
 void Forward::route(const LayerWeights& l, const float* in, int64_t n, ThreadPool& pool) {
   const int64_t X = hp_.n_expert, K = hp_.n_expert_used;
-  const bool topk_softmax = hp_.expert_gating == ExpertGating::kSoftmaxTopK;
-  // router = in @ Wgate_inp^T (+ bias)           in (n, E) -> router (n, X); softmax unless
-  // only the chosen experts' logits are
+  const ExpertGating gating = hp_.expert_gating;
+  // router = in @ Wgate_inp^T (+ bias)           in (n, E) -> router (n, X)
   matmul(l.ffn_gate_inp, in, n, router_.data(), pool);
   for (int64_t t = 0; t < n; ++t) {
     float* p = router_.data() + t * X;
     if (!l.ffn_gate_inp_b.empty()) add(p, l.ffn_gate_inp_b.data(), X);
-    if (!topk_softmax) softmax(p, X);
-    // the K highest, best first (and the runner-up, for the margin)
+    // p = the gating's probabilities (kSoftmaxTopK: the logits, softmaxed once chosen)
+    if (gating == ExpertGating::kSoftmax) softmax(p, X);
+    if (gating == ExpertGating::kSigmoid) {
+      for (int64_t e = 0; e < X; ++e) p[e] = 1.0f / (1.0f + std::exp(-p[e]));
+    }
+    // score = what chooses: p, plus the selection bias when the layer has one
+    const float* score = p;
+    if (!l.ffn_exp_probs_b.empty()) {
+      for (int64_t e = 0; e < X; ++e) score_[sz(e)] = p[e] + l.ffn_exp_probs_b[sz(e)];
+      score = score_.data();
+    }
+    // the K best scores, best first (and the runner-up, for the margin)
     for (int32_t e = 0; e < X; ++e) order_[sz(e)] = e;
     const int64_t ranked = std::min(K + 1, X);
     std::partial_sort(order_.begin(), order_.begin() + ranked, order_.end(),
-                      [&](int32_t a, int32_t b) { return p[a] > p[b]; });
-    if (ranked > K) {  // gap in probability over all experts, whatever the gating
-      float gap = p[order_[sz(K - 1)]] - p[order_[sz(K)]];
-      if (topk_softmax) {
-        float z = 0.0f;
-        for (int64_t e = 0; e < X; ++e) z += std::exp(p[e] - p[order_[0]]);
-        gap = (std::exp(p[order_[sz(K - 1)]] - p[order_[0]]) - std::exp(p[order_[sz(K)]] - p[order_[0]])) / z;
-      }
-      float& margin = route_margin_[sz(chunk_begin_ + t)];
-      margin = std::min(margin, gap);
-    }
+                      [&](int32_t a, int32_t b) { return score[a] > score[b]; });
+    if (ranked > K) note_route_margin(t, score, X, K);
     int32_t* sel = sel_.data() + t * K;  // (K,)
     float* w = selw_.data() + t * K;     // (K,)
     float sum = 0.0f;
-    for (int64_t j = 0; j < K; ++j) {
+    for (int64_t j = 0; j < K; ++j) {  // (weights from p: the selection bias never weights)
       sel[j] = order_[sz(j)];
       w[j] = p[sel[j]];
       sum += w[j];
     }
-    if (topk_softmax) softmax(w, K);
+    if (gating == ExpertGating::kSoftmaxTopK) softmax(w, K);
     // renormalized to sum 1 (the sum clamped to f16's smallest normal, as llama.cpp), then scaled
     if (hp_.expert_weights_norm) scale(w, 1.0f / std::max(sum, 6.103515625e-5f), K);
     if (hp_.expert_weights_scale != 0.0f && hp_.expert_weights_scale != 1.0f) scale(w, hp_.expert_weights_scale, K);
   }
+}
+
+void Forward::note_route_margin(int64_t t, const float* score, int64_t X, int64_t K) {
+  const float last = score[order_[sz(K - 1)]], next = score[order_[sz(K)]];
+  float gap = last - next;  // in the selection score (softmax: probability; sigmoid: sigmoid + bias)
+  if (hp_.expert_gating == ExpertGating::kSoftmaxTopK) {  // scores are logits: the gap in probability over all experts
+    const float top = score[order_[0]];
+    float z = 0.0f;
+    for (int64_t e = 0; e < X; ++e) z += std::exp(score[e] - top);
+    gap = (std::exp(last - top) - std::exp(next - top)) / z;
+  }
+  float& margin = route_margin_[sz(chunk_begin_ + t)];
+  margin = std::min(margin, gap);
 }
 
 // The n * K choices are grouped by expert, so each chosen expert's weights are read once for the

@@ -83,9 +83,9 @@ class Forward {
   // F16 caches: the positions whose attention accumulates in f32 (Attention::set_f32_accum_range;
   // tests reproducing llama.cpp's batches). Not for a Forward whose cache is shared by prefix.
   void set_f32_accum_range(int32_t begin, int32_t end) { attention_.set_f32_accum_range(begin, end); }
-  // MoE only: for token i of the last batch, the smallest gap over the layers between the router
-  // probabilities (softmax over all experts, whatever the gating) of its last chosen expert and the best
-  // expert not chosen. A gap near 0 is a
+  // MoE only: for token i of the last batch, the smallest gap over the layers between the selection
+  // scores of its last chosen expert and the best expert not chosen: router probabilities (softmax
+  // over all experts; kSoftmaxTopK too), or sigmoid + selection bias (kSigmoid). A gap near 0 is a
   // near-tie another implementation may resolve the other way (tests use it; 1 for dense models).
   float route_margin(int64_t i) const { return route_margin_.empty() ? 1.0f : route_margin_[static_cast<size_t>(i)]; }
 
@@ -104,6 +104,9 @@ class Forward {
   void moe_ffn(const LayerWeights& l, const float* router_in, int64_t n, ThreadPool& pool);
   // The router's top-k experts of each token, from in (n, E): sel_ (n, k) ids and selw_ (n, k) weights.
   void route(const LayerWeights& l, const float* in, int64_t n, ThreadPool& pool);
+  // Lowers token t's route_margin_ to the gap between score[order_[K - 1]] and score[order_[K]]
+  // (score (X,): what chose the experts; kSoftmaxTopK: logits, the gap taken in probability).
+  void note_route_margin(int64_t t, const float* score, int64_t X, int64_t K);
   // gemma4 (forward_gemma4.cpp). xb (n, E) = the FFN's normed input -> xb2 (n, E): the dense FFN
   // and the experts side by side, each post-normed, summed (HParams::experts_beside_ffn).
   void ffn_beside_experts(const LayerWeights& l, int64_t n, ThreadPool& pool);
@@ -201,7 +204,8 @@ class Forward {
   std::vector<float> xout_;     // (B, n_embd) final-normed rows that want logits
   // Mixture of experts (empty for a dense model).
   std::vector<float> router_;   // (B, n_expert) router logits, then probabilities
-  std::vector<int32_t> order_;  // (n_expert,) experts ranked by one token's router
+  std::vector<int32_t> order_;  // (n_expert,) experts ranked by one token's selection score
+  std::vector<float> score_;    // (n_expert,) one token's selection score: probability + exp_probs_b
   std::vector<int32_t> sel_;    // (B, n_expert_used) chosen experts of each token
   std::vector<float> selw_;     // (B, n_expert_used) their weights
   std::vector<int64_t> first_;  // (n_expert + 1,) first row of each expert in xe (counting sort)

@@ -30,6 +30,15 @@ std::optional<PoolingType> find_pooling(std::string_view name) {
   return std::nullopt;
 }
 
+const char* gating_name(ExpertGating g) {
+  switch (g) {
+    case ExpertGating::kSoftmax: return "softmax";
+    case ExpertGating::kSoftmaxTopK: return "softmax over the top-k logits";
+    case ExpertGating::kSigmoid: return "sigmoid";
+  }
+  return "softmax";
+}
+
 const ArchTraits& arch_traits(Arch arch) {
   for (const ArchTraits& a : kArchTraits) {
     if (a.arch == arch) return a;
@@ -187,6 +196,7 @@ void read_arch_hparams(const gguf::File& file, const std::string& p, HParams& hp
       read_gemma4_hparams(file, p, hp);
       break;
     case Arch::kLfm2:
+    case Arch::kLfm2Moe:
       read_short_conv_hparams(file, p, hp);
       break;
     case Arch::kJinaBertV2:  // llama.cpp's fixed value (no key)
@@ -214,7 +224,9 @@ int64_t per_layer_kv_heads(const gguf::File& file, const std::string& p, const g
                      std::to_string(hp.n_head) + "]");
     }
     if (v == 0) {
-      if (hp.arch != Arch::kLfm2) fail(file, key + " entry " + std::to_string(il) + " is 0: layers without attention are supported for lfm2 only");
+      if (hp.arch != Arch::kLfm2 && hp.arch != Arch::kLfm2Moe) {
+        fail(file, key + " entry " + std::to_string(il) + " is 0: layers without attention are supported for lfm2 and lfm2moe only");
+      }
       hp.recurrent_layer[static_cast<size_t>(il)] = 1;
     } else if (n_kv != 0 && v != n_kv) {
       fail(file, key + ": layer " + std::to_string(il) + " has " + std::to_string(v) + " K/V heads where earlier ones have " +
@@ -258,6 +270,31 @@ void read_experts(const gguf::File& file, const std::string& p, const ArchTraits
     hp.n_ff_shexp = shff ? positive(file, p + "expert_shared_feed_forward_length", *shff) : hp.n_ff;
   }
   hp.expert_weights_scale = finite(file, p + "expert_weights_scale", file.find_f64(p + "expert_weights_scale").value_or(0.0), false);
+  hp.expert_gating = traits.gating;
+}
+
+// lfm2moe, as llama.cpp's lfm2moe.cpp reads it: leading_dense_block_count (optional; those layers
+// have the dense FFN of feed_forward_length), expert_feed_forward_length and expert_gating_func
+// (required; 1 softmax, 2 sigmoid); expert_weights_scale is not read (the weights are unscaled).
+void read_lfm2moe_experts(const gguf::File& file, const std::string& p, HParams& hp) {
+  if (const auto lead = file.find_u64(p + "leading_dense_block_count")) {
+    if (*lead > static_cast<uint64_t>(hp.n_layer)) {
+      fail(file, p + "leading_dense_block_count = " + std::to_string(*lead) + " exceeds block_count (" +
+                     std::to_string(hp.n_layer) + ")");
+    }
+    hp.n_layer_dense_lead = static_cast<int64_t>(*lead);
+  }
+  if (hp.n_layer_dense_lead > 0 && hp.n_ff == 0) {
+    fail(file, p + "feed_forward_length is missing: the leading dense layers need it");
+  }
+  if (!file.find_u64(p + "expert_feed_forward_length")) fail(file, p + "expert_feed_forward_length is missing");
+  const uint64_t func = file.get_u64(p + "expert_gating_func");
+  if (func != 1 && func != 2) {
+    fail(file, p + "expert_gating_func = " + std::to_string(func) + " is not supported (1 softmax, 2 sigmoid)");
+  }
+  hp.expert_gating = func == 1 ? ExpertGating::kSoftmax : ExpertGating::kSigmoid;
+  hp.expert_selection_bias = true;
+  hp.expert_weights_scale = 0.0f;
 }
 
 }  // namespace
@@ -340,10 +377,8 @@ HParams read_hparams(const gguf::File& file) {
                                                                 file.find_f64(p + "rope.scaling.yarn_log_multiplier").value_or(0.0), false)
                                                       : 0.0f);
   read_experts(file, p, *traits, hp);
-  if (hp.arch == Arch::kGptOss) {  // top-k logits, softmax over those: no renormalization
-    hp.expert_gating = ExpertGating::kSoftmaxTopK;
-    hp.expert_weights_norm = false;
-  }
+  if (hp.arch == Arch::kLfm2Moe) read_lfm2moe_experts(file, p, hp);
+  if (hp.arch == Arch::kGptOss) hp.expert_weights_norm = false;  // top-k logits, softmax over those
   if (hp.arch == Arch::kQwen2Moe) hp.expert_weights_norm = false;  // llama.cpp's qwen2moe graph: never
   if (traits->hybrid) hp.expert_weights_norm = true;  // llama.cpp's qwen35moe / qwen3next graphs: always
   if (hp.arch == Arch::kGemma4) {  // llama.cpp's gemma4 graph: renormalized, unscaled, whatever the keys
@@ -443,9 +478,11 @@ std::vector<HParamField> describe_hparams(const HParams& hp) {
     num("expert_used_count", static_cast<double>(hp.n_expert_used));
     num("expert_feed_forward_length", static_cast<double>(hp.n_ff_exp));
     if (hp.n_ff_shexp > 0) num("expert_shared_feed_forward_length", static_cast<double>(hp.n_ff_shexp));
-    text("expert_weights", hp.expert_gating == ExpertGating::kSoftmaxTopK ? "softmax over the top-k logits"
-                           : hp.expert_weights_norm                        ? "softmax, top-k renormalized"
-                                                                           : "softmax");
+    if (hp.n_layer_dense_lead > 0) num("leading_dense_block_count", static_cast<double>(hp.n_layer_dense_lead));
+    text("expert_gating", gating_name(hp.expert_gating));
+    text("expert_weights", std::string(gating_name(hp.expert_gating)) +
+                               (hp.expert_selection_bias ? ", top-k chosen by it + selection bias (exp_probs_b)" : "") +
+                               (hp.expert_weights_norm && hp.expert_gating != ExpertGating::kSoftmaxTopK ? ", top-k renormalized" : ""));
   }
   return f;
 }

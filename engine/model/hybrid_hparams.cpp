@@ -116,6 +116,7 @@ void read_short_conv_hparams(const gguf::File& file, const std::string& p, HPara
     hp.ssm.d_conv = static_cast<int64_t>(*taps);
     hp.ssm.d_inner = hp.n_embd;  // (conv_channels(): no key heads)
   }
+  if (hp.arch != Arch::kLfm2) return;  // (llama.cpp's lfm2moe reads no sliding window)
   if (const auto w = file.find_u64(p + "attention.sliding_window"); w && *w > 0) {
     if (*w > static_cast<uint64_t>(INT32_MAX)) fail(file, p + "attention.sliding_window = " + std::to_string(*w) + " is out of range");
     hp.n_swa = static_cast<int64_t>(*w);

@@ -1,5 +1,5 @@
-// The hyperparameters of hybrid stacks (qwen35, qwen35moe, qwen3next, lfm2), read as llama.cpp's
-// qwen35.cpp / qwen35moe.cpp / qwen3next.cpp / lfm2.cpp read them. Used by hparams.cpp.
+// The hyperparameters of hybrid stacks (qwen35, qwen35moe, qwen3next, lfm2, lfm2moe), read as
+// llama.cpp's qwen35.cpp / qwen35moe.cpp / qwen3next.cpp / lfm2.cpp / lfm2moe.cpp read them. Used by hparams.cpp.
 #pragma once
 
 #include <string>
@@ -15,8 +15,9 @@ namespace engine {
 // hp. `p` is "<arch>.". Throws std::runtime_error naming the file and the key.
 void read_hybrid_hparams(const gguf::File& file, const std::string& p, HParams& hp);
 
-// lfm2: shortconv.l_cache (the conv's taps) into hp.ssm for the layers attention.head_count_kv
-// marks 0 (already in hp.recurrent_layer), attention.sliding_window for the others.
+// lfm2, lfm2moe: shortconv.l_cache (the conv's taps) into hp.ssm for the layers
+// attention.head_count_kv marks 0 (already in hp.recurrent_layer); lfm2 only (as llama.cpp):
+// attention.sliding_window for the others.
 void read_short_conv_hparams(const gguf::File& file, const std::string& p, HParams& hp);
 
 // The fields describe_hparams() adds for a hybrid stack.

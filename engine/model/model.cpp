@@ -212,6 +212,7 @@ void load_experts(const Loader& ld, const HParams& hp, const std::string& b, boo
   l.gate_exps_b = ld.vectors(b + "ffn_gate_exps.bias", hp.n_ff_exp, hp.n_expert, biases);
   l.up_exps_b = ld.vectors(b + "ffn_up_exps.bias", hp.n_ff_exp, hp.n_expert, biases);
   l.down_exps_b = ld.vectors(b + "ffn_down_exps.bias", E, hp.n_expert, biases);
+  if (hp.expert_selection_bias) l.ffn_exp_probs_b = ld.vector(b + "exp_probs_b.bias", hp.n_expert, true);
   if (hp.n_ff_shexp > 0) {
     l.ffn_gate_inp_shexp = ld.vector(b + "ffn_gate_inp_shexp.weight", E, true);
     l.gate_shexp = ld.matrix(b + "ffn_gate_shexp.weight", hp.n_ff_shexp, E);
@@ -250,8 +251,10 @@ LayerWeights load_layer(const Loader& ld, const HParams& hp, int64_t il) {
   if (arch.post_norms) l.post_attn_norm = ld.vector(b + "post_attention_norm.weight", E, true);
   l.ffn_norm = ld.vector(b + std::string(arch.ffn_norm) + ".weight", E, true);
   l.post_ffn_norm = ld.vector(b + "post_ffw_norm.weight", E, arch.post_norms);
-  // experts in every layer, or (experts_beside_ffn) in the layers that have a router
-  const bool experts = hp.n_expert > 0 && (!hp.experts_beside_ffn || ld.has(b + "ffn_gate_inp.weight"));
+  // experts in every layer past the leading dense ones, or (experts_beside_ffn) in the layers that
+  // have a router
+  const bool experts = hp.n_expert > 0 && il >= hp.n_layer_dense_lead &&
+                       (!hp.experts_beside_ffn || ld.has(b + "ffn_gate_inp.weight"));
   if (experts) load_experts(ld, hp, b, moe_biases, l);
   const bool dense = !experts || hp.experts_beside_ffn;
   if (dense && !ld.has(b + "ffn_gate.weight") && hp.arch == Arch::kPhi3) {  // fused gate+up: gate first
@@ -512,7 +515,8 @@ Model Model::from_file(gguf::File file, bool repack) {
     return m;
   }
   // (lfm2's final norm is named token_embd_norm, as llama.cpp's LLM_TENSOR_OUTPUT_NORM_LFM2)
-  m.output_norm = ld.vector(hp.arch == Arch::kLfm2 ? "token_embd_norm.weight" : "output_norm.weight", hp.n_embd, true);
+  const bool lfm2 = hp.arch == Arch::kLfm2 || hp.arch == Arch::kLfm2Moe;
+  m.output_norm = ld.vector(lfm2 ? "token_embd_norm.weight" : "output_norm.weight", hp.n_embd, true);
   m.output = f.find_tensor("output.weight") ? ld.matrix("output.weight", hp.n_vocab, hp.n_embd)
                                             : m.tok_embd;
   m.rope_freqs = ld.vector("rope_freqs.weight", hp.n_rot / 2, false);

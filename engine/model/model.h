@@ -42,6 +42,7 @@ enum class Arch {
   kGemma4,    // gemma3's block with per-kind head sizes, V norm, per-layer inputs, K/V shared by the
               // last layers, optional experts beside the dense FFN
   kLfm2,      // hybrid: gated short convolutions, the layers with K/V heads attention with q/k norms
+  kLfm2Moe,   // lfm2's stack, experts (sigmoid-gated, selection bias) past the leading dense layers
 };
 
 // How a sequence's final hidden states become one vector (pooling_type; llama.cpp's numbering).
@@ -68,7 +69,11 @@ enum class FfnAct {
 enum class ExpertGating {
   kSoftmax,      // softmax over all experts, the top k's probabilities (renormalized if asked)
   kSoftmaxTopK,  // the top k logits, softmax over just those (gpt-oss)
+  kSigmoid,      // sigmoid of each logit; the top k of sigmoid + the layer's selection bias
+                 // (ffn_exp_probs_b, when it has one) are chosen, weighted by their sigmoid without
+                 // the bias (renormalized if asked): lfm2moe's expert_gating_func 2, DeepSeek V3's
 };
+const char* gating_name(ExpertGating g);  // "softmax", "softmax over the top-k logits", "sigmoid"
 
 // Hyperparameters, named after the GGUF keys they come from ("[arch]." prefix omitted).
 struct HParams {
@@ -119,10 +124,12 @@ struct HParams {
 
   // Mixture of experts (n_expert 0: a dense FFN).
   int64_t n_expert = 0;           // expert_count
+  int64_t n_layer_dense_lead = 0; // leading_dense_block_count: layers below it have the dense FFN
   int64_t n_expert_used = 0;      // expert_used_count: experts per token (top-k of the router)
   int64_t n_ff_exp = 0;           // expert_feed_forward_length
   int64_t n_ff_shexp = 0;         // expert_shared_feed_forward_length (0: no shared expert)
   ExpertGating expert_gating = ExpertGating::kSoftmax;
+  bool expert_selection_bias = false; // every MoE layer has exp_probs_b (lfm2moe)
   bool expert_weights_norm = false;  // top-k weights renormalized to sum 1
   float expert_weights_scale = 0.0f; // expert_weights_scale: multiplies them when not 0 or 1
 
@@ -220,6 +227,9 @@ struct LayerWeights {
   std::vector<float> ffn_gate_inp_b;       // (n_expert,)
   std::vector<float> gate_exps_b, up_exps_b;  // (n_expert, n_ff_exp)
   std::vector<float> down_exps_b;          // (n_expert, n_embd)
+  // The selection bias (HParams::expert_selection_bias): added to the router's probabilities
+  // (sigmoids) to choose the top k, not to weight them (exp_probs_b.bias; lfm2moe), empty when absent.
+  std::vector<float> ffn_exp_probs_b;      // (n_expert,)
   // The shared expert (qwen2moe): every token's FFN output adds sigmoid(gate_inp_shexp . x) times it.
   std::vector<float> ffn_gate_inp_shexp;   // (n_embd,)
   Matrix gate_shexp, up_shexp;             // (n_ff_shexp, n_embd)

@@ -52,7 +52,7 @@ const std::vector<std::string> kGoldenModels = {
     "repo/tiny-llama-yarn-F32", "repo/tiny-llama3rope-F32", "repo/tiny-qwen2moe-F32", "repo/tiny-qwen2moe-Q8_0",
     "repo/synth-llama-IQ3_XXS", "repo/synth-llama-TQ2_0",
     "repo/synth-qwen3next-F32", "repo/synth-qwen3next-ssmin-F32", "repo/synth-qwen3next-Q8_0",
-    "repo/synth-lfm2-F32", "repo/synth-lfm2-Q8_0",
+    "repo/synth-lfm2-F32", "repo/synth-lfm2-Q8_0", "repo/synth-lfm2moe-F32", "repo/synth-lfm2moe-Q8_0",
 };
 
 bool in_repo(const std::string& stem) { return stem.rfind("repo/", 0) == 0; }

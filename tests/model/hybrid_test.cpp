@@ -261,7 +261,8 @@ TEST_P(HybridState, ASnapshotResumesASequenceExactly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, HybridState,
-                         ::testing::Values("synth-qwen35-Q8_0", "synth-qwen35moe-F32", "repo/synth-lfm2-Q8_0"),
+                         ::testing::Values("synth-qwen35-Q8_0", "synth-qwen35moe-F32", "repo/synth-lfm2-Q8_0",
+                                           "repo/synth-lfm2moe-Q8_0"),
                          [](const auto& p) {
                            std::string s = p.param.substr(p.param.find('/') + 1);
                            std::replace(s.begin(), s.end(), '-', '_');

@@ -162,7 +162,7 @@ TEST(Model, PerLayerKvHeadsAreChecked) {
   TinyModel one = with_kv({1});
   EXPECT_EQ(Model::from_file(one.build()).hparams().n_head_kv, 1);
   TinyModel zero = with_kv({0});
-  EXPECT_CONTAINS(load_error(zero.build()), "llama.attention.head_count_kv entry 0 is 0: layers without attention are supported for lfm2 only");
+  EXPECT_CONTAINS(load_error(zero.build()), "llama.attention.head_count_kv entry 0 is 0: layers without attention are supported for lfm2 and lfm2moe only");
   TinyModel wrong_size = with_kv({1, 1});
   EXPECT_CONTAINS(load_error(wrong_size.build()), "llama.attention.head_count_kv has 2 entries, expected 1 (one per layer)");
   TinyModel too_many = with_kv({3});
