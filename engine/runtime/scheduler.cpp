@@ -49,6 +49,7 @@ Scheduler::Impl::Impl(std::unique_ptr<BatchEvaluator> owned_, BatchEvaluator& ev
       slots(static_cast<size_t>(o.n_slots)) {
   for (size_t i = 0; i < slots.size(); ++i) slots[i].index = static_cast<int>(i);
   cache_use = eval.cache_use();
+  held_positions.assign(slots.size(), 0);
   prefix_block = eval.prefix_block();
   spec.mode = drafter != nullptr ? opt.spec : SpecMode::kNone;
   spec.gated = drafter != nullptr && opt.spec_auto;
@@ -194,6 +195,7 @@ void Scheduler::Impl::start(Slot& slot, GenerationRequest&& req) {
     slot.last_used = ++tick;
     MutexLock lock(mu);
     --active_count;
+    held_positions[static_cast<size_t>(slot.index)] = 0;
     return;
   }
   // Nothing to generate and nothing to score: done before any work.
@@ -337,6 +339,7 @@ void Scheduler::Impl::step() {
   throughput.add(Clock::now(), step_generated, n_prompt);
   publish_spec_counts();
   cache_use = use;
+  for (const Slot& s : slots) held_positions[static_cast<size_t>(s.index)] = s.active() ? static_cast<int64_t>(s.cached.size()) : 0;
 }
 
 void Scheduler::Impl::publish_spec_counts() {
@@ -496,6 +499,7 @@ SchedulerStats Scheduler::stats() const {
   s.total_slots = impl_->opt.n_slots;
   s.kv_cells_used = impl_->cache_use.cells_used;
   s.kv_cells_total = impl_->cache_use.cells_total;
+  for (int64_t n : impl_->held_positions) s.kv_positions_running += n;
   s.kv_bytes = impl_->cache_use.bytes;
   s.kv_window_cells = impl_->cache_use.window_cells;
   s.kv_bytes_without_window = impl_->cache_use.bytes_without_window;

@@ -125,6 +125,7 @@ struct SchedulerStats {
   int64_t total_slots = 0;
   int64_t kv_cells_used = 0;
   int64_t kv_cells_total = 0;
+  int64_t kv_positions_running = 0;  // positions the running requests hold (a shared prefix once per request)
   size_t kv_bytes = 0;  // memory of the whole KV cache
   int64_t kv_window_cells = 0;  // cells of the sliding-window layers' ring (0: none)
   size_t kv_bytes_without_window = 0;  // the cache's memory if every layer kept every position

@@ -123,6 +123,9 @@ struct Scheduler::Impl {
   bool cancel_requested GGUFD_GUARDED_BY(mu) = false;
   int64_t active_count GGUFD_GUARDED_BY(mu) = 0;
   BatchEvaluator::CacheUse cache_use GGUFD_GUARDED_BY(mu);
+  // Per slot, the positions its request holds (0 when idle), as of the last step's end: the KV
+  // cache the running requests use, whatever idle slots and cached prefix blocks keep beside it.
+  std::vector<int64_t> held_positions GGUFD_GUARDED_BY(mu);
   Throughput throughput GGUFD_GUARDED_BY(mu);
   SpecStats spec GGUFD_GUARDED_BY(mu);
 

@@ -186,6 +186,7 @@ void Scheduler::Impl::finish(Slot& slot, FinishReason reason, const std::string&
   slot.last_used = ++tick;
   MutexLock lock(mu);
   --active_count;
+  held_positions[static_cast<size_t>(slot.index)] = 0;
 }
 
 }  // namespace engine

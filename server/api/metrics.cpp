@@ -1,5 +1,6 @@
 #include "server/api/metrics.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace server {
@@ -140,7 +141,30 @@ void Metrics::observe_request_duration(double seconds) {
   request_duration_.observe(seconds);
 }
 
-std::string Metrics::render(const engine::SchedulerStats& g) const {
+namespace {
+
+// The model server protocol of the Kubernetes Gateway API Inference Extension (the endpoint picker
+// of the inference gateway and llm-d) under the names its picker reads by default, vLLM's, with
+// vLLM's model_name label: requests queued and running, and the KV cache's use in [0, 1]. As in
+// vLLM, what no running request uses counts as free (cached prefix blocks, an idle slot's last
+// conversation: both give their cells up when they are needed), so the fraction is the positions
+// the running requests hold over the cache's cells.
+void render_gateway(const engine::SchedulerStats& g, const std::string& model, std::string& out) {
+  const std::string labels = "{model_name=\"" + label(model) + "\"}";
+  header(out, "vllm:num_requests_waiting", "gauge", "Requests waiting for a slot (Gateway API Inference Extension).");
+  sample(out, "vllm:num_requests_waiting" + labels, static_cast<double>(g.queued));
+  header(out, "vllm:num_requests_running", "gauge", "Requests in a slot (Gateway API Inference Extension).");
+  sample(out, "vllm:num_requests_running" + labels, static_cast<double>(g.active_slots));
+  const int64_t held = g.kv_positions_running;
+  header(out, "vllm:kv_cache_usage_perc", "gauge",
+         "Fraction of the KV cache held by requests, 1 = full (Gateway API Inference Extension).");
+  sample(out, "vllm:kv_cache_usage_perc" + labels,
+         g.kv_cells_total > 0 ? std::min(1.0, static_cast<double>(held) / static_cast<double>(g.kv_cells_total)) : 0.0);
+}
+
+}  // namespace
+
+std::string Metrics::render(const engine::SchedulerStats& g, const std::string& model) const {
   engine::MutexLock lock(mutex_);
   std::string out;
   header(out, "ggufd_requests_total", "counter", "HTTP requests by endpoint and status.");
@@ -172,6 +196,7 @@ std::string Metrics::render(const engine::SchedulerStats& g) const {
   sample(out, "ggufd_kv_cache_total_cells", static_cast<double>(g.kv_cells_total));
   render_prefix_cache(g.prefix_cache, out);
   render_speculation(g.spec, out);
+  render_gateway(g, model, out);
   header(out, "ggufd_time_to_first_token_seconds", "histogram", "Time to first generated token.");
   ttft_.render("ggufd_time_to_first_token_seconds", out);
   header(out, "ggufd_inter_token_latency_seconds", "histogram", "Time between generated tokens.");

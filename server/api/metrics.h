@@ -44,8 +44,8 @@ class Metrics {
   void observe_request_duration(double seconds);
 
   // The whole exposition; `engine` supplies the scheduler's gauges (queue, slots, KV cache,
-  // recent throughput; all zero while the model loads).
-  std::string render(const engine::SchedulerStats& engine) const;
+  // recent throughput; all zero while the model loads) of the model served as `model`.
+  std::string render(const engine::SchedulerStats& engine, const std::string& model) const;
 
  private:
   mutable engine::Mutex mutex_;

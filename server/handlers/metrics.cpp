@@ -9,7 +9,7 @@ void add_metrics_routes(Router& router, App& app) {
     const engine::SchedulerStats stats = app.scheduler != nullptr ? app.scheduler->stats() : engine::SchedulerStats{};
     HttpResponse r;
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    r.body = app.metrics.render(stats);
+    r.body = app.metrics.render(stats, app.model_id);
     co_return r;
   });
 }

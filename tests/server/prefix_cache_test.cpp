@@ -36,7 +36,11 @@ json chat(uint16_t port, const std::string& user) {
 
 int64_t cached_tokens(const json& reply) { return reply["usage"]["prompt_tokens_details"]["cached_tokens"]; }
 
-// A sample of /metrics (-1 when absent).
+// The Gateway API Inference Extension's gauges of the model served as `id` (-1 when absent).
+double gateway_metric(uint16_t port, const std::string& name, const std::string& id) {
+  return metric(port, name + "{model_name=\"" + id + "\"}");
+}
+
 TEST(PrefixCacheHttp, ASystemPromptComputedOnOneSlotServesAnother) {
   GGUFD_REQUIRE_SHARED(kStories);
   auto shared = start_service([](server::ServiceOptions& o) { o.engine.n_slots = 2; });
@@ -48,6 +52,12 @@ TEST(PrefixCacheHttp, ASystemPromptComputedOnOneSlotServesAnother) {
   ASSERT_GE(prompt_tokens, 64) << "the system prompt spans blocks of 32 tokens";
   EXPECT_GT(metric(port, "ggufd_prefix_cache_blocks"), 0);
   EXPECT_GT(metric(port, "ggufd_prefix_cache_bytes"), 0);
+  // The gateway's picker sees an idle server: the cached blocks hold cells, but no request does.
+  const std::string id = http_request(port, "GET", "/v1/models").json()["data"][0]["id"];
+  EXPECT_GT(metric(port, "ggufd_kv_cache_used_cells"), 0);
+  EXPECT_EQ(gateway_metric(port, "vllm:kv_cache_usage_perc", id), 0);
+  EXPECT_EQ(gateway_metric(port, "vllm:num_requests_running", id), 0);
+  EXPECT_EQ(gateway_metric(port, "vllm:num_requests_waiting", id), 0);
 
   // Another system prompt streams on slot 0 (it shares the template's first tokens with what slot 0
   // holds, so it goes there), and stays there until its client leaves.
@@ -69,6 +79,12 @@ TEST(PrefixCacheHttp, ASystemPromptComputedOnOneSlotServesAnother) {
     EXPECT_LT(cached_tokens(second), second["usage"]["prompt_tokens"].get<int64_t>());
     EXPECT_GE(metric(port, "ggufd_prefix_cache_hit_tokens_total"), static_cast<double>(cached_tokens(second)));
     EXPECT_GE(metric(port, "ggufd_prefix_cache_lookups_total"), 3);
+    // The stream holds a slot and its cells.
+    EXPECT_EQ(gateway_metric(port, "vllm:num_requests_running", id), 1);
+    EXPECT_EQ(gateway_metric(port, "vllm:num_requests_waiting", id), 0);
+    const double usage = gateway_metric(port, "vllm:kv_cache_usage_perc", id);
+    EXPECT_GT(usage, 0);
+    EXPECT_LE(usage, 1);
 
     // A server that shares nothing gives the same answer, computing everything.
     auto plain = start_service([](server::ServiceOptions& o) {
