@@ -347,7 +347,7 @@ void Forward::route(const LayerWeights& l, const float* in, int64_t n, ThreadPoo
     // p = the gating's probabilities (kSoftmaxTopK: the logits, softmaxed once chosen)
     if (gating == ExpertGating::kSoftmax) softmax(p, X);
     if (gating == ExpertGating::kSigmoid) {
-      for (int64_t e = 0; e < X; ++e) p[e] = 1.0f / (1.0f + std::exp(-p[e]));
+      for (int64_t e = 0; e < X; ++e) p[e] = sigmoid(p[e]);
     }
     // score = what chooses: p, plus the selection bias when the layer has one
     const float* score = p;
@@ -454,7 +454,7 @@ void Forward::moe_ffn(const LayerWeights& l, const float* router_in, int64_t n, 
   for (int64_t t = 0; Fs > 0 && t < n; ++t) {
     float g = 0.0f;
     for (int64_t c = 0; c < E; ++c) g += xb_[sz(t * E + c)] * l.ffn_gate_inp_shexp[sz(c)];
-    g = 1.0f / (1.0f + std::exp(-g));
+    g = sigmoid(g);
     float* dst = xb2_.data() + t * E;
     const float* src = ys_.data() + t * E;
     for (int64_t c = 0; c < E; ++c) dst[c] += g * src[c];

@@ -23,7 +23,6 @@ constexpr int32_t C = RecurrentCache::kChunk;
 
 size_t sz(int64_t n) { return static_cast<size_t>(n); }
 
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 float softplus(float x) { return x > 20.0f ? x : std::log(1.0f + std::exp(x)); }  // (as ggml)
 float silu(float x) { return x / (1.0f + std::exp(-x)); }
 

@@ -4,9 +4,13 @@
 // functions are pure: no state, safe to call from any thread on disjoint buffers.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 namespace engine {
+
+// 1 / (1 + e^-x): gates (shared expert, DeltaNet's beta, attention output) and sigmoid routing.
+inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 // --- per-row operations -------------------------------------------------------------------------
 

@@ -192,10 +192,7 @@ void Scheduler::Impl::start(Slot& slot, GenerationRequest&& req) {
       sink->on_finish(FinishReason::kError, usage, e.what());
     } catch (...) {
     }
-    slot.last_used = ++tick;
-    MutexLock lock(mu);
-    --active_count;
-    held_positions[static_cast<size_t>(slot.index)] = 0;
+    vacate(slot);
     return;
   }
   // Nothing to generate and nothing to score: done before any work.

@@ -88,6 +88,9 @@ struct Scheduler::Impl {
   // How many prompt tokens of slot s go into this batch, given the budget left.
   int64_t prefill_count(const Slot& s, int64_t budget, bool batch_empty) const;
   void finish(Slot& slot, FinishReason reason, const std::string& error = {}, bool flush = true);
+  // The slot's request has ended (its sequence already reset): the slot is free for the next
+  // request and holds nothing the running requests use.
+  void vacate(Slot& slot);
   void fail(Slot& slot, const std::string& error);
   void fail_all(const std::string& error);
   bool has_work() const GGUFD_REQUIRES(mu) {

@@ -183,6 +183,10 @@ void Scheduler::Impl::finish(Slot& slot, FinishReason reason, const std::string&
   } catch (...) {  // a sink that cannot take its end has nobody left to tell
   }
   slot.seq.reset();
+  vacate(slot);
+}
+
+void Scheduler::Impl::vacate(Slot& slot) {
   slot.last_used = ++tick;
   MutexLock lock(mu);
   --active_count;
