@@ -74,9 +74,9 @@ Service::Impl::~Impl() {
 }
 
 std::string Service::Impl::pick_template(const gguf::File& file) {
-  if (!options.chat_template.empty()) {
-    app.settings.chat_template_source = options.chat_template_origin.empty() ? "override" : options.chat_template_origin;
-    return options.chat_template;
+  if (!options.model.chat_template.empty()) {
+    app.settings.chat_template_source = options.model.chat_template_origin.empty() ? "override" : options.model.chat_template_origin;
+    return options.model.chat_template;
   }
   if (auto t = file.find_string("tokenizer.chat_template")) {
     if (holds_prompt_mark(*t)) {
@@ -152,27 +152,27 @@ void Service::Impl::load() {
   std::string failure;
   try {
     const auto start = Clock::now();
-    model.emplace(engine::Model::load(options.model_path));
+    model.emplace(engine::Model::load(options.model.path));
     model->page_in(show_load_progress);
     tokenizer.emplace(engine::Tokenizer::from_gguf(model->file()));
     const std::string tmpl = pick_template(model->file());
     chat_template.emplace(engine::ChatTemplate::parse(tmpl, template_options()));
-    engine::SchedulerOptions so = options.engine;
+    engine::SchedulerOptions so = options.model.engine;
     so.n_ctx = std::min<int64_t>(so.n_ctx, model->hparams().n_ctx_train);
-    set_pooling(*model, options.pooling, app);
+    set_pooling(*model, options.model.pooling, app);
     if (!app.generates) so.n_slots = std::max(so.n_slots, kEncoderSlots);  // no cache: slots are free
-    if (options.spec_auto && so.spec == engine::SpecMode::kNone && model->hparams().n_layer_nextn > 0) {
+    if (options.model.spec_auto && so.spec == engine::SpecMode::kNone && model->hparams().n_layer_nextn > 0) {
       so.spec = engine::SpecMode::kMtp;  // the model's own draft head, where its drafts pay
       so.spec_auto = true;
     }
-    if (so.spec == engine::SpecMode::kMtp && options.draft_max_default) {
-      so.draft_max = std::max(ServiceOptions::kMtpDraftMax, so.draft_min);
+    if (so.spec == engine::SpecMode::kMtp && options.model.draft_max_default) {
+      so.draft_max = std::max(ModelOptions::kMtpDraftMax, so.draft_min);
     }
     if (!app.generates) so.spec = engine::SpecMode::kNone;  // nothing to draft
     if (so.spec == engine::SpecMode::kDraft) {
-      if (options.draft_model_path.empty()) throw std::runtime_error("speculative decoding by a draft model needs --model-draft");
+      if (options.model.draft_model_path.empty()) throw std::runtime_error("speculative decoding by a draft model needs --model-draft");
       try {
-        draft_model.emplace(engine::Model::load(options.draft_model_path));
+        draft_model.emplace(engine::Model::load(options.model.draft_model_path));
         draft_model->page_in(show_load_progress);
       } catch (const std::exception& e) {
         throw std::runtime_error(std::string("the draft model (--model-draft): ") + e.what());
@@ -180,9 +180,9 @@ void Service::Impl::load() {
     }
     scheduler = std::make_unique<engine::Scheduler>(*model, *tokenizer, so, draft_model ? &*draft_model : nullptr);
 
-    const std::string& path = options.model_path;
+    const std::string& path = options.model.path;
     app.model_path = path;
-    app.model_id = options.alias.empty() ? path.substr(path.find_last_of('/') + 1) : options.alias;
+    app.model_id = options.model.alias.empty() ? path.substr(path.find_last_of('/') + 1) : options.model.alias;
     struct stat st {};
     if (::stat(path.c_str(), &st) == 0) app.model_created = st.st_mtime;
     app.file = std::make_shared<gguf::File>(model->file());
@@ -200,14 +200,14 @@ void Service::Impl::load() {
     s.prefill_chunk = so.prefill_chunk;
     s.max_queue = so.max_queue;
     s.kv_type = engine::kv_type_name(so.kv_type);
-    s.max_tokens = options.max_tokens;
+    s.max_tokens = options.model.max_tokens;
     s.keep_alive_ms = options.keep_alive_ms;
     s.keep_billing_header = options.keep_billing_header;
-    s.default_sampling = options.sampling_defaults;
+    s.default_sampling = options.model.sampling_defaults;
     s.request_timeout_s = options.request_timeout_s;
     s.max_json_depth = options.max_json_depth;
     s.strict_api = options.strict_api;
-    s.reasoning_effort = options.reasoning_effort;
+    s.reasoning_effort = options.model.reasoning_effort;
     s.chat_template = tmpl;
     s.cpu_features = engine::cpu_features().to_string();
     s.kernels = engine::kernels::dispatch().name;
@@ -248,12 +248,12 @@ void Service::Impl::load() {
       if (kv.prefix_cache.on_disk) {
         spdlog::info("prefix cache on disk: {} ({} blocks of this model, {:.1f} MiB; at most {:.0f} MiB, least "
                      "recently used removed first)",
-                     options.engine.prefix_store.dir, kv.prefix_cache.disk.files, mib(kv.prefix_cache.disk.bytes),
-                     mib(options.engine.prefix_store.max_bytes));
+                     options.model.engine.prefix_store.dir, kv.prefix_cache.disk.files, mib(kv.prefix_cache.disk.bytes),
+                     mib(options.model.engine.prefix_store.max_bytes));
       }
     } else if (app.generates) {
       spdlog::info("prefix cache: off ({}); each slot reuses its own prompt prefix only",
-                   options.engine.prefix_cache_bytes <= 0 ? "--cache-ram 0" : "the sliding-window layers keep a ring");
+                   options.model.engine.prefix_cache_bytes <= 0 ? "--cache-ram 0" : "the sliding-window layers keep a ring");
     }
     log_speculation(so);
     app.ready = true;
@@ -280,10 +280,10 @@ void Service::Impl::log_speculation(const engine::SchedulerOptions& so) const {
   std::string source = "n-gram prompt lookup";
   if (so.spec == engine::SpecMode::kMtp) {
     source = fmt::format("the model's NextN / MTP block ({} of {} NextN layers{})", 1, model->hparams().n_layer_nextn,
-                         options.spec_auto ? ", chosen by --spec auto" : "");
+                         options.model.spec_auto ? ", chosen by --spec auto" : "");
   } else if (so.spec == engine::SpecMode::kDraft) {
     const engine::HParams& hp = draft_model->hparams();
-    source = fmt::format("draft model {} ({} layers, embedding {}, weights {:.1f} MiB)", options.draft_model_path,
+    source = fmt::format("draft model {} ({} layers, embedding {}, weights {:.1f} MiB)", options.model.draft_model_path,
                          hp.n_layer, hp.n_embd, static_cast<double>(draft_model->weight_bytes()) / (1 << 20));
   }
   spdlog::info("speculative decoding: {}, up to {} drafts per slot and step verified with its next token{}", source,

@@ -4,7 +4,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/runtime/sampler.h"
 #include "engine/runtime/scheduler.h"
@@ -13,9 +16,11 @@
 
 namespace server {
 
-struct ServiceOptions {
-  std::string model_path;
-  std::string alias;                  // model id; default: the file name
+// One model the server can serve: where its file is and how to load and run it. ggufd serve
+// derives it from the settings table (a preset's rows over the command line's).
+struct ModelOptions {
+  std::string path;                   // the GGUF file (the first part of a split set)
+  std::string alias;                  // model id; default: the file name (router: the path below --models-dir)
   std::string chat_template;          // template text overriding the model's; empty: the model's
   std::string chat_template_origin;   // for /props: where the override came from
   std::string pooling;                // --pooling: mean | cls | last | rank; "": the model's pooling_type
@@ -28,14 +33,42 @@ struct ServiceOptions {
   // (llama.cpp's default for MTP) rather than engine.draft_max.
   bool draft_max_default = false;
   static constexpr int kMtpDraftMax = 3;
-  HttpOptions http;
-  ResponseStoreLimits response_store;  // /v1/responses' stored responses
   engine::SchedulerOptions engine;
   engine::SamplingParams sampling_defaults = engine::serve_sampling_defaults();
   int64_t max_tokens = 0;             // --max-tokens: default and cap of generated tokens per request (0: none)
+  std::string reasoning_effort;       // default of chat requests' reasoning_effort ("": the template's)
+  bool load_on_startup = false;       // router: load when the server starts, not on the first request
+  // The model's effective settings as (name, value) rows of the settings table, for /props.
+  std::vector<std::pair<std::string, std::string>> settings;
+};
+
+// Many models in one server (model_registry.h). Off (enabled false): the one model of
+// ServiceOptions::model is loaded at start and serves every request whatever its `model` says.
+struct RouterOptions {
+  bool enabled = false;
+  std::string models_dir;             // GGUF files below it are models (id: the path below, without .gguf)
+  int models_max = 4;                 // models loaded at once (0: no limit)
+  int64_t models_ram = 0;             // bytes for loaded models' weights, KV caches and states (0: no limit)
+  bool autoload = true;               // a request for an unloaded model loads it
+  int64_t sleep_idle_s = 0;           // unload a model idle this long (0: never)
+  int64_t load_wait_s = 60;           // a request waits this long for its model to load, then 503
+  // The options of a model found in models_dir or the download cache (id, path): the command
+  // line's model settings under the preset of that id, if any. Empty: `model` with path and alias.
+  std::function<ModelOptions(const std::string& id, const std::string& path)> options_for;
+  // Models in the download cache: (id, path of the model file). Empty: none.
+  std::function<std::vector<std::pair<std::string, std::string>>()> cached_models;
+};
+
+struct ServiceOptions {
+  // --model: single-model mode's model. With the router: one of the models when its path is set,
+  // and the settings of every model found in models_dir or the cache (router.options_for).
+  ModelOptions model;
+  std::vector<ModelOptions> preset_models;  // router: the models a preset names with their file
+  RouterOptions router;
+  HttpOptions http;
+  ResponseStoreLimits response_store;  // /v1/responses' stored responses
   int64_t keep_alive_ms = 10000;      // streamed requests silent this long get a keep-alive event (0: never)
   bool keep_billing_header = false;   // --keep-billing-header (anthropic_messages/)
-  std::string reasoning_effort;       // default of chat requests' reasoning_effort ("": the template's)
   int64_t request_timeout_s = 600;
   int shutdown_grace_s = 30;
   bool metrics = true;

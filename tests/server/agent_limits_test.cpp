@@ -15,7 +15,7 @@ using nlohmann::json;
 
 TEST(MaxTokens, IsTheDefaultAndTheCapOfEveryRoute) {
   GGUFD_REQUIRE_SHARED(kStories);
-  auto s = start_service([](server::ServiceOptions& o) { o.max_tokens = 5; });
+  auto s = start_service([](server::ServiceOptions& o) { o.model.max_tokens = 5; });
   ASSERT_TRUE(s->ready());
   const uint16_t port = s->port();
   for (const json& limit : {json(nullptr), json(1000)}) {
@@ -55,8 +55,8 @@ TEST(MaxTokens, IsTheDefaultAndTheCapOfEveryRoute) {
 TEST(KeepAlive, StreamsThatWaitGetKeepAlives) {
   GGUFD_REQUIRE_SHARED(kStories);
   auto s = start_service([](server::ServiceOptions& o) {
-    o.engine.n_slots = 1;
-    o.engine.n_ctx = 4096;
+    o.model.engine.n_slots = 1;
+    o.model.engine.n_ctx = 4096;
     o.keep_alive_ms = 1;
   });
   ASSERT_TRUE(s->ready());

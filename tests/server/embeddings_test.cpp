@@ -53,7 +53,7 @@ class BertEmbeddings : public testing::Test {
   static void SetUpTestSuite() {
     if (!std::filesystem::exists(shared_path(kBert))) return;
     server::ServiceOptions o = test_options(kBert);
-    o.alias = "bert";
+    o.model.alias = "bert";
     running_ = new RunningService(std::move(o));
   }
   static void TearDownTestSuite() {
@@ -206,7 +206,7 @@ TEST(GenerationModelEmbeddings, OnlyWithPooling) {
     EXPECT_EQ(http_request(plain->port(), "GET", "/v1/models").json()["data"][0]["capabilities"],
               json::array({"completion", "chat"}));
   }
-  auto pooled = start_service([](server::ServiceOptions& o) { o.pooling = "mean"; });
+  auto pooled = start_service([](server::ServiceOptions& o) { o.model.pooling = "mean"; });
   ASSERT_TRUE(pooled->ready()) << pooled->service().load_error();
   const HttpReply e = http_request(pooled->port(), "POST", "/v1/embeddings", json{{"input", {"hi", "there"}}}.dump());
   ASSERT_EQ(e.status, 200) << e.body;
@@ -217,7 +217,7 @@ TEST(GenerationModelEmbeddings, OnlyWithPooling) {
   EXPECT_EQ(http_request(pooled->port(), "GET", "/v1/models").json()["data"][0]["capabilities"],
             json::array({"completion", "chat", "embeddings"}));
   // rank pooling needs a classification head, which llama has none of (as in llama.cpp)
-  auto ranker = start_service([](server::ServiceOptions& o) { o.pooling = "rank"; });
+  auto ranker = start_service([](server::ServiceOptions& o) { o.model.pooling = "rank"; });
   EXPECT_FALSE(ranker->ready());
   EXPECT_NE(ranker->service().load_error().find("architecture llama has no classification head"), std::string::npos)
       << ranker->service().load_error();

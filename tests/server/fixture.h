@@ -16,15 +16,15 @@ inline constexpr const char* kStories = "models/stories260K.gguf";
 
 inline server::ServiceOptions test_options(const std::string& model = kStories) {
   server::ServiceOptions o;
-  o.model_path = shared_path(model);
-  o.alias = "stories";
+  o.model.path = shared_path(model);
+  o.model.alias = "stories";
   o.http.host = "127.0.0.1";
   o.http.port = 0;
-  o.engine.n_slots = 4;
-  o.engine.n_ctx = 256;
-  o.engine.max_queue = 8;
-  o.engine.prefill_chunk = 64;
-  o.engine.n_threads = 2;
+  o.model.engine.n_slots = 4;
+  o.model.engine.n_ctx = 256;
+  o.model.engine.max_queue = 8;
+  o.model.engine.prefill_chunk = 64;
+  o.model.engine.n_threads = 2;
   o.shutdown_grace_s = 5;
   return o;
 }

@@ -101,7 +101,7 @@ TEST(HardeningHttp, HalfCloseAfterTheRequestStillGetsTheResponse) {
 TEST(HardeningHttp, PipelinedRequestDoesNotHideADisconnect) {
   GGUFD_REQUIRE_SHARED(kStories);
   auto s = start_service([](server::ServiceOptions& o) {
-    o.engine.n_ctx = 2048;
+    o.model.engine.n_ctx = 2048;
   });
   ASSERT_TRUE(s->ready());
   {
@@ -198,7 +198,7 @@ TEST(HardeningHttp, TokenizeHasItsOwnBodyLimit) {
 TEST(HardeningHttp, ModelIdsWithSlashes) {
   GGUFD_REQUIRE_SHARED(kStories);
   auto s = start_service([](server::ServiceOptions& o) {
-    o.alias = "org/my-model";
+    o.model.alias = "org/my-model";
   });
   ASSERT_TRUE(s->ready());
   for (const char* path : {"/v1/models/org/my-model", "/v1/models/org%2Fmy-model", "/v1/models/org%2fmy-model"}) {
@@ -223,7 +223,7 @@ TEST(HardeningHttp, HealthAnswersWhileASlowRequestIsPrepared) {
   GGUFD_REQUIRE_SHARED(kStories);
   auto s = start_service([](server::ServiceOptions& o) {
     // A template that spends half a million steps (a good fraction of a second) on every render.
-    o.chat_template = "{% for i in range(500) %}{% for j in range(1000) %}{% endfor %}{% endfor %}x";
+    o.model.chat_template = "{% for i in range(500) %}{% for j in range(1000) %}{% endfor %}{% endfor %}x";
   });
   ASSERT_TRUE(s->ready());
   auto slow = std::async(std::launch::async, [&] {

@@ -54,7 +54,7 @@ TEST_F(Hardening, TopPZeroAndTinyValuesAreServed) {
 TEST(HardeningDefaults, TopPZeroAsTheServersDefault) {
   GGUFD_REQUIRE_SHARED(kStories);
   server::ServiceOptions o = test_options();
-  o.sampling_defaults.top_p = 0.0f;  // `ggufd serve --top-p 0`
+  o.model.sampling_defaults.top_p = 0.0f;  // `ggufd serve --top-p 0`
   RunningService s(o);
   ASSERT_TRUE(s.ready());
   EXPECT_EQ(post_json(s.port(), "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 4}}).status, 200);

@@ -23,9 +23,9 @@ const char* const kSystem =
 
 std::unique_ptr<RunningService> start_qwen35(int64_t prefix_cache_bytes) {
   server::ServiceOptions o = test_options(kQwen35);
-  o.alias = "qwen35";
-  o.engine.n_slots = 2;
-  o.engine.prefix_cache_bytes = prefix_cache_bytes;
+  o.model.alias = "qwen35";
+  o.model.engine.n_slots = 2;
+  o.model.engine.prefix_cache_bytes = prefix_cache_bytes;
   return std::make_unique<RunningService>(std::move(o));
 }
 

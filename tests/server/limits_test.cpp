@@ -12,9 +12,9 @@ using nlohmann::json;
 TEST(Limits, QueueFullIs429WithRetryAfter) {
   GGUFD_REQUIRE_SHARED(kStories);
   auto s = start_service([](server::ServiceOptions& o) {
-    o.engine.n_slots = 1;
-    o.engine.max_queue = 0;
-    o.engine.n_ctx = 2048;
+    o.model.engine.n_slots = 1;
+    o.model.engine.max_queue = 0;
+    o.model.engine.n_ctx = 2048;
   });
   ASSERT_TRUE(s->ready());
   const json long_body = {{"prompt", "Once"}, {"max_tokens", 2000}, {"ignore_eos", true}};
@@ -82,7 +82,7 @@ TEST(Limits, ShutdownLetsInFlightRequestsFinish) {
 
 TEST(Limits, MissingModelFailsToLoad) {
   server::ServiceOptions o = test_options();
-  o.model_path = "/nonexistent/model.gguf";
+  o.model.path = "/nonexistent/model.gguf";
   server::Service s(o);
   s.start();
   EXPECT_FALSE(s.wait_ready());

@@ -24,8 +24,8 @@ class Messages : public testing::Test {
   static void SetUpTestSuite() {
     if (!std::filesystem::exists(shared_path(kStories))) return;
     service_ = start_service([](server::ServiceOptions& o) {
-      o.engine.n_ctx = 2048;
-      o.engine.n_slots = 2;
+      o.model.engine.n_ctx = 2048;
+      o.model.engine.n_slots = 2;
     }).release();
   }
   static void TearDownTestSuite() {
@@ -247,7 +247,7 @@ TEST(BillingHeader, TurnTwoReusesTurnOnesPrefix) {
   };
   for (const bool keep : {false, true}) {
     auto s = start_service([keep](server::ServiceOptions& o) {
-      o.engine.n_ctx = 2048;
+      o.model.engine.n_ctx = 2048;
       o.keep_billing_header = keep;
     });
     ASSERT_TRUE(s->ready());

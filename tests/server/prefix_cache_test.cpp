@@ -43,7 +43,7 @@ double gateway_metric(uint16_t port, const std::string& name, const std::string&
 
 TEST(PrefixCacheHttp, ASystemPromptComputedOnOneSlotServesAnother) {
   GGUFD_REQUIRE_SHARED(kStories);
-  auto shared = start_service([](server::ServiceOptions& o) { o.engine.n_slots = 2; });
+  auto shared = start_service([](server::ServiceOptions& o) { o.model.engine.n_slots = 2; });
   ASSERT_TRUE(shared->ready()) << shared->service().load_error();
   const uint16_t port = shared->port();
   const json first = chat(port, "Tell me about the cat.");
@@ -88,8 +88,8 @@ TEST(PrefixCacheHttp, ASystemPromptComputedOnOneSlotServesAnother) {
 
     // A server that shares nothing gives the same answer, computing everything.
     auto plain = start_service([](server::ServiceOptions& o) {
-      o.engine.n_slots = 2;
-      o.engine.prefix_cache_bytes = 0;
+      o.model.engine.n_slots = 2;
+      o.model.engine.prefix_cache_bytes = 0;
     });
     ASSERT_TRUE(plain->ready()) << plain->service().load_error();
     const json alone = chat(plain->port(), "Tell me about the dog.");

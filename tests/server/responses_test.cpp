@@ -26,8 +26,8 @@ class Responses : public testing::Test {
   static void SetUpTestSuite() {
     if (!std::filesystem::exists(shared_path(kStories))) return;
     service_ = start_service([](server::ServiceOptions& o) {
-      o.engine.n_ctx = 2048;
-      o.engine.n_slots = 2;
+      o.model.engine.n_ctx = 2048;
+      o.model.engine.n_slots = 2;
     }).release();
   }
   static void TearDownTestSuite() {

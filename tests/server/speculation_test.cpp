@@ -77,9 +77,9 @@ json answer(uint16_t port, const std::string& endpoint, const json& body) {
 
 std::unique_ptr<RunningService> serve(engine::SpecMode mode, const std::string& draft = "") {
   auto s = start_service([&](server::ServiceOptions& o) {
-    o.engine.n_ctx = 1024;
-    o.engine.spec = mode;
-    o.draft_model_path = draft;
+    o.model.engine.n_ctx = 1024;
+    o.model.engine.spec = mode;
+    o.model.draft_model_path = draft;
   });
   EXPECT_TRUE(s->ready()) << s->service().load_error();
   return s;
@@ -116,9 +116,9 @@ TEST(SpeculationHttp, AnswersAreTheSameWithMtpDrafts) {
   GGUFD_REQUIRE_SHARED(mtp_file);
   auto serve_mtp = [&](engine::SpecMode mode, bool automatic) {
     server::ServiceOptions o = test_options(mtp_file);
-    o.engine.n_ctx = 1024;
-    o.engine.spec = mode;
-    o.spec_auto = automatic;
+    o.model.engine.n_ctx = 1024;
+    o.model.engine.spec = mode;
+    o.model.spec_auto = automatic;
     auto s = std::make_unique<RunningService>(std::move(o));
     EXPECT_TRUE(s->ready()) << s->service().load_error();
     return s;
@@ -149,7 +149,7 @@ TEST(SpeculationHttp, AnswersAreTheSameWithMtpDrafts) {
 
 TEST(SpeculationHttp, MtpForAModelWithoutNextNLayersIsRefusedAtLoad) {
   GGUFD_REQUIRE_SHARED(kStories);
-  auto s = start_service([](server::ServiceOptions& o) { o.engine.spec = engine::SpecMode::kMtp; });
+  auto s = start_service([](server::ServiceOptions& o) { o.model.engine.spec = engine::SpecMode::kMtp; });
   EXPECT_FALSE(s->ready());
   EXPECT_EQ(s->service().load_error(),
             "speculative decoding with mtp needs a model with NextN / MTP layers (nextn_predict_layers); this "
@@ -160,8 +160,8 @@ TEST(SpeculationHttp, ADraftModelOfAnotherVocabularyIsRefusedAtLoad) {
   GGUFD_REQUIRE_SHARED(kStories);
   GGUFD_REQUIRE_SHARED("models/llama-2-tiny-random.gguf");
   auto s = start_service([](server::ServiceOptions& o) {
-    o.engine.spec = engine::SpecMode::kDraft;
-    o.draft_model_path = shared_path("models/llama-2-tiny-random.gguf");
+    o.model.engine.spec = engine::SpecMode::kDraft;
+    o.model.draft_model_path = shared_path("models/llama-2-tiny-random.gguf");
   });
   EXPECT_FALSE(s->ready());
   EXPECT_EQ(s->service().load_error(),
@@ -176,8 +176,8 @@ TEST(SpeculationHttp, ADraftModelThatIsNotAModelIsRefusedAtLoad) {
   std::ofstream(path) << "GGUF, or so it says";
   for (const std::string& draft : {path, path + ".missing"}) {
     auto s = start_service([&](server::ServiceOptions& o) {
-      o.engine.spec = engine::SpecMode::kDraft;
-      o.draft_model_path = draft;
+      o.model.engine.spec = engine::SpecMode::kDraft;
+      o.model.draft_model_path = draft;
     });
     EXPECT_FALSE(s->ready());
     const std::string error = s->service().load_error();

@@ -25,14 +25,14 @@ class TemplateServices {
     if (!std::filesystem::exists(shared_path(kStories))) return;
     for (const std::string& file : template_files) {
       server::ServiceOptions o = test_options();
-      o.engine.n_ctx = 2048;
-      o.engine.n_slots = 2;
+      o.model.engine.n_ctx = 2048;
+      o.model.engine.n_slots = 2;
       if (!file.empty()) {
         std::ifstream in(file);
         std::stringstream ss;
         ss << in.rdbuf();
-        o.chat_template = ss.str();
-        o.chat_template_origin = "file";
+        o.model.chat_template = ss.str();
+        o.model.chat_template_origin = "file";
       }
       services_.push_back(std::make_unique<RunningService>(o));
     }

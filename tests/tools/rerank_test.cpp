@@ -30,9 +30,9 @@ void check_reference(const std::string& file, const std::string& type, double to
   GGUFD_REQUIRE_SHARED(ref.at("synth").at("vocab_from").get<std::string>());
   const SynthReferenceModel model(ref, type);
   server::ServiceOptions so = test_options();
-  so.model_path = model.path();
-  so.alias = "ranker";
-  so.engine.n_ctx = 512;
+  so.model.path = model.path();
+  so.model.alias = "ranker";
+  so.model.engine.n_ctx = 512;
   RunningService service(so);
   ASSERT_TRUE(service.ready()) << service.service().load_error();
   const json models = http_request(service.port(), "GET", "/v1/models").json();

@@ -54,13 +54,13 @@ void setup_logging(const config::LogConfig& log) {
 
 server::ServiceOptions to_options(const config::ServeConfig& c) {
   server::ServiceOptions o;
-  o.model_path = c.model.path;
-  o.alias = c.model.alias;
+  o.model.path = c.model.path;
+  o.model.alias = c.model.alias;
   if (!c.model.chat_template_file.empty()) {
-    o.chat_template = read_text_file(c.model.chat_template_file);
-    o.chat_template_origin = "file " + c.model.chat_template_file;
+    o.model.chat_template = read_text_file(c.model.chat_template_file);
+    o.model.chat_template_origin = "file " + c.model.chat_template_file;
   }
-  o.pooling = c.model.pooling;
+  o.model.pooling = c.model.pooling;
   o.http.host = c.http.host;
   o.http.port = static_cast<uint16_t>(c.http.port);
   o.http.body_limit = static_cast<size_t>(c.http.body_limit);
@@ -77,38 +77,38 @@ server::ServiceOptions to_options(const config::ServeConfig& c) {
   o.http.cors_origins = c.http.cors_origins;
   o.request_timeout_s = c.http.request_timeout;
   o.shutdown_grace_s = c.http.shutdown_grace;
-  o.engine.n_threads = c.engine.threads;
-  o.engine.n_ctx = c.engine.ctx_size;
-  o.engine.n_slots = c.engine.parallel;
-  o.engine.max_queue = c.engine.queue_limit;
-  o.engine.prefill_chunk = c.engine.prefill_chunk;
-  o.engine.kv_type = engine::kv_type_from_name(c.engine.kv_type);
-  o.engine.prefix_cache_bytes = int64_t{c.engine.cache_ram} << 20;
-  o.engine.prefix_store.dir = c.engine.cache_dir;
-  o.engine.prefix_store.max_bytes = uint64_t(c.engine.cache_dir_size) << 20;
-  o.engine.prefix_store.warn = [](const std::string& what) { spdlog::warn("{}", what); };
-  o.draft_model_path = c.model.draft;
+  o.model.engine.n_threads = c.engine.threads;
+  o.model.engine.n_ctx = c.engine.ctx_size;
+  o.model.engine.n_slots = c.engine.parallel;
+  o.model.engine.max_queue = c.engine.queue_limit;
+  o.model.engine.prefill_chunk = c.engine.prefill_chunk;
+  o.model.engine.kv_type = engine::kv_type_from_name(c.engine.kv_type);
+  o.model.engine.prefix_cache_bytes = int64_t{c.engine.cache_ram} << 20;
+  o.model.engine.prefix_store.dir = c.engine.cache_dir;
+  o.model.engine.prefix_store.max_bytes = uint64_t(c.engine.cache_dir_size) << 20;
+  o.model.engine.prefix_store.warn = [](const std::string& what) { spdlog::warn("{}", what); };
+  o.model.draft_model_path = c.model.draft;
   if (c.engine.spec == "none") {
-    o.engine.spec = engine::SpecMode::kNone;
+    o.model.engine.spec = engine::SpecMode::kNone;
   } else if (c.engine.spec == "ngram") {
-    o.engine.spec = engine::SpecMode::kNgram;
+    o.model.engine.spec = engine::SpecMode::kNgram;
   } else if (c.engine.spec == "mtp") {
-    o.engine.spec = engine::SpecMode::kMtp;
+    o.model.engine.spec = engine::SpecMode::kMtp;
   } else if (c.engine.spec == "draft" || !c.model.draft.empty()) {
-    o.engine.spec = engine::SpecMode::kDraft;
+    o.model.engine.spec = engine::SpecMode::kDraft;
   } else {
-    o.spec_auto = true;  // auto without a draft model: mtp when the model has NextN layers, else none
+    o.model.spec_auto = true;  // auto without a draft model: mtp when the model has NextN layers, else none
   }
-  o.draft_max_default = c.sources.count("draft-max") == 0 || c.sources.at("draft-max") == "default";
-  o.engine.draft_max = c.engine.draft_max;
-  o.engine.draft_min = c.engine.draft_min;
-  o.sampling_defaults.temperature = static_cast<float>(c.sampling.temperature);
-  o.sampling_defaults.top_p = static_cast<float>(c.sampling.top_p);
-  o.sampling_defaults.top_k = c.sampling.top_k;
-  o.sampling_defaults.min_p = static_cast<float>(c.sampling.min_p);
-  o.sampling_defaults.repeat_penalty = static_cast<float>(c.sampling.repeat_penalty);
-  o.max_tokens = c.sampling.max_tokens;
-  o.reasoning_effort = c.sampling.reasoning_effort;
+  o.model.draft_max_default = c.sources.count("draft-max") == 0 || c.sources.at("draft-max") == "default";
+  o.model.engine.draft_max = c.engine.draft_max;
+  o.model.engine.draft_min = c.engine.draft_min;
+  o.model.sampling_defaults.temperature = static_cast<float>(c.sampling.temperature);
+  o.model.sampling_defaults.top_p = static_cast<float>(c.sampling.top_p);
+  o.model.sampling_defaults.top_k = c.sampling.top_k;
+  o.model.sampling_defaults.min_p = static_cast<float>(c.sampling.min_p);
+  o.model.sampling_defaults.repeat_penalty = static_cast<float>(c.sampling.repeat_penalty);
+  o.model.max_tokens = c.sampling.max_tokens;
+  o.model.reasoning_effort = c.sampling.reasoning_effort;
   o.metrics = c.log.metrics;
   return o;
 }
