@@ -142,7 +142,7 @@ json run(const Options& o, const engine::Model& model, const engine::Model* draf
   if (mode == "replay") {
     so.spec = engine::SpecMode::kDraft;
     evaluator.emplace(model, so.n_ctx, so.n_slots, so.kv_type, so.prefill_chunk + so.n_slots * (1 + so.draft_max),
-                      so.n_threads);
+                      engine::ComputeShare::make(so.n_threads));
     replay.emplace(prompt.size(), answer);
     scheduler.emplace(*evaluator, tok, so, &*replay);
   } else {

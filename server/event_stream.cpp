@@ -16,7 +16,7 @@ class EventStream : public ChunkSource {
   EventStream(std::shared_ptr<Channel> channel, int n_choices, int n_per_prompt,
               std::shared_ptr<const Formatter> format, App& app, RequestContext& ctx)
       : channel_(std::move(channel)), open_(n_choices), n_per_prompt_(n_per_prompt), format_(std::move(format)),
-        stats_(ctx.stats), timer_(app.metrics, *stats_), keep_alive_(app.settings.keep_alive_ms),
+        stats_(ctx.stats), timer_(*app.metrics, *stats_), keep_alive_(app.settings.keep_alive_ms),
         usage_(static_cast<size_t>(n_choices)), prompt_(static_cast<size_t>(n_choices)),
         started_(static_cast<size_t>(n_choices), false) {
     pending_ = format_->stream_open();

@@ -38,7 +38,7 @@ void name_ignored_fields(HttpResponse& response, const std::vector<std::string>&
 std::shared_ptr<Channel> submit_generations(App& app, RequestContext& ctx,
                                             const std::vector<std::vector<int32_t>>& prompts,
                                             const GenerationParams& params) {
-  auto channel = std::make_shared<Channel>(ctx.executor, &app.metrics, params.n);
+  auto channel = std::make_shared<Channel>(ctx.executor, app.metrics.get(), params.n);
   const auto deadline = Clock::now() + std::chrono::seconds(app.settings.request_timeout_s);
   std::vector<engine::GenerationRequest> requests;
   int index = 0;
@@ -123,7 +123,7 @@ std::optional<ApiError> choice_error(const ChannelItem& item) {
 net::awaitable<std::vector<ChoiceResult>> collect_choices(Channel& channel, int n_choices, int n_per_prompt,
                                                           App& app, RequestContext& ctx) {
   std::vector<ChoiceResult> results(static_cast<size_t>(n_choices));
-  TokenTimer timer(app.metrics, *ctx.stats);
+  TokenTimer timer(*app.metrics, *ctx.stats);
   int open = n_choices;
   std::optional<ApiError> failure;
   while (open > 0) {

@@ -19,6 +19,7 @@
 #include "server/api/core/request.h"
 #include "server/channel.h"
 #include "server/http.h"
+#include "server/model_registry.h"
 #include "server/router.h"
 #include "server/work_pool.h"
 
@@ -34,20 +35,23 @@ net::awaitable<HttpResponse> serve_generation(App& app, RequestContext& ctx, con
 // Adds the x-ggufd-ignored-fields header naming `ignored` (request_fields.h), unless it is empty.
 void name_ignored_fields(HttpResponse& response, const std::vector<std::string>& ignored);
 
-// The handler of a generation endpoint: the body becomes a Request (a PreparedRequest) by
-// `prepare` on the work pool, then serve_generation answers it in Formatter's shape, streamed or
-// not, with the request's ignored fields named in the x-ggufd-ignored-fields header. Format (a
-// Formatter) is constructed from (app, shared_ptr<const Request>).
+// The handler of a generation endpoint: the model the body names is leased (lease_for_body), the
+// body becomes a Request (a PreparedRequest) by `prepare` on the work pool, then serve_generation
+// answers it in Formatter's shape, streamed or not, with the request's ignored fields named in
+// the x-ggufd-ignored-fields header. Format (a Formatter) is constructed from (app,
+// shared_ptr<const Request>). The response holds the lease until it is sent.
 template <class Request, class Format>
-Handler generation_handler(App& app, Request (*prepare)(const App&, std::string_view)) {
-  return [&app, prepare](HttpRequest& req, RequestContext& ctx) -> net::awaitable<HttpResponse> {
-    require_ready(app);
+Handler generation_handler(ModelRegistry& models, Request (*prepare)(const App&, std::string_view)) {
+  return [&models, prepare](HttpRequest& req, RequestContext& ctx) -> net::awaitable<HttpResponse> {
+    const std::shared_ptr<ModelLease> lease = co_await lease_for_body(models, req, ctx);
+    App& app = lease->app();
     require_generation(app);
     auto request = std::make_shared<const Request>(
         co_await app.work->run([&app, &req, prepare] { return prepare(app, req.body); }));
     auto format = std::make_shared<const Format>(app, request);
     HttpResponse response = co_await serve_generation(app, ctx, *request, format);
     name_ignored_fields(response, request->ignored_fields);
+    response.hold = lease;
     co_return response;
   };
 }

@@ -47,6 +47,7 @@ struct HttpResponse {
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
   std::shared_ptr<ChunkSource> stream;          // when set, `body` is ignored and chunks are sent
+  std::shared_ptr<void> hold;                   // kept until the body is sent (the model's lease)
 
   static HttpResponse json(int status, std::string body) {
     HttpResponse r;

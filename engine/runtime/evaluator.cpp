@@ -34,10 +34,10 @@ ModelEvaluator::CacheShape ModelEvaluator::cache_shape(const HParams& hp, int64_
 }
 
 ModelEvaluator::ModelEvaluator(const Model& model, int64_t n_ctx, int64_t n_seq, KvType kv_type,
-                               int64_t max_batch, int n_threads, int64_t prefix_cache_bytes,
+                               int64_t max_batch, std::shared_ptr<ComputeShare> compute, int64_t prefix_cache_bytes,
                                const PrefixStoreOptions& store, bool nextn)
     : model_(model),
-      pool_(thread_count(n_threads)),
+      compute_(std::move(compute)),
       shape_(cache_shape(model.hparams(), n_ctx, n_seq, kv_type, max_batch, prefix_cache_bytes, nextn)),
       cache_(model.hparams(), shape_.cells, kv_type, shape_.window, nextn),
       forward_(model, max_batch, n_ctx) {
@@ -59,12 +59,12 @@ void ModelEvaluator::eval(const Batch& batch) {
   // Each token takes at most one new full-pool cell; evicting unused cached blocks always finds
   // them, since the sequences never hold more than n_seq * n_ctx cells.
   if (prefix_) prefix_->make_room(batch.size());
-  forward_.eval(batch, cache_, pool_);
+  forward_.eval(batch, cache_, compute_->pool());
 }
 
 void ModelEvaluator::eval_nextn(const Batch& batch, const float* h) {
   if (prefix_) prefix_->make_room(batch.size());  // (its tokens take cells, as eval()'s)
-  forward_.eval_nextn(batch, h, cache_, pool_);
+  forward_.eval_nextn(batch, h, cache_, compute_->pool());
 }
 
 int32_t ModelEvaluator::share_prefix(SeqId seq, const std::vector<int32_t>& tokens, int32_t have, int32_t n_max) {
@@ -94,8 +94,8 @@ const float* BatchEvaluator::hidden(int64_t) const {
   throw std::logic_error("this evaluator keeps no hidden states");
 }
 
-EncoderEvaluator::EncoderEvaluator(const Model& model, int n_threads)
-    : model_(model), pool_(thread_count(n_threads)), encoder_(model) {}
+EncoderEvaluator::EncoderEvaluator(const Model& model, std::shared_ptr<ComputeShare> compute)
+    : model_(model), compute_(std::move(compute)), encoder_(model) {}
 
 const float* EncoderEvaluator::logits(int64_t) const {
   throw std::logic_error("an encoder computes no logits");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/kernels/thread_pool.h"
+#include "engine/runtime/compute_share.h"
 #include "engine/model/batch.h"
 #include "engine/model/forward.h"
 #include "engine/model/encoder.h"
@@ -92,9 +93,10 @@ class BatchEvaluator {
 // Ownership: borrows the Model (which must outlive it); owns the cache, scratch, store and threads.
 class ModelEvaluator final : public BatchEvaluator {
  public:
-  // n_threads 0: one per physical core.
+  // `compute`: the threads it runs on (ComputeShare::make(n) for its own; shared with other models'
+  // evaluators, the caller takes turns).
   ModelEvaluator(const Model& model, int64_t n_ctx, int64_t n_seq, KvType kv_type, int64_t max_batch,
-                 int n_threads, int64_t prefix_cache_bytes = 0, const PrefixStoreOptions& store = {},
+                 std::shared_ptr<ComputeShare> compute, int64_t prefix_cache_bytes = 0, const PrefixStoreOptions& store = {},
                  bool nextn = false);
 
   int64_t n_vocab() const override { return forward_.n_vocab(); }
@@ -111,7 +113,7 @@ class ModelEvaluator final : public BatchEvaluator {
   std::vector<float> classify(std::vector<float> pooled) const override;
   bool rank_pools_last() const override { return engine::rank_pools_last(model_.hparams()); }
   // The compute threads (a draft model runs on them too, between this evaluator's passes).
-  ThreadPool& pool() { return pool_; }
+  ThreadPool& pool() { return compute_->pool(); }
   // NextN drafting (built with nextn), between passes: the stack's final hidden state kept for
   // (seq, pos) (null when none), and a NextN pass (Forward::eval_nextn: logits(i) and
   // nextn_hidden(i) are then its rows; the sequences must be truncated back before eval()).
@@ -130,7 +132,7 @@ class ModelEvaluator final : public BatchEvaluator {
                                 int64_t prefix_cache_bytes, bool nextn);
 
   const Model& model_;
-  ThreadPool pool_;
+  std::shared_ptr<ComputeShare> compute_;
   const CacheShape shape_;
   KvCache cache_;
   std::optional<PrefixStore> store_;
@@ -143,10 +145,10 @@ class ModelEvaluator final : public BatchEvaluator {
 // Ownership: borrows the Model (which must outlive it); owns the scratch and threads.
 class EncoderEvaluator final : public BatchEvaluator {
  public:
-  EncoderEvaluator(const Model& model, int n_threads);
+  EncoderEvaluator(const Model& model, std::shared_ptr<ComputeShare> compute);
 
   int64_t n_vocab() const override { return model_.hparams().n_vocab; }
-  void eval(const Batch& batch) override { encoder_.eval(batch, pool_); }
+  void eval(const Batch& batch) override { encoder_.eval(batch, compute_->pool()); }
   const float* logits(int64_t i) const override;
   int32_t truncate(SeqId, int32_t) override { return 0; }
   CacheUse cache_use() const override { return {}; }
@@ -157,7 +159,7 @@ class EncoderEvaluator final : public BatchEvaluator {
 
  private:
   const Model& model_;
-  ThreadPool pool_;
+  std::shared_ptr<ComputeShare> compute_;
   Encoder encoder_;
 };
 

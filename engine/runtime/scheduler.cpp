@@ -298,6 +298,9 @@ int64_t Scheduler::Impl::prefill_count(const Slot& s, int64_t budget, bool batch
 }
 
 void Scheduler::Impl::step() {
+  // With other models on the same threads, this step waits its turn (ComputeShare).
+  std::optional<ComputeShare::Turn> turn;
+  if (opt.compute) turn.emplace(*opt.compute);
   std::vector<std::pair<Slot*, int64_t>> prefill;
   std::vector<Output> outputs, hidden;
   step_paused = 0;
@@ -404,8 +407,9 @@ Scheduler::Scheduler(const Model& model, const Tokenizer& tokenizer, SchedulerOp
   if (draft_model != nullptr && options.spec != SpecMode::kDraft) {
     throw std::invalid_argument("a draft model is only used with speculative decoding by a draft model");
   }
+  if (!options.compute) options.compute = ComputeShare::make(options.n_threads);
   if (arch_traits(model.hparams().arch).encoder) {  // nothing to generate: nothing to draft
-    auto owned = std::make_unique<EncoderEvaluator>(model, options.n_threads);
+    auto owned = std::make_unique<EncoderEvaluator>(model, options.compute);
     BatchEvaluator& ev = *owned;
     options.spec = SpecMode::kNone;
     impl_ = std::make_unique<Impl>(std::move(owned), ev, tokenizer, options, nullptr, nullptr);
@@ -414,7 +418,7 @@ Scheduler::Scheduler(const Model& model, const Tokenizer& tokenizer, SchedulerOp
   const int64_t drafts = options.spec == SpecMode::kNone ? 0 : options.draft_max;
   auto owned = std::make_unique<ModelEvaluator>(model, options.n_ctx, options.n_slots, options.kv_type,
                                                 options.prefill_chunk + options.n_slots * (1 + drafts),
-                                                options.n_threads, options.prefix_cache_bytes, options.prefix_store,
+                                                options.compute, options.prefix_cache_bytes, options.prefix_store,
                                                 options.spec == SpecMode::kMtp);
   std::unique_ptr<DraftSource> drafter;
   if (options.spec == SpecMode::kNgram) {

@@ -95,6 +95,9 @@ struct SchedulerOptions {
   int64_t max_queue = 64;            // requests waiting for a slot; beyond: kQueueFull
   int64_t prefill_chunk = 512;       // prompt tokens per step, so running streams never stall
   int n_threads = 0;                 // compute threads; 0 = physical cores
+  // Threads shared with other models' schedulers, used in turns (one per step); null: its own
+  // pool of n_threads.
+  std::shared_ptr<ComputeShare> compute;
   KvType kv_type = KvType::kF16;
   // Prompt prefixes shared by all slots (PrefixCache): the KV cache gets this many bytes more for
   // cached blocks. 0: no sharing (each slot reuses its own prefix only). Models whose

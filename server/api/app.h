@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/model/model.h"
@@ -53,6 +54,8 @@ struct ServeSettings {
   std::string cpu_features;
   std::string kernels;                // the kernel set chosen at start-up
   std::string build_info;
+  // The model's effective settings as (name, value) rows of ggufd serve's settings table.
+  std::vector<std::pair<std::string, std::string>> model_settings;
 };
 
 // State shared by all handlers. Ownership: the composition root (serve command) owns the engine
@@ -80,7 +83,8 @@ struct App {
   WorkPool* work = nullptr;           // the CPU work of requests runs here, off the IO threads
   ResponseStore* responses = nullptr; // /v1/responses' stored responses (thread-safe); null: none kept
   ServeSettings settings;
-  Metrics metrics;
+  // This model's counters, kept by the router across its loads (tokens, latencies).
+  std::shared_ptr<Metrics> metrics = std::make_shared<Metrics>();
   std::atomic<bool> ready{false};     // model loaded
   std::atomic<bool> draining{false};  // shutting down: refuse new work with 503
 };

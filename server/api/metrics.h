@@ -18,8 +18,8 @@ class Histogram {
  public:
   explicit Histogram(std::vector<double> bounds);
   void observe(double value);
-  // Appends the _bucket/_sum/_count lines of `name`.
-  void render(const std::string& name, std::string& out) const;
+  // Appends the _bucket/_sum/_count lines of `name`; `labels` ('model="x"' or empty) go first.
+  void render(const std::string& name, const std::string& labels, std::string& out) const;
 
  private:
   std::vector<double> bounds_;
@@ -28,9 +28,31 @@ class Histogram {
   uint64_t count_ = 0;
 };
 
+// A Prometheus exposition being built: samples of one metric family (from many models) stay
+// together under one HELP / TYPE header, in the order the families first appear.
+class MetricsPage {
+ public:
+  // One sample; `labels` is the text inside the braces ('model="a",le="1"'), empty for none.
+  void sample(const char* name, const char* type, const char* help, const std::string& labels, double value);
+  // The lines of a histogram.
+  void histogram(const char* name, const char* help, const std::string& labels, const Histogram& h);
+  std::string text() const;
 
-// Counters and histograms of the HTTP side. Thread-safety: every method may be called from any
-// thread (one mutex; updates are per request or per token, far from the hot path of the model).
+ private:
+  struct Family {
+    std::string name, header, samples;
+  };
+  Family& family(const char* name, const char* type, const char* help);
+  std::vector<Family> families_;
+};
+
+// A label's value escaped as the exposition format requires.
+std::string metric_label(const std::string& v);
+
+// Counters and histograms of the HTTP side: one per model (tokens, embeddings, latencies) and
+// one for the server (requests by endpoint and status, their durations).
+// Thread-safety: every method may be called from any thread (one mutex; updates are per request
+// or per token, far from the hot path of the model).
 class Metrics {
  public:
   Metrics();
@@ -43,9 +65,12 @@ class Metrics {
   void observe_token_latency(double seconds);
   void observe_request_duration(double seconds);
 
-  // The whole exposition; `engine` supplies the scheduler's gauges (queue, slots, KV cache,
-  // recent throughput; all zero while the model loads) of the model served as `model`.
-  std::string render(const engine::SchedulerStats& engine, const std::string& model) const;
+  // The server's series: requests by endpoint and status, their durations.
+  void render_http(MetricsPage& page) const;
+  // One model's series labelled model="<id>": its counters here and `engine`'s gauges (queue,
+  // slots, KV cache, recent throughput, prefix cache, speculation; all zero while not loaded),
+  // and the gateway's vLLM-named gauges labelled model_name.
+  void render_model(MetricsPage& page, const engine::SchedulerStats& engine, const std::string& model) const;
 
  private:
   mutable engine::Mutex mutex_;

@@ -166,3 +166,63 @@ std::string excerpt(std::string_view s, size_t max) {
 std::string dump_json(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 }  // namespace server
+
+namespace server {
+
+namespace {
+
+// Reads the top-level "model" of an object and stops the parse (returns false) once it has it.
+class ModelPeek : public nlohmann::json::json_sax_t {
+ public:
+  std::optional<std::string> model;
+
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(number_integer_t) override { return value(); }
+  bool number_unsigned(number_unsigned_t) override { return value(); }
+  bool number_float(number_float_t, const string_t&) override { return value(); }
+  bool binary(binary_t&) override { return value(); }
+  bool string(string_t& s) override {
+    if (depth_ == 1 && model_key_) {
+      model = s;
+      return false;
+    }
+    return value();
+  }
+  bool start_object(std::size_t) override { return open(); }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override { return open(); }
+  bool end_array() override { return close(); }
+  bool key(string_t& k) override {
+    model_key_ = depth_ == 1 && k == "model";
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  bool value() {
+    model_key_ = false;
+    return depth_ > 0;  // a top-level scalar: not an object
+  }
+  bool open() {
+    model_key_ = false;
+    ++depth_;
+    return true;
+  }
+  bool close() {
+    --depth_;
+    return true;
+  }
+  int depth_ = 0;
+  bool model_key_ = false;
+};
+
+}  // namespace
+
+std::optional<std::string> peek_model(std::string_view body) {
+  ModelPeek peek;
+  nlohmann::json::sax_parse(body.begin(), body.end(), &peek, nlohmann::json::input_format_t::json, false);
+  return peek.model;
+}
+
+}  // namespace server

@@ -7,8 +7,8 @@
 
 namespace server {
 
-void add_chat_completions_routes(Router& router, App& app) {
-  router.add("POST", "/v1/chat/completions", generation_handler<ChatRequest, ChatFormatter>(app, prepare_chat),
+void add_chat_completions_routes(Router& router, ModelRegistry& models) {
+  router.add("POST", "/v1/chat/completions", generation_handler<ChatRequest, ChatFormatter>(models, prepare_chat),
              RouteOptions::json_api());
 }
 

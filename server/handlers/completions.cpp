@@ -6,8 +6,8 @@
 
 namespace server {
 
-void add_completions_routes(Router& router, App& app) {
-  router.add("POST", "/v1/completions", generation_handler<CompletionRequest, CompletionFormatter>(app, prepare_completion),
+void add_completions_routes(Router& router, ModelRegistry& models) {
+  router.add("POST", "/v1/completions", generation_handler<CompletionRequest, CompletionFormatter>(models, prepare_completion),
              RouteOptions::json_api());
 }
 

@@ -77,13 +77,14 @@ net::awaitable<std::vector<std::vector<float>>> embed_all(App& app, RequestConte
     }
   }
   ctx.stats->prompt_tokens = tokens;
-  app.metrics.count_embeddings(static_cast<int64_t>(inputs.size()), tokens);
+  app.metrics->count_embeddings(static_cast<int64_t>(inputs.size()), tokens);
   if (failure) throw *failure;
   co_return out;
 }
 
-net::awaitable<HttpResponse> embeddings(App& app, HttpRequest& req, RequestContext& ctx) {
-  require_ready(app);
+net::awaitable<HttpResponse> embeddings(ModelRegistry& models, HttpRequest& req, RequestContext& ctx) {
+  const std::shared_ptr<ModelLease> lease = co_await lease_for_body(models, req, ctx);
+  App& app = lease->app();
   auto request = co_await app.work->run([&] { return prepare_embeddings(app, req.body); });
   int64_t tokens = 0;
   std::vector<std::vector<float>> vectors = co_await embed_all(app, ctx, request.inputs, tokens);
@@ -96,8 +97,9 @@ net::awaitable<HttpResponse> embeddings(App& app, HttpRequest& req, RequestConte
   co_return response;
 }
 
-net::awaitable<HttpResponse> rerank(App& app, HttpRequest& req, RequestContext& ctx) {
-  require_ready(app);
+net::awaitable<HttpResponse> rerank(ModelRegistry& models, HttpRequest& req, RequestContext& ctx) {
+  const std::shared_ptr<ModelLease> lease = co_await lease_for_body(models, req, ctx);
+  App& app = lease->app();
   auto request = co_await app.work->run([&] { return prepare_rerank(app, req.body); });
   int64_t tokens = 0;
   const std::vector<std::vector<float>> outputs = co_await embed_all(app, ctx, request.inputs, tokens);
@@ -110,9 +112,9 @@ net::awaitable<HttpResponse> rerank(App& app, HttpRequest& req, RequestContext& 
 
 }  // namespace
 
-void add_embeddings_routes(Router& router, App& app) {
-  auto embed = [&app](HttpRequest& req, RequestContext& ctx) { return embeddings(app, req, ctx); };
-  auto rank = [&app](HttpRequest& req, RequestContext& ctx) { return rerank(app, req, ctx); };
+void add_embeddings_routes(Router& router, ModelRegistry& models) {
+  auto embed = [&models](HttpRequest& req, RequestContext& ctx) { return embeddings(models, req, ctx); };
+  auto rank = [&models](HttpRequest& req, RequestContext& ctx) { return rerank(models, req, ctx); };
   for (const char* path : {"/v1/embeddings", "/embeddings"}) router.add("POST", path, embed, RouteOptions::json_api());
   for (const char* path : {"/v1/rerank", "/rerank", "/v1/reranking"}) router.add("POST", path, rank, RouteOptions::json_api());
 }

@@ -2,21 +2,27 @@
 #pragma once
 
 #include "server/api/app.h"
+#include "server/model_registry.h"
 #include "server/router.h"
 
 namespace server {
 
-void add_health_routes(Router& router, App& app);
-void add_models_routes(Router& router, App& app);
-void add_metadata_routes(Router& router, App& app);
-void add_props_routes(Router& router, App& app);
-void add_metrics_routes(Router& router, App& app);
+// Every handler finds its model through the registry (lease_for_body / lease_for_query).
+void add_health_routes(Router& router, ModelRegistry& models);
+void add_models_routes(Router& router, ModelRegistry& models);
+// llama-server's router endpoints: GET /models, POST /models/load, POST /models/unload, and the
+// SSE stream of model events GET /models/events.
+void add_router_routes(Router& router, ModelRegistry& models);
+void add_metadata_routes(Router& router, ModelRegistry& models);
+void add_props_routes(Router& router, ModelRegistry& models);
+// `http`: the server's request counters (by endpoint and status); the rest is per model.
+void add_metrics_routes(Router& router, ModelRegistry& models, const Metrics& http);
 // `body_limit`: the largest /tokenize or /detokenize body (--tokenize-limit).
-void add_tokenize_routes(Router& router, App& app, size_t body_limit);
-void add_completions_routes(Router& router, App& app);
-void add_chat_completions_routes(Router& router, App& app);
-void add_responses_routes(Router& router, App& app);
-void add_messages_routes(Router& router, App& app);
-void add_embeddings_routes(Router& router, App& app);
+void add_tokenize_routes(Router& router, ModelRegistry& models, size_t body_limit);
+void add_completions_routes(Router& router, ModelRegistry& models);
+void add_chat_completions_routes(Router& router, ModelRegistry& models);
+void add_responses_routes(Router& router, ModelRegistry& models);
+void add_messages_routes(Router& router, ModelRegistry& models);
+void add_embeddings_routes(Router& router, ModelRegistry& models);
 
 }  // namespace server

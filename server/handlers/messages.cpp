@@ -9,13 +9,14 @@
 
 namespace server {
 
-void add_messages_routes(Router& router, App& app) {
+void add_messages_routes(Router& router, ModelRegistry& models) {
   const RouteOptions options = RouteOptions::json_api().with_errors(anthropic_error_json);
-  router.add("POST", "/v1/messages", generation_handler<MessagesRequest, MessagesFormatter>(app, prepare_messages),
+  router.add("POST", "/v1/messages", generation_handler<MessagesRequest, MessagesFormatter>(models, prepare_messages),
              options);
   router.add("POST", "/v1/messages/count_tokens",
-             [&app](HttpRequest& req, RequestContext&) -> net::awaitable<HttpResponse> {
-               require_ready(app);
+             [&models](HttpRequest& req, RequestContext& ctx) -> net::awaitable<HttpResponse> {
+               const std::shared_ptr<ModelLease> lease = co_await lease_for_body(models, req, ctx);
+               App& app = lease->app();
                nlohmann::json body = co_await app.work->run([&app, &req] { return count_message_tokens(app, req.body); });
                co_return HttpResponse::json(200, dump_json(body));
              },

@@ -5,10 +5,12 @@
 
 namespace server {
 
-void add_metadata_routes(Router& router, App& app) {
-  router.add("GET", "/v1/models/{id+}/metadata", [&app](HttpRequest& req, RequestContext&) -> net::awaitable<HttpResponse> {
-    require_ready(app);
-    require_model(app, req.params.at("id"));
+void add_metadata_routes(Router& router, ModelRegistry& models) {
+  router.add("GET", "/v1/models/{id+}/metadata", [&models](HttpRequest& req, RequestContext& ctx) -> net::awaitable<HttpResponse> {
+    const std::string& id = req.params.at("id");
+    const std::shared_ptr<ModelLease> lease = co_await models.acquire(id, ctx);
+    App& app = lease->app();
+    if (!models.router()) require_model(app, id);
     const auto full = req.query.find("full");
     const bool all = full != req.query.end() && (full->second == "true" || full->second == "1");
     // Every vocabulary entry with ?full=true is megabytes of JSON: built on the work pool.

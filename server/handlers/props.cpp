@@ -2,6 +2,8 @@
 #include <nlohmann/json.hpp>
 
 #include "server/api/gguf_json.h"
+#include "engine/kernels/cpu_features.h"
+#include "engine/kernels/dispatch.h"
 #include "server/handlers/handlers.h"
 
 namespace server {
@@ -19,30 +21,50 @@ nlohmann::json sampling_json(const engine::SamplingParams& s) {
           {"penalty_last_n", s.penalty_last_n}};
 }
 
+// The server's own part (router mode without ?model=): build, CPU, and the models it knows.
+nlohmann::json router_props(ModelRegistry& models) {
+  nlohmann::json ids = nlohmann::json::array();
+  for (const ModelStatus& m : models.list()) ids.push_back(m.id);
+  return {{"router", true},
+          {"models", ids},
+          {"build_info", "ggufd " GGUFD_VERSION},
+          {"cpu_features", engine::cpu_features().to_string()},
+          {"kernels", engine::kernels::dispatch().name}};
+}
+
+nlohmann::json model_props(const App& app) {
+  const ServeSettings& s = app.settings;
+  nlohmann::json settings = nlohmann::json::object();
+  for (const auto& [name, value] : s.model_settings) settings[name] = value;
+  nlohmann::json body = {
+      {"model", app.model_id},
+      {"model_path", app.model_path},
+      {"n_ctx", s.n_ctx},
+      {"total_slots", s.n_slots},
+      {"n_threads", s.n_threads},
+      {"prefill_chunk", s.prefill_chunk},
+      {"kv_cache_type", s.kv_type},
+      {"default_generation_settings",
+       {{"max_tokens", s.max_tokens > 0 ? nlohmann::json(s.max_tokens) : nlohmann::json(nullptr)}, {"sampling", sampling_json(s.default_sampling)}}},
+      {"chat_template", s.chat_template},
+      {"chat_template_source", s.chat_template_source},
+      {"build_info", s.build_info},
+      {"cpu_features", s.cpu_features},
+      {"kernels", s.kernels},
+      {"settings", settings},
+  };
+  body.update(model_kind_json(app));
+  return body;
+}
+
 }  // namespace
 
-void add_props_routes(Router& router, App& app) {
-  router.add("GET", "/props", [&app](HttpRequest&, RequestContext&) -> net::awaitable<HttpResponse> {
-    require_ready(app);
-    const ServeSettings& s = app.settings;
-    nlohmann::json body = {
-        {"model", app.model_id},
-        {"model_path", app.model_path},
-        {"n_ctx", s.n_ctx},
-        {"total_slots", s.n_slots},
-        {"n_threads", s.n_threads},
-        {"prefill_chunk", s.prefill_chunk},
-        {"kv_cache_type", s.kv_type},
-        {"default_generation_settings",
-         {{"max_tokens", s.max_tokens > 0 ? nlohmann::json(s.max_tokens) : nlohmann::json(nullptr)}, {"sampling", sampling_json(s.default_sampling)}}},
-        {"chat_template", s.chat_template},
-        {"chat_template_source", s.chat_template_source},
-        {"build_info", s.build_info},
-        {"cpu_features", s.cpu_features},
-        {"kernels", s.kernels},
-    };
-    body.update(model_kind_json(app));
-    co_return HttpResponse::json(200, dump(body));
+// GET /props[?model=id]: one model's settings; the router's without ?model=.
+void add_props_routes(Router& router, ModelRegistry& models) {
+  router.add("GET", "/props", [&models](HttpRequest& req, RequestContext& ctx) -> net::awaitable<HttpResponse> {
+    if (models.router() && req.query.count("model") == 0) co_return HttpResponse::json(200, dump(router_props(models)));
+    const std::shared_ptr<ModelLease> lease = co_await lease_for_query(models, req, ctx);
+    co_return HttpResponse::json(200, dump(model_props(lease->app())));
   });
 }
 

@@ -18,8 +18,9 @@ ApiError no_such_response(const std::string& id) {
                   "invalid_request_error", std::nullopt, "not_found");
 }
 
-net::awaitable<HttpResponse> create(App& app, HttpRequest& req, RequestContext& ctx) {
-  require_ready(app);
+net::awaitable<HttpResponse> create(ModelRegistry& models, HttpRequest& req, RequestContext& ctx) {
+  const std::shared_ptr<ModelLease> lease = co_await lease_for_body(models, req, ctx);
+  App& app = lease->app();
   require_generation(app);
   auto request = std::make_shared<const ResponsesRequest>(
       co_await app.work->run([&app, &req] { return prepare_responses(app, req.body); }));
@@ -31,30 +32,34 @@ net::awaitable<HttpResponse> create(App& app, HttpRequest& req, RequestContext& 
     response = co_await serve_generation(app, ctx, *request, std::make_shared<const ResponsesFormatter>(app, request));
   }
   name_ignored_fields(response, request->ignored_fields);
+  response.hold = lease;
   co_return response;
 }
 
 }  // namespace
 
-void add_responses_routes(Router& router, App& app) {
+void add_responses_routes(Router& router, ModelRegistry& models) {
   router.add("POST", "/v1/responses",
-             [&app](HttpRequest& req, RequestContext& ctx) { return create(app, req, ctx); }, RouteOptions::json_api());
+             [&models](HttpRequest& req, RequestContext& ctx) { return create(models, req, ctx); }, RouteOptions::json_api());
   router.add("POST", "/v1/responses/input_tokens",
-             [&app](HttpRequest& req, RequestContext&) -> net::awaitable<HttpResponse> {
-               require_ready(app);
+             [&models](HttpRequest& req, RequestContext& ctx) -> net::awaitable<HttpResponse> {
+               const std::shared_ptr<ModelLease> lease = co_await lease_for_body(models, req, ctx);
+               App& app = lease->app();
                nlohmann::json body = co_await app.work->run([&app, &req] { return count_response_tokens(app, req.body); });
                co_return HttpResponse::json(200, dump_json(body));
              },
              RouteOptions::json_api());
-  router.add("GET", "/v1/responses/{id}", [&app](HttpRequest& req, RequestContext&) -> net::awaitable<HttpResponse> {
+  router.add("GET", "/v1/responses/{id}", [&models](HttpRequest& req, RequestContext&) -> net::awaitable<HttpResponse> {
     const std::string& id = req.params["id"];
-    std::shared_ptr<const StoredResponse> r = app.responses != nullptr ? app.responses->get(id) : nullptr;
+    ResponseStore* store = models.responses();
+    std::shared_ptr<const StoredResponse> r = store != nullptr ? store->get(id) : nullptr;
     if (!r) throw no_such_response(id);
     co_return HttpResponse::json(200, dump_json(r->object));
   });
-  router.add("DELETE", "/v1/responses/{id}", [&app](HttpRequest& req, RequestContext&) -> net::awaitable<HttpResponse> {
+  router.add("DELETE", "/v1/responses/{id}", [&models](HttpRequest& req, RequestContext&) -> net::awaitable<HttpResponse> {
     const std::string& id = req.params["id"];
-    if (app.responses == nullptr || !app.responses->erase(id)) throw no_such_response(id);
+    ResponseStore* store = models.responses();
+    if (store == nullptr || !store->erase(id)) throw no_such_response(id);
     co_return HttpResponse::json(200, dump_json({{"id", id}, {"object", "response.deleted"}, {"deleted", true}}));
   });
 }

@@ -5,15 +5,17 @@
 
 namespace server {
 
-void add_tokenize_routes(Router& router, App& app, size_t body_limit) {
+void add_tokenize_routes(Router& router, ModelRegistry& models, size_t body_limit) {
   const RouteOptions options = RouteOptions::json_api(body_limit);
-  router.add("POST", "/tokenize", [&app](HttpRequest& req, RequestContext&) -> net::awaitable<HttpResponse> {
-    require_ready(app);
+  router.add("POST", "/tokenize", [&models](HttpRequest& req, RequestContext& ctx) -> net::awaitable<HttpResponse> {
+    const std::shared_ptr<ModelLease> lease = co_await lease_for_body(models, req, ctx);
+    App& app = lease->app();
     std::string body = co_await app.work->run([&app, &req] { return tokenize_response(app, req.body); });
     co_return HttpResponse::json(200, std::move(body));
   }, options);
-  router.add("POST", "/detokenize", [&app](HttpRequest& req, RequestContext&) -> net::awaitable<HttpResponse> {
-    require_ready(app);
+  router.add("POST", "/detokenize", [&models](HttpRequest& req, RequestContext& ctx) -> net::awaitable<HttpResponse> {
+    const std::shared_ptr<ModelLease> lease = co_await lease_for_body(models, req, ctx);
+    App& app = lease->app();
     std::string body = co_await app.work->run([&app, &req] { return detokenize_response(app, req.body); });
     co_return HttpResponse::json(200, std::move(body));
   }, options);

@@ -51,7 +51,7 @@ TEST_P(SharedBlocks, GiveTheLogitsOfComputingEverything) {
   const std::vector<int32_t> tail = spread_tokens(31, V, 5);
   q.insert(q.end(), tail.begin() + 1, tail.end());
 
-  ModelEvaluator shared(model, n_ctx, 2, KvType::kF16, max_batch, 2, 1 << 20);
+  ModelEvaluator shared(model, n_ctx, 2, KvType::kF16, max_batch, ComputeShare::make(2), 1 << 20);
   ASSERT_EQ(shared.cache_use().window_cells, 0) << "every layer in the full pool";
   ASSERT_EQ(shared.prefix_block(), kBlock);
   eval_tokens(shared, 0, p, 0);
@@ -64,7 +64,7 @@ TEST_P(SharedBlocks, GiveTheLogitsOfComputingEverything) {
   EXPECT_GT(use.prefix.reserved_cells, 0);
   EXPECT_EQ(use.cells_total, 2 * n_ctx + use.prefix.reserved_cells);
 
-  ModelEvaluator plain(model, n_ctx, 2, KvType::kF16, max_batch, 2, 0);
+  ModelEvaluator plain(model, n_ctx, 2, KvType::kF16, max_batch, ComputeShare::make(2), 0);
   EXPECT_EQ(plain.prefix_block(), 0);
   std::vector<float> want = eval_tokens(plain, 0, q, 0);
   want.erase(want.begin(), want.begin() + 2 * kBlock * V);
@@ -96,7 +96,7 @@ TEST(SharedBlocks, NotWithASlidingWindowRing) {
   const std::string file = "models/synth/synth-gemma3-Q8_0.gguf";
   GGUFD_REQUIRE_SHARED(file);
   const Model model = Model::load(shared_path(file));
-  ModelEvaluator ev(model, 4096, 2, KvType::kF16, 48, 2, 1 << 20);
+  ModelEvaluator ev(model, 4096, 2, KvType::kF16, 48, ComputeShare::make(2), 1 << 20);
   ASSERT_GT(ev.cache_use().window_cells, 0);
   EXPECT_EQ(ev.prefix_block(), 0);
   EXPECT_EQ(ev.cache_use().prefix.block_tokens, 0);

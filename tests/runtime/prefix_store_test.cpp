@@ -198,7 +198,7 @@ TEST(PrefixStore, AnUnusableDirectoryIsAnError) {
 
 // A first evaluator on `store` computes p and publishes it (its complete blocks go to disk).
 int64_t compute_and_store(const Model& model, const std::vector<int32_t>& p, const PrefixStoreOptions& store) {
-  ModelEvaluator first(model, 256, 2, KvType::kF16, 48, 2, 1 << 20, store);
+  ModelEvaluator first(model, 256, 2, KvType::kF16, 48, ComputeShare::make(2), 1 << 20, store);
   test::eval_tokens(first, 0, p, 0);
   first.publish_prefix(0, p);
   return first.cache_use().prefix.disk.saved;
@@ -218,14 +218,14 @@ TEST_P(StoredPrefix, ARestartedEvaluatorAttachesTheBlocksAnEarlierOneComputed) {
   Warnings w;
   const PrefixStoreOptions store = w.options(dir);
   EXPECT_EQ(compute_and_store(model, p, store), 3);
-  ModelEvaluator second(model, 256, 2, KvType::kF16, 48, 2, 1 << 20, store);
+  ModelEvaluator second(model, 256, 2, KvType::kF16, 48, ComputeShare::make(2), 1 << 20, store);
   EXPECT_TRUE(second.cache_use().prefix.on_disk);
   EXPECT_EQ(second.cache_use().prefix.disk.files, 3);
   ASSERT_EQ(second.share_prefix(1, p, 0, 99), 3 * kStoreBlock);
   EXPECT_EQ(second.cache_use().prefix.disk.loaded, 3);
   const std::vector<float> got = test::eval_tokens(second, 1, p, 3 * kStoreBlock);
 
-  ModelEvaluator plain(model, 256, 2, KvType::kF16, 48, 2, 0);
+  ModelEvaluator plain(model, 256, 2, KvType::kF16, 48, ComputeShare::make(2), 0);
   std::vector<float> want = test::eval_tokens(plain, 0, p, 0);
   want.erase(want.begin(), want.begin() + 3 * kStoreBlock * second.n_vocab());
   ASSERT_EQ(got.size(), want.size());
@@ -251,12 +251,12 @@ TEST(StoredPrefix, ACorruptBlockEndsWhatIsAttached) {
   compute_and_store(model, p, store);
   {
     const Model m2 = Model::load(shared_path(other));
-    ModelEvaluator foreign(m2, 256, 2, KvType::kF16, 48, 2, 1 << 20, store);
+    ModelEvaluator foreign(m2, 256, 2, KvType::kF16, 48, ComputeShare::make(2), 1 << 20, store);
     EXPECT_EQ(foreign.cache_use().prefix.disk.files, 0);
     EXPECT_EQ(foreign.share_prefix(0, test::spread_tokens(100, m2.hparams().n_vocab), 0, 99), 0);
   }
   {
-    ModelEvaluator f32kv(model, 256, 2, KvType::kF32, 48, 2, 1 << 20, store);
+    ModelEvaluator f32kv(model, 256, 2, KvType::kF32, 48, ComputeShare::make(2), 1 << 20, store);
     EXPECT_EQ(f32kv.cache_use().prefix.disk.files, 0) << "another KV type is another cache";
   }
   // Corrupt the second block: recompute its key the way the cache does.
@@ -272,7 +272,7 @@ TEST(StoredPrefix, ACorruptBlockEndsWhatIsAttached) {
   }
   ASSERT_FALSE(f2.empty());
   flip(f2, 1);
-  ModelEvaluator second(model, 256, 2, KvType::kF16, 48, 2, 1 << 20, store);
+  ModelEvaluator second(model, 256, 2, KvType::kF16, 48, ComputeShare::make(2), 1 << 20, store);
   EXPECT_EQ(second.share_prefix(1, p, 0, 99), kStoreBlock);
   EXPECT_EQ(second.cache_use().prefix.disk.rejected, 1);
   EXPECT_FALSE(fs::exists(f2));

@@ -91,12 +91,12 @@ TEST_F(Endpoints, MetricsInPrometheusFormat) {
   EXPECT_NE(r.headers.at("content-type").find("text/plain"), std::string::npos);
   EXPECT_NE(r.body.find("# TYPE ggufd_requests_total counter"), std::string::npos);
   EXPECT_NE(r.body.find("ggufd_requests_total{endpoint=\"/health\",status=\"200\"}"), std::string::npos);
-  EXPECT_NE(r.body.find("ggufd_time_to_first_token_seconds_bucket{le=\"+Inf\"}"), std::string::npos);
-  EXPECT_NE(r.body.find("ggufd_slots_total 4"), std::string::npos);
+  EXPECT_NE(r.body.find("ggufd_time_to_first_token_seconds_bucket{model=\"stories\",le=\"+Inf\"}"), std::string::npos);
+  EXPECT_NE(r.body.find("ggufd_slots_total{model=\"stories\"} 4"), std::string::npos);
   // 4 slots x 256, and the prefix cache's cells: stories260K's take 640 bytes (5 layers x (32 + 32)
   // f16), whole blocks of 32
   const int64_t prefix_cells = test_options().model.engine.prefix_cache_bytes / 640 / 32 * 32;
-  EXPECT_NE(r.body.find("ggufd_kv_cache_total_cells " + std::to_string(1024 + prefix_cells) + "\n"), std::string::npos);
+  EXPECT_NE(r.body.find("ggufd_kv_cache_total_cells{model=\"stories\"} " + std::to_string(1024 + prefix_cells) + "\n"), std::string::npos);
   EXPECT_NE(r.body.find("# TYPE ggufd_prefix_cache_hit_tokens_total counter"), std::string::npos);
   EXPECT_NE(r.body.find("# TYPE ggufd_prefix_cache_blocks gauge"), std::string::npos);
 }

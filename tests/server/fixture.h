@@ -57,11 +57,16 @@ inline std::unique_ptr<RunningService> start_service(
   return std::make_unique<RunningService>(std::move(o));
 }
 
-// The value of the sample `name` (no labels) on the service's /metrics, or -1 when it is absent.
+// The value of the sample `name` on the service's /metrics (the first series: without labels, or
+// of the first model), or -1 when it is absent.
 inline double metric(uint16_t port, const std::string& name) {
   const std::string body = "\n" + http_request(port, "GET", "/metrics").body;
-  const size_t at = body.find("\n" + name + " ");
-  return at == std::string::npos ? -1 : std::stod(body.substr(at + name.size() + 2));
+  for (size_t at = body.find("\n" + name); at != std::string::npos; at = body.find("\n" + name, at + 1)) {
+    const size_t end = at + 1 + name.size();
+    if (body[end] == ' ') return std::stod(body.substr(end + 1));
+    if (body[end] == '{') return std::stod(body.substr(body.find("} ", end) + 2));
+  }
+  return -1;
 }
 
 // A chat's messages: one user message saying `text`.

@@ -180,7 +180,7 @@ TEST_F(Generation, DisconnectFreesTheSlot) {
   for (int i = 0; i < 400 && !freed; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     const std::string m = http_request(port(), "GET", "/metrics").body;
-    freed = m.find("ggufd_slots_active 0\n") != std::string::npos;
+    freed = m.find("ggufd_slots_active{model=\"stories\"} 0\n") != std::string::npos;
   }
   EXPECT_TRUE(freed);
 }

@@ -179,7 +179,7 @@ TEST_F(Hardening, SeedsCoverTheWholeUint64Range) {
 TEST_F(Hardening, CancelledRequestsTokensAreCounted) {
   auto generated = [&] {
     const std::string m = http_request(port(), "GET", "/metrics").body;
-    const std::string key = "\nggufd_generated_tokens_total ";
+    const std::string key = "\nggufd_generated_tokens_total{model=\"stories\"} ";
     const size_t at = m.find(key);
     EXPECT_NE(at, std::string::npos) << m;
     return at == std::string::npos ? 0L : std::stol(m.substr(at + key.size()));
@@ -195,7 +195,7 @@ TEST_F(Hardening, CancelledRequestsTokensAreCounted) {
   bool freed = false;
   for (int i = 0; i < 400 && !freed; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    freed = http_request(port(), "GET", "/metrics").body.find("ggufd_slots_active 0\n") != std::string::npos;
+    freed = http_request(port(), "GET", "/metrics").body.find("ggufd_slots_active{model=\"stories\"} 0\n") != std::string::npos;
   }
   ASSERT_TRUE(freed);
   EXPECT_GT(generated(), before);

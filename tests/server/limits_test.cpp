@@ -20,7 +20,7 @@ TEST(Limits, QueueFullIs429WithRetryAfter) {
   const json long_body = {{"prompt", "Once"}, {"max_tokens", 2000}, {"ignore_eos", true}};
   auto first = std::async(std::launch::async, [&] { return post_json(s->port(), "/v1/completions", long_body); });
   for (int i = 0; i < 400; ++i) {  // until the first occupies the only slot
-    if (http_request(s->port(), "GET", "/metrics").body.find("ggufd_slots_active 1\n") != std::string::npos) break;
+    if (http_request(s->port(), "GET", "/metrics").body.find("ggufd_slots_active{model=\"stories\"} 1\n") != std::string::npos) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   const HttpReply second = post_json(s->port(), "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 1}});
@@ -71,7 +71,7 @@ TEST(Limits, ShutdownLetsInFlightRequestsFinish) {
   });
   for (int i = 0; i < 2000; ++i) {  // until the request is in its slot (in flight, not refused) or done
     if (inflight.wait_for(std::chrono::seconds(0)) == std::future_status::ready) break;
-    if (http_request(port, "GET", "/metrics").body.find("ggufd_slots_active 1\n") != std::string::npos) break;
+    if (http_request(port, "GET", "/metrics").body.find("ggufd_slots_active{model=\"stories\"} 1\n") != std::string::npos) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   s.reset();  // shutdown() + wait()

@@ -27,12 +27,12 @@ using gguf::TensorType;
 
 const std::string kWordStart = "\xe2\x96\x81";  // U+2581
 
-struct TempPath {
+struct BertTempPath {
   std::string path;
-  explicit TempPath(const std::string& name) : path((fs::temp_directory_path() / name).string()) {
+  explicit BertTempPath(const std::string& name) : path((fs::temp_directory_path() / name).string()) {
     path += "-" + std::to_string(::getpid()) + ".gguf";
   }
-  ~TempPath() {
+  ~BertTempPath() {
     std::error_code ec;
     fs::remove(path, ec);
   }
@@ -200,7 +200,7 @@ TEST(SynthBert, RerankFileIsDeterministic) {
   o.shape = *synth::find_shape("bert-rerank");
   o.type = *synth::find_file_type("F32");
   o.seed = 18;
-  TempPath a("synth-rerank-a"), b("synth-rerank-b");
+  BertTempPath a("synth-rerank-a"), b("synth-rerank-b");
   o.threads = 1;
   const synth::Result r = synth::write_model(o, a.path);
   EXPECT_EQ(r.n_vocab, 30522);
@@ -239,7 +239,7 @@ TEST(SynthBert, VocabFromBge) {
   o.shape = *synth::find_shape("bert-rerank");
   o.shape.n_layer = 1;
   o.vocab_from = ggufd::test::shared_path("tokenizer/ggml-vocab-bert-bge.gguf");
-  TempPath out("synth-rerank-bge");
+  BertTempPath out("synth-rerank-bge");
   synth::write_model(o, out.path);
   const gguf::File f = gguf::File::open(out.path);
   int n = 0;
