@@ -75,9 +75,17 @@ class TomlParser {
     ++pos_;  // '['
     if (peek() == '[') fail("arrays of tables ([[...]]) are not supported");
     skip_spaces();
-    std::string name = parse_key();
+    std::string name;
+    if (peek() == '*') {  // [*]: llama-server's spelling of ["*"] in preset files
+      ++pos_;
+      name = "*";
+    } else {
+      name = parse_key();
+    }
     skip_spaces();
-    if (peek() != ']') fail("expected ']' after section name '" + name + "'");
+    if (peek() != ']') {
+      fail("expected ']' after section name '" + name + "' (quote a name with other characters: [\"org/name\"])");
+    }
     ++pos_;
     return name;
   }
