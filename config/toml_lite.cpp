@@ -79,8 +79,13 @@ class TomlParser {
     if (peek() == '*') {  // [*]: llama-server's spelling of ["*"] in preset files
       ++pos_;
       name = "*";
+    } else if (peek() == '"' || peek() == '\'') {
+      name = parse_string();
     } else {
-      name = parse_key();
+      const size_t start = pos_;  // a bare name; a '.' (no dotted tables here) ends it like '/' does
+      while (bare_char(peek())) ++pos_;
+      name = std::string(text_.substr(start, pos_ - start));
+      if (name.empty()) fail("expected a section name, found '" + std::string(1, peek()) + "'");
     }
     skip_spaces();
     if (peek() != ']') {

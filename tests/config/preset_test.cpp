@@ -186,7 +186,11 @@ TEST_F(PresetTest, ErrorsNameFileLineKeyValueAndWhatIsAllowed) {
   EXPECT_EQ(err("[a]\nalias = \"b\"\n[b]\ntop-k = 1\n"), at + "alias 'b' of [a] (line 2) is also the id or alias of [b]");
   EXPECT_EQ(err("[org/name]\n"),
             at + "line 1: expected ']' after section name 'org' (quote a name with other characters: [\"org/name\"])");
+  EXPECT_EQ(err("[qwen3.5-4b]\n"),
+            at + "line 1: expected ']' after section name 'qwen3' (quote a name with other characters: [\"org/name\"])");
+  EXPECT_EQ(err("[]\n"), at + "line 1: expected a section name, found ']'");
   EXPECT_EQ(err("[a]\nctx-size = 8192 x\n"), at + "line 2: unexpected 'x' after the value");
+  EXPECT_EQ(err("[\"qwen3.5-4b\"]\nctx-size = 64\n"), "");
 }
 
 TEST_F(PresetTest, FinalizeChecksEveryModelOfThePreset) {
