@@ -1,15 +1,13 @@
 // tools/ggufd/serve_options.h: `ggufd serve`'s settings -> server::ServiceOptions, without and
 // with the router; options_for and preset models; `ggufd serve --print-config` with a preset.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "config/serve_config.h"
+#include "tests/config/config_fixture.h"
 #include "tests/support/run.h"
 #include "tools/ggufd/serve_options.h"
 
@@ -18,34 +16,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A scratch directory with files, and `ggufd serve`'s parse of some arguments (GGUFD_* variables
-// of the environment the tests run in apply too: ctest sets none of the settings).
-class ServeOptionsTest : public ::testing::Test {
+// config/'s fixture (a clean GGUFD_* environment, scratch files, `ggufd serve`'s parse) with a
+// models directory.
+class ServeOptionsTest : public ConfigTest {
  protected:
   void SetUp() override {
-    dir_ = fs::path(testing::TempDir()) /
-           ("ggufd-serve-options-" + std::to_string(getpid()) + "-" +
-            testing::UnitTest::GetInstance()->current_test_info()->name());
+    ConfigTest::SetUp();
     fs::create_directories(dir_ / "models" / "sub");
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string file(const std::string& name, const std::string& text) {
-    const fs::path p = dir_ / name;
-    std::ofstream(p, std::ios::binary) << text;
-    return p.string();
-  }
-  static config::ServeConfig parse(const std::vector<std::string>& args) {
-    config::ServeConfig cfg;
-    CLI::App app{"test"};
-    config::add_serve_options(app, cfg);
-    std::vector<const char*> argv{"ggufd"};
-    for (const std::string& a : args) argv.push_back(a.c_str());
-    app.parse(static_cast<int>(argv.size()), argv.data());
-    config::finalize(app, cfg);
-    return cfg;
   }
   // The value of setting `name` in a model's `settings` rows ("(missing)" when absent).
   static std::string row(const server::ModelOptions& m, const std::string& name) {
@@ -54,7 +31,6 @@ class ServeOptionsTest : public ::testing::Test {
     }
     return "(missing)";
   }
-  fs::path dir_;
 };
 
 TEST_F(ServeOptionsTest, SingleModelIsTheCommandLineAsBefore) {
