@@ -15,8 +15,6 @@ namespace config {
 
 namespace {
 
-constexpr std::array<std::string_view, 5> kSections = {"model", "http", "engine", "sampling", "log"};
-
 // Levenshtein distance, for "did you mean" hints.
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> row(b.size() + 1);
@@ -33,6 +31,8 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
+}  // namespace
+
 std::string unknown_key_message(const std::string& key, int line, const std::vector<Setting>& table) {
   std::string msg = "unknown key '" + key + "' (line " + std::to_string(line) + ")";
   const Setting* best = nullptr;
@@ -44,25 +44,39 @@ std::string unknown_key_message(const std::string& key, int line, const std::vec
   return best ? msg + "; did you mean '" + best->name + "'?" : msg;
 }
 
-std::string normalized(std::string key) {
+std::string normalized_key(std::string key) {
   std::replace(key.begin(), key.end(), '_', '-');
   return key;
 }
 
-const Setting* find_setting(const std::vector<Setting>& table, const std::string& name) {
+namespace {
+
+// The sections of the table's rows, in table order: "model, http, ..., log".
+std::vector<std::string> sections_of(const std::vector<Setting>& table) {
+  std::vector<std::string> out;
   for (const Setting& s : table) {
-    if (s.name == name) return &s;
+    if (std::find(out.begin(), out.end(), s.section) == out.end()) out.push_back(s.section);
   }
-  return nullptr;
+  return out;
+}
+
+// "a, b or c"
+std::string listed(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == items.size() ? " or " : ", ") + items[i];
+  }
+  return out;
 }
 
 // Checks one entry's section and key; throws the message without the "--config <path>: " prefix.
 const Setting& checked_setting(const TomlEntry& e, const std::vector<Setting>& table) {
-  if (!e.section.empty() && std::find(kSections.begin(), kSections.end(), e.section) == kSections.end()) {
+  const std::vector<std::string> sections = sections_of(table);
+  if (!e.section.empty() && std::find(sections.begin(), sections.end(), e.section) == sections.end()) {
     throw std::invalid_argument("unknown section [" + e.section + "] (line " + std::to_string(e.line) +
-                                "): expected model, http, engine, sampling or log");
+                                "): expected " + listed(sections));
   }
-  const Setting* s = find_setting(table, normalized(e.key));
+  const Setting* s = find_setting(table, normalized_key(e.key));
   if (!s) throw std::invalid_argument(unknown_key_message(e.key, e.line, table));
   if (!e.section.empty() && e.section != s->section) {
     throw std::invalid_argument("key '" + e.key + "' (line " + std::to_string(e.line) + ") belongs in [" +
@@ -95,15 +109,19 @@ FileSettings parse_config_text(const std::string& text, const std::vector<Settin
   return out;
 }
 
-FileSettings load_config_file(const std::string& path, const std::vector<Setting>& table) {
-  const std::string label = "--config " + path;
+std::string read_settings_file(const std::string& path, const std::string& label) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw std::invalid_argument(label + ": the file does not exist");
   if (!std::filesystem::is_regular_file(path, ec)) throw std::invalid_argument(label + ": not a regular file");
   std::ifstream in(path, std::ios::binary);
   std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   if (!in && !in.eof()) throw std::invalid_argument(label + ": cannot read the file");
-  return parse_config_text(text, table, label);
+  return text;
+}
+
+FileSettings load_config_file(const std::string& path, const std::vector<Setting>& table) {
+  const std::string label = "--config " + path;
+  return parse_config_text(read_settings_file(path, label), table, label);
 }
 
 }  // namespace config

@@ -2,14 +2,8 @@
 //
 // File format (a TOML subset, see toml_lite.h). Keys are the flag names without dashes, written
 // with '-' or '_' (ctx-size or ctx_size). Keys may be flat at the top level, or inside the section
-// of their --help group:
-//   [model] model alias chat-template-file pooling model-draft
-//   [http] host port api-key api-key-file cors-origin body-limit header-limit read-timeout
-//          idle-timeout request-timeout max-connections shutdown-grace strict-api keep-billing-header
-//   [engine] threads ctx-size parallel queue-limit prefill-chunk kv-type cache-ram cache-dir
-//            cache-dir-size spec draft-max draft-min
-//   [sampling] temperature top-p top-k min-p repeat-penalty max-tokens
-//   [log] log-level log-format metrics
+// of their row (Setting::section, in --help order: [model] [http] [engine] [sampling] [log]
+// [router] [download]; `ggufd serve --help` groups the keys the same way).
 // A key in another section, an unknown section, an unknown key or a key set twice is an error.
 // List settings (api-key, cors-origin) take an array or a single string. Relative paths are
 // relative to the working directory, as on the command line.
@@ -34,6 +28,15 @@ using FileSettings = std::map<std::string, FileValue>;
 // Reads and checks `path` against `table`. Throws std::invalid_argument with a message that
 // starts with "--config <path>: ", e.g. "--config /x.toml: unknown key 'ctxsize' (line 3)".
 FileSettings load_config_file(const std::string& path, const std::vector<Setting>& table);
+
+// The whole file `path` as text; throws std::invalid_argument "<label>: the file does not exist" etc.
+std::string read_settings_file(const std::string& path, const std::string& label);
+
+// A key as the table names it: '_' -> '-' ("ctx_size" -> "ctx-size").
+std::string normalized_key(std::string key);
+
+// "unknown key 'ctxsize' (line 3); did you mean 'ctx-size'?" (the hint only for a close name in `table`).
+std::string unknown_key_message(const std::string& key, int line, const std::vector<Setting>& table);
 
 // Parses file text (what load_config_file does after reading); `label` prefixes the errors.
 FileSettings parse_config_text(const std::string& text, const std::vector<Setting>& table,

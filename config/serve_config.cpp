@@ -10,9 +10,11 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "config/config_file.h"
+#include "config/preset.h"
 #include "config/settings.h"
 #include "config/validate.h"
 #include "config/values.h"
@@ -71,6 +73,41 @@ std::string config_source(const CLI::App& app) {
   return opt->count() > 0 ? "env" : "default";
 }
 
+// --hub-cache left unset: $HOME/.cache/ggufd (GGUFD_CACHE is the row's own variable).
+void default_hub_cache(ServeConfig& cfg) {
+  if (!cfg.download.hub_cache.empty()) return;
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && *home != '\0') cfg.download.hub_cache = std::string(home) + "/.cache/ggufd";
+}
+
+// Reads --models-preset and checks every model's configuration under it: each [id] section's,
+// and ["*"]'s alone (the models found in --models-dir or the cache that have no section).
+void load_models_preset(ServeConfig& cfg) {
+  if (cfg.router.models_preset.empty()) return;
+  cfg.presets = load_presets(cfg.router.models_preset);
+  apply_preset(cfg, "");
+  for (const PresetSection& section : cfg.presets.models) apply_preset(cfg, section.id);
+}
+
+// "preset [id]: ctx-size = 8192 (line 3), parallel = 2 (line 4; the flag's 4 wins)"
+std::string describe_section(const ServeConfig& cfg, const std::vector<Setting>& table, const PresetSection& sec) {
+  std::string out;
+  for (const auto& [name, value] : sec.values) {
+    const auto src = cfg.sources.find(name);
+    const bool flag_wins = src != cfg.sources.end() && src->second == "flag" &&
+                           find_setting(table, name)->scope == Scope::kModel;
+    std::string text;
+    for (const std::string& v : value.values) text += (text.empty() ? "" : ", ") + v;
+    out += (out.empty() ? "" : ", ") + name + " = " + (text.empty() ? "\"\"" : text) + " (line " +
+           std::to_string(value.line) + (flag_wins ? "; the flag wins" : "") + ")";
+  }
+  if (sec.load_on_startup_line != 0) {
+    out += (out.empty() ? "" : ", ") + std::string("load-on-startup = ") + (sec.load_on_startup ? "true" : "false") +
+           " (line " + std::to_string(sec.load_on_startup_line) + ")";
+  }
+  return "preset [" + sec.id + "]: " + (out.empty() ? "(nothing)" : out) + "\n";
+}
+
 }  // namespace
 
 void add_serve_options(CLI::App& app, ServeConfig& cfg) {
@@ -78,7 +115,9 @@ void add_serve_options(CLI::App& app, ServeConfig& cfg) {
   app.footer(
       "Every setting can also be set with GGUFD_<NAME> (e.g. GGUFD_CTX_SIZE; lists comma-separated)\n"
       "or in the --config TOML file (keys like the flags: ctx-size or ctx_size, flat or in\n"
-      "[model] [http] [engine] [sampling] [log] sections). Precedence: flags > env > file > defaults.");
+      "[model] [http] [engine] [sampling] [log] [router] [download] sections).\n"
+      "Precedence: flags > env > file > defaults; with --models-preset, for each model:\n"
+      "flags > its [id] section > [\"*\"] > env > file > defaults.");
   app.add_option("--config", cfg.config_file,
                  "TOML file of settings, keys named like the flags (flags > env > file > defaults)")
       ->envname("GGUFD_CONFIG")
@@ -103,7 +142,9 @@ void finalize(CLI::App& app, ServeConfig& cfg) {
   if (cfg.sources["api-key"] == "default" && !cfg.http.api_keys.empty()) {
     cfg.sources["api-key"] = cfg.sources["api-key-file"];  // every key came from the key file
   }
+  default_hub_cache(cfg);
   validate(cfg, labels);
+  load_models_preset(cfg);
 }
 
 std::string describe(const ServeConfig& cfg) {
@@ -113,13 +154,18 @@ std::string describe(const ServeConfig& cfg) {
     return name + " = " + value + "  (" + (it == cfg.sources.end() ? "default" : it->second) + ")\n";
   };
   std::string out = line("config", cfg.config_file.empty() ? "\"\"" : cfg.config_file);
-  for (const Setting& s : settings_of(copy)) {
+  const std::vector<Setting> table = settings_of(copy);
+  for (const Setting& s : table) {
     std::string value = current_text(s);
     if (s.name == "api-key") {
       const size_t n = cfg.http.api_keys.size();
       value = n == 0 ? "(none)" : "*** (" + std::to_string(n) + (n == 1 ? " key)" : " keys)");
     }
     out += line(s.name, value.empty() ? "\"\"" : value);
+  }
+  if (!cfg.presets.path.empty()) {
+    out += describe_section(cfg, table, cfg.presets.all);
+    for (const PresetSection& sec : cfg.presets.models) out += describe_section(cfg, table, sec);
   }
   return out;
 }

@@ -1,12 +1,15 @@
 // Settings of `ggufd serve`: plain structs filled from flags, GGUFD_* environment variables and a
 // config file (precedence: flags > env > file > defaults), validated with messages that name the
-// setting, the value and what is allowed.
+// setting, the value and what is allowed. With --models-preset, each model's settings are these
+// with its preset applied (config/preset.h: flags > preset [id] > preset ["*"] > env > file).
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
+
+#include "config/preset.h"
 
 namespace CLI {
 class App;
@@ -20,6 +23,8 @@ struct ModelConfig {
   std::string chat_template_file;   // --chat-template-file: overrides the model's template
   std::string pooling;              // --pooling: embeddings' pooling; "": the model's pooling_type
   std::string draft;                // --model-draft: a small model of the same vocabulary drafting tokens
+  std::string hf;                   // --hf org/repo[:QUANT]: a model from the Hugging Face Hub (server/hub)
+  bool load_on_startup = false;     // preset-only load-on-startup: the router loads it at start
 };
 
 struct HttpConfig {
@@ -67,6 +72,25 @@ struct SamplingDefaults {
   std::string reasoning_effort;     // chat requests without reasoning_effort: none | low | ...; "": the template's
 };
 
+// Many models in one server: on when models_dir or models_preset is set.
+struct RouterConfig {
+  std::string models_dir;           // --models-dir: GGUF files below it are models
+  std::string models_preset;        // --models-preset: per-model settings (config/preset.h)
+  int models_max = 4;               // models loaded at once (0: no limit)
+  int64_t models_ram = 0;           // bytes of loaded models' weights, KV caches and states (0: no limit)
+  bool autoload = true;             // a request for an unloaded model loads it
+  int sleep_idle_seconds = 0;       // unload a model idle this long (0: never)
+  int load_wait = 60;               // seconds a request waits for its model to load, then 503
+  bool enabled() const { return !models_dir.empty() || !models_preset.empty(); }
+};
+
+// The download cache and the Hub client (server/hub) that --hf and the router use.
+struct DownloadConfig {
+  std::string hub_cache;            // --hub-cache / GGUFD_CACHE; finalize(): default $HOME/.cache/ggufd
+  bool offline = false;             // the cache only, no network
+  std::string ca_file;              // PEM CAs trusted for downloads (private mirrors, tests)
+};
+
 struct LogConfig {
   std::string level = "info";       // trace | debug | info | warn | error | off
   std::string format = "text";      // text | json
@@ -79,10 +103,14 @@ struct ServeConfig {
   EngineConfig engine;
   SamplingDefaults sampling;
   LogConfig log;
+  RouterConfig router;
+  DownloadConfig download;
+  Presets presets;                  // the --models-preset file, read by finalize()
   std::string config_file;          // --config FILE (TOML)
   bool print_config = false;        // --print-config
-  // Where each setting's value came from: "default", "file", "env" or "flag", keyed by the
-  // setting's flag name without dashes (e.g. "ctx-size"); "config" says where --config came from.
+  // Where each setting's value came from: "default", "file", "env" or "flag" (after
+  // apply_preset(): also "preset" or "preset *"), keyed by the setting's flag name without dashes
+  // (e.g. "ctx-size"); "config" says where --config came from.
   std::map<std::string, std::string> sources;
 };
 
@@ -91,11 +119,20 @@ struct ServeConfig {
 void add_serve_options(CLI::App& app, ServeConfig& cfg);
 
 // After CLI11 parsed: reads the config file (unknown keys are an error), applies it under env and
-// flags, reads the API key file, fills `sources`, and validates. Throws std::invalid_argument
-// with a one-line message naming setting, value and what is allowed.
+// flags, reads the API key file, fills `sources`, validates, and reads and checks the
+// --models-preset file (every section applied and validated as its model would be). Throws
+// std::invalid_argument with a one-line message naming setting, value and what is allowed.
 void finalize(CLI::App& app, ServeConfig& cfg);
 
-// The effective configuration, one "name = value  (source)" line per setting, keys redacted.
+// The effective configuration, one "name = value  (source)" line per setting, keys redacted;
+// then, with a preset file, one line per preset section saying what it changes.
 std::string describe(const ServeConfig& cfg);
+
+// The configuration of model `id`: `base` with the preset's ["*"] section and then the section of
+// `id` (or the one whose alias is `id`) applied to the per-model settings no flag set; kModelId
+// settings (model, alias, hf) come only from the section, never from `base`. sources of applied
+// settings become "preset" / "preset *". Checks the result as finalize() does (model file exists,
+// draft settings agree); throws std::invalid_argument naming the preset file and line.
+ServeConfig apply_preset(const ServeConfig& base, const std::string& id);
 
 }  // namespace config

@@ -66,6 +66,7 @@ void assign_scalar(const Setting& s, const std::string& v, const std::string& la
 }  // namespace
 
 std::string Setting::env_name() const {
+  if (!env.empty()) return env;
   std::string out = "GGUFD_";
   for (char c : name) out.push_back(c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
   return out;
@@ -77,8 +78,16 @@ std::string Setting::type_name() const {
   if (std::holds_alternative<int64_t*>(target)) return "BYTES";
   if (std::holds_alternative<double*>(target)) return "NUMBER";
   if (is_flag()) return "";
-  const bool path = name == "model" || name.ends_with("-file");
+  const bool path = name == "model" || name == "model-draft" || name.ends_with("-file") || name.ends_with("-dir") ||
+                    name == "models-preset" || name == "hub-cache";
   return path ? "PATH" : "TEXT";
+}
+
+const Setting* find_setting(const std::vector<Setting>& table, const std::string& name) {
+  for (const Setting& s : table) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
 }
 
 void assign(const Setting& s, const std::vector<std::string>& values, const std::string& label) {

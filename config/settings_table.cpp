@@ -1,4 +1,12 @@
 // The rows of the settings table (see settings.h). Ranges are inclusive.
+//
+// Scope, decided per row (a preset may set the per-model ones):
+//   kModelId: model, alias, hf (they name the model).
+//   kModel: chat-template-file, pooling, model-draft; every Engine row (threads, ctx-size, parallel,
+//     queue-limit, prefill-chunk, kv-type, cache-ram, cache-dir, cache-dir-size, spec, draft-*: each
+//     model has its own scheduler, KV cache and prefix store); every Sampling-defaults row.
+//   kServer: HTTP (one listener, one set of keys and limits, request-timeout and shutdown-grace
+//     are the service's), Logging, Router, Download.
 #include "config/settings.h"
 
 #include "engine/runtime/sampling_rules.h"
@@ -7,9 +15,14 @@ namespace config {
 
 namespace {
 
+std::vector<Setting> with_scope(std::vector<Setting> rows, Scope scope) {
+  for (Setting& s : rows) s.scope = scope;
+  return rows;
+}
+
 std::vector<Setting> model_settings(ModelConfig& m) {
   const char* g = "Model";
-  return {
+  std::vector<Setting> rows = {
       {"model", "-m,--model", g, "model", "GGUF file to serve (default: the bundled demo model)", &m.path},
       {"alias", "--alias", g, "model", "model id in /v1/models and responses (default: file name)", &m.alias},
       {"chat-template-file", "--chat-template-file", g, "model",
@@ -19,7 +32,15 @@ std::vector<Setting> model_settings(ModelConfig& m) {
        &m.pooling, 0, 0, {"none", "mean", "cls", "last", "rank"}},
       {"model-draft", "--model-draft", g, "model",
        "small GGUF model of the same vocabulary that drafts tokens for speculative decoding (also -md)", &m.draft},
+      {"hf", "--hf", g, "model",
+       "serve org/repo[:QUANT] from the Hugging Face Hub (Q4_K_M by default), downloaded into --hub-cache",
+       &m.hf},
   };
+  for (Setting& s : rows) {
+    const bool names_model = s.name == "model" || s.name == "alias" || s.name == "hf";
+    s.scope = names_model ? Scope::kModelId : Scope::kModel;
+  }
+  return rows;
 }
 
 std::vector<Setting> http_settings(HttpConfig& h) {
@@ -63,7 +84,7 @@ std::vector<Setting> http_settings(HttpConfig& h) {
 
 std::vector<Setting> engine_settings(EngineConfig& e) {
   const char* g = "Engine";
-  return {
+  return with_scope({
       {"threads", "-t,--threads", g, "engine", "compute threads (0: one per physical core)", &e.threads, 0, 1024},
       {"ctx-size", "-c,--ctx-size", g, "engine", "context tokens per slot (capped by the model's)", &e.ctx_size,
        16, 1048576},
@@ -96,13 +117,13 @@ std::vector<Setting> engine_settings(EngineConfig& e) {
        64},
       {"draft-min", "--draft-min", g, "engine", "fewest draft tokens worth verifying (shorter proposals are dropped)",
        &e.draft_min, 0, 64},
-  };
+  }, Scope::kModel);
 }
 
 std::vector<Setting> sampling_settings(SamplingDefaults& s) {
   namespace rules = engine::sampling_rules;  // the ranges the sampler and requests check too
   const char* g = "Sampling defaults";
-  return {
+  return with_scope({
       {"temperature", "--temperature", g, "sampling", "used when a request sets none (0: greedy)",
        &s.temperature, rules::kTemperature.min, rules::kTemperature.max},
       {"top-p", "--top-p", g, "sampling", "nucleus sampling mass (1: off)", &s.top_p, rules::kTopP.min,
@@ -120,7 +141,7 @@ std::vector<Setting> sampling_settings(SamplingDefaults& s) {
       {"reasoning-effort", "--reasoning-effort", g, "sampling",
        "chat requests that set none; none turns thinking off (default: the chat template's own)",
        &s.reasoning_effort, 0, 0, {"none", "minimal", "low", "medium", "high"}},
-  };
+  }, Scope::kModel);
 }
 
 std::vector<Setting> log_settings(LogConfig& l) {
@@ -135,12 +156,51 @@ std::vector<Setting> log_settings(LogConfig& l) {
   };
 }
 
+std::vector<Setting> router_settings(RouterConfig& r) {
+  const char* g = "Router";
+  return {
+      {"models-dir", "--models-dir", g, "router",
+       "serve every GGUF file below this directory (id: the path below it without .gguf); turns the router on",
+       &r.models_dir},
+      {"models-preset", "--models-preset", g, "router",
+       "file of per-model settings, one [id] section per model and [\"*\"] for all (see README); turns the "
+       "router on",
+       &r.models_preset},
+      {"models-max", "--models-max", g, "router",
+       "models loaded at once; the least recently used idle one is unloaded for another (0: no limit)",
+       &r.models_max, 0, 1024},
+      {"models-ram", "--models-ram", g, "router",
+       "bytes for loaded models' weights, KV caches and states together (suffix K, M, G; 0: no limit)",
+       &r.models_ram, 0, 1e15},
+      {"models-autoload", "--models-autoload,!--no-models-autoload", g, "router",
+       "a request for a model that is not loaded loads it (default: on)", &r.autoload},
+      {"sleep-idle-seconds", "--sleep-idle-seconds", g, "router", "unload a model idle this long (0: never)",
+       &r.sleep_idle_seconds, 0, 31536000},
+      {"models-load-wait", "--models-load-wait", g, "router",
+       "seconds a request waits for its model to load before a 503 with Retry-After", &r.load_wait, 0, 86400},
+  };
+}
+
+std::vector<Setting> download_settings(DownloadConfig& d) {
+  const char* g = "Download";
+  std::vector<Setting> rows = {
+      {"hub-cache", "--hub-cache", g, "download",
+       "directory of downloaded models (--hf, ggufd pull; default: ~/.cache/ggufd)", &d.hub_cache},
+      {"offline", "--offline", g, "download", "use downloaded models only, never the network", &d.offline},
+      {"ca-file", "--ca-file", g, "download",
+       "PEM file of the CAs trusted for downloads (a private mirror; certificate checks stay on)", &d.ca_file},
+  };
+  rows[0].env = "GGUFD_CACHE";  // the cache's variable, shared with ggufd pull
+  return rows;
+}
+
 }  // namespace
 
 std::vector<Setting> settings_of(ServeConfig& cfg) {
   std::vector<Setting> all;
   for (auto part : {model_settings(cfg.model), http_settings(cfg.http), engine_settings(cfg.engine),
-                    sampling_settings(cfg.sampling), log_settings(cfg.log)}) {
+                    sampling_settings(cfg.sampling), log_settings(cfg.log), router_settings(cfg.router),
+                    download_settings(cfg.download)}) {
     for (Setting& s : part) all.push_back(std::move(s));
   }
   return all;

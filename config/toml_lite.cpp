@@ -75,9 +75,22 @@ class TomlParser {
     ++pos_;  // '['
     if (peek() == '[') fail("arrays of tables ([[...]]) are not supported");
     skip_spaces();
-    std::string name = parse_key();
+    std::string name;
+    if (peek() == '*') {  // [*]: llama-server's spelling of ["*"] in preset files
+      ++pos_;
+      name = "*";
+    } else if (peek() == '"' || peek() == '\'') {
+      name = parse_string();
+    } else {
+      const size_t start = pos_;  // a bare name; a '.' (no dotted tables here) ends it like '/' does
+      while (bare_char(peek())) ++pos_;
+      name = std::string(text_.substr(start, pos_ - start));
+      if (name.empty()) fail("expected a section name, found '" + std::string(1, peek()) + "'");
+    }
     skip_spaces();
-    if (peek() != ']') fail("expected ']' after section name '" + name + "'");
+    if (peek() != ']') {
+      fail("expected ']' after section name '" + name + "' (quote a name with other characters: [\"org/name\"])");
+    }
     ++pos_;
     return name;
   }

@@ -1,5 +1,5 @@
 // A reader for the small TOML subset that ggufd config files use:
-//   # comments, [section] headers, key = value with bare (A-Za-z0-9_-) or quoted keys,
+//   # comments, [section] headers (also [*], which TOML would spell ["*"]), key = value with bare (A-Za-z0-9_-) or quoted keys,
 //   values: "basic strings" (escapes \" \\ \n \t \r \uXXXX), 'literal strings', integers
 //   (underscores allowed), floats, true/false, and arrays of those (may span lines, trailing comma ok).
 // Not supported (reported as errors): dotted keys, inline tables, [[arrays of tables]], multi-line

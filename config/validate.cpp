@@ -62,6 +62,30 @@ void check_speculation(const ServeConfig& cfg, const std::map<std::string, std::
   }
 }
 
+// org/repo[:QUANT]: two non-empty names, no blanks.
+void check_hf(const ServeConfig& cfg, const std::map<std::string, std::string>& labels) {
+  const std::string& hf = cfg.model.hf;
+  if (hf.empty()) return;
+  if (!cfg.model.path.empty()) {
+    throw std::invalid_argument(labels.at("hf") + ": serves one model, as --model does: give one of them");
+  }
+  const std::string repo = hf.substr(0, hf.find(':'));
+  const size_t slash = repo.find('/');
+  const bool ok = slash != std::string::npos && slash > 0 && slash + 1 < repo.size() &&
+                  repo.find('/', slash + 1) == std::string::npos && hf.find_first_of(" \t\r\n") == std::string::npos &&
+                  (hf.find(':') == std::string::npos || hf.find(':') + 1 < hf.size());
+  if (!ok) throw std::invalid_argument(labels.at("hf") + ": '" + hf + "' is not a repository: expected org/repo[:QUANT]");
+}
+
+void check_router(const ServeConfig& cfg, const std::map<std::string, std::string>& labels) {
+  const std::string& dir = cfg.router.models_dir;
+  std::error_code ec;
+  if (!dir.empty() && !std::filesystem::is_directory(dir, ec)) {
+    throw std::invalid_argument(labels.at("models-dir") + ": '" + dir + "' is not a directory");
+  }
+  if (!cfg.download.ca_file.empty()) check_readable_file(labels.at("ca-file"), cfg.download.ca_file);
+}
+
 }  // namespace
 
 void merge_api_key_file(HttpConfig& http, const std::string& label) {
@@ -87,6 +111,8 @@ void validate(const ServeConfig& cfg, const std::map<std::string, std::string>& 
     check_readable_file(labels.at("chat-template-file"), cfg.model.chat_template_file);
   }
   check_speculation(cfg, labels);
+  check_hf(cfg, labels);
+  check_router(cfg, labels);
   if (cfg.http.host.empty()) {
     throw std::invalid_argument(labels.at("host") + ": '' is not allowed: expected an address such as 127.0.0.1");
   }

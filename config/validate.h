@@ -13,7 +13,8 @@ namespace config {
 // cannot be read or holds no key (an empty key file must not silently turn authentication off).
 void merge_api_key_file(HttpConfig& http, const std::string& label);
 
-// Model and template files exist, host is non-empty, keys have no blanks, CORS origins are
+// Model, template and CA files exist, --models-dir is a directory, --hf is org/repo[:QUANT] and
+// not given with --model, host is non-empty, keys have no blanks, CORS origins are
 // origins. `labels` maps setting name -> label for messages. Throws std::invalid_argument.
 void validate(const ServeConfig& cfg, const std::map<std::string, std::string>& labels);
 

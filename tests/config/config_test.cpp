@@ -15,77 +15,13 @@
 #include "config/serve_config.h"
 #include "config/settings.h"
 #include "config/toml_lite.h"
-
-extern char** environ;
+#include "tests/config/config_fixture.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using config::ServeConfig;
-
-// Clears every GGUFD_* variable for the test and restores the outside environment afterwards;
-// owns a scratch directory for config, key and model files.
-class ConfigTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    for (char** e = environ; *e; ++e) {
-      const std::string kv = *e;
-      if (kv.starts_with("GGUFD_")) saved_env_[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
-    }
-    for (const auto& [name, value] : saved_env_) unsetenv(name.c_str());
-    dir_ = fs::temp_directory_path() /
-           ("ggufd-config-test-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-
-  void TearDown() override {
-    for (const std::string& name : set_env_) unsetenv(name.c_str());
-    for (const auto& [name, value] : saved_env_) setenv(name.c_str(), value.c_str(), 1);
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
-  void env(const std::string& name, const std::string& value) {
-    setenv(name.c_str(), value.c_str(), 1);
-    set_env_.push_back(name);
-  }
-
-  // Writes `text` to a file in the scratch directory; returns its path.
-  std::string file(const std::string& name, const std::string& text) {
-    const fs::path p = dir_ / name;
-    std::ofstream(p, std::ios::binary) << text;
-    return p.string();
-  }
-
-  // A fresh CLI::App: add_serve_options + parse + finalize. Throws what finalize throws.
-  static ServeConfig parse(const std::vector<std::string>& args) {
-    ServeConfig cfg;
-    CLI::App app{"test"};
-    config::add_serve_options(app, cfg);
-    std::vector<const char*> argv{"ggufd"};
-    for (const std::string& a : args) argv.push_back(a.c_str());
-    app.parse(static_cast<int>(argv.size()), argv.data());
-    config::finalize(app, cfg);
-    return cfg;
-  }
-
-  // The std::invalid_argument message of parse(args), or "" when it succeeds.
-  static std::string error(const std::vector<std::string>& args) {
-    try {
-      parse(args);
-    } catch (const std::invalid_argument& e) {
-      return e.what();
-    }
-    return "";
-  }
-
-  fs::path dir_;
-
- private:
-  std::map<std::string, std::string> saved_env_;
-  std::vector<std::string> set_env_;
-};
+using ggufd::test::ConfigTest;
 
 // ---- defaults and precedence ----
 
@@ -222,7 +158,10 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
                                  "--cache-dir", "/tmp/kv", "--cache-dir-size", "512", "--model-draft", m, "--spec", "draft", "--draft-max", "8", "--draft-min", "2",
                                  "--temperature", "0", "--top-p", "0.5", "--top-k", "5", "--min-p", "0.1",
                                  "--repeat-penalty", "1.1", "--max-tokens", "99", "--reasoning-effort", "none", "--log-level", "debug",
-                                 "--log-format", "json", "--no-metrics"});
+                                 "--log-format", "json", "--no-metrics", "--models-dir", dir_.string(),
+                                 "--models-preset", file("p.toml", "version = 1\n"), "--models-max", "2",
+                                 "--models-ram", "1G", "--no-models-autoload", "--sleep-idle-seconds", "300",
+                                 "--models-load-wait", "5", "--hub-cache", "/tmp/hc", "--offline", "--ca-file", k});
   EXPECT_EQ(cfg.model.path, m);
   EXPECT_EQ(cfg.model.alias, "a");
   EXPECT_EQ(cfg.model.chat_template_file, t);
@@ -266,11 +205,22 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
   EXPECT_EQ(cfg.log.level, "debug");
   EXPECT_EQ(cfg.log.format, "json");
   EXPECT_FALSE(cfg.log.metrics);
+  EXPECT_EQ(cfg.router.models_dir, dir_.string());
+  EXPECT_TRUE(cfg.router.enabled());
+  EXPECT_EQ(cfg.router.models_max, 2);
+  EXPECT_EQ(cfg.router.models_ram, int64_t{1} << 30);
+  EXPECT_FALSE(cfg.router.autoload);
+  EXPECT_EQ(cfg.router.sleep_idle_seconds, 300);
+  EXPECT_EQ(cfg.router.load_wait, 5);
+  EXPECT_EQ(cfg.download.hub_cache, "/tmp/hc");
+  EXPECT_TRUE(cfg.download.offline);
+  EXPECT_EQ(cfg.download.ca_file, k);
   for (const auto& [name, source] : cfg.sources) {
-    if (name != "config") {
+    if (name != "config" && name != "hf") {  // --hf serves one model as --model does: not both
       EXPECT_EQ(source, "flag") << name;
     }
   }
+  EXPECT_EQ(parse({"--hf", "org/repo:Q8_0"}).model.hf, "org/repo:Q8_0");
 }
 
 TEST_F(ConfigTest, EveryFieldHasAnEnvironmentVariable) {
@@ -279,15 +229,17 @@ TEST_F(ConfigTest, EveryFieldHasAnEnvironmentVariable) {
     EXPECT_EQ(s.env_name().rfind("GGUFD_", 0), 0u);
     const std::string value = s.name == "model" || s.name == "chat-template-file" || s.name == "model-draft"
                                   ? file("f", "x")
-                              : s.name == "api-key-file"                          ? file("keys", "k\n")
+                              : s.name == "api-key-file" || s.name == "ca-file"   ? file("keys", "k\n")
+                              : s.name == "models-dir"                            ? dir_.string()
+                              : s.name == "models-preset"                         ? file("p.toml", "version = 1\n")
                               : s.name == "cors-origin"                           ? "*"
                               : s.choices.empty()                                 ? config::current_text(s)
                                                                                   : s.choices.back();
-    env(s.env_name(), value.empty() ? "1" : value);
+    if (s.name != "hf") env(s.env_name(), value.empty() ? "1" : value);  // hf: not with model
   }
   const ServeConfig cfg = parse({});
   for (const auto& [name, source] : cfg.sources) {
-    if (name != "config") {
+    if (name != "config" && name != "hf") {
       EXPECT_EQ(source, "env") << name;
     }
   }
@@ -436,7 +388,7 @@ TEST_F(ConfigTest, FileErrors) {
   EXPECT_EQ(with("frobnicate = 1\n"), "--config " + p + ": unknown key 'frobnicate' (line 1)");
   EXPECT_EQ(with("config = \"x\"\n"), "--config " + p + ": unknown key 'config' (line 1)");
   EXPECT_EQ(with("[server]\nport = 1\n"),
-            "--config " + p + ": unknown section [server] (line 2): expected model, http, engine, sampling or log");
+            "--config " + p + ": unknown section [server] (line 2): expected model, http, engine, sampling, log, router or download");
   EXPECT_EQ(with("[http]\nctx-size = 64\n"),
             "--config " + p + ": key 'ctx-size' (line 2) belongs in [engine] or at the top level, not in [http]");
   EXPECT_EQ(with("port = 1\n[http]\nport = 2\n"), "--config " + p + ": 'port' is set twice (lines 1 and 3)");
@@ -602,7 +554,8 @@ TEST_F(ConfigTest, HelpIsGrouped) {
   config::add_serve_options(app, cfg);
   const std::string help = app.help();
   size_t last = 0;
-  for (const char* group : {"Model:", "HTTP:", "Engine:", "Sampling defaults:", "Logging:", "Configuration:"}) {
+  for (const char* group :
+       {"Model:", "HTTP:", "Engine:", "Sampling defaults:", "Logging:", "Router:", "Download:", "Configuration:"}) {
     const size_t at = help.find(std::string("\n") + group + "\n");
     ASSERT_NE(at, std::string::npos) << group << "\n" << help;
     EXPECT_GT(at, last) << group;
