@@ -146,7 +146,7 @@ void fetch_file(const Context& c, const std::string& url, StoredFile& f, const s
   try {
     download(url, part, f.size, c.http, c.retries, what, on_bytes);
   } catch (const TransferError& e) {
-    if (!e.keep_partial) discard(part);
+    if (!e.keep_partial || fs::file_size(part, ec) == 0) discard(part);  // an empty part resumes nothing
     throw HubError(e.message);
   }
   report(c, name, f.size, f.size, Phase::kVerifying);
