@@ -13,8 +13,9 @@
 
 #include "gguf/file.h"
 #include "tests/support/shared.h"
-#include "tools/synth/synth.h"
 #include "tests/support/synth_plan.h"
+#include "tests/support/temp_path.h"
+#include "tools/synth/synth.h"
 
 namespace engine {
 namespace {
@@ -27,16 +28,7 @@ using gguf::TensorType;
 
 const std::string kWordStart = "\xe2\x96\x81";  // U+2581
 
-struct TempPath {
-  std::string path;
-  explicit TempPath(const std::string& name) : path((fs::temp_directory_path() / name).string()) {
-    path += "-" + std::to_string(::getpid()) + ".gguf";
-  }
-  ~TempPath() {
-    std::error_code ec;
-    fs::remove(path, ec);
-  }
-};
+using ggufd::test::TempPath;
 
 TEST(SynthBert, MiniLmShape) {
   const auto s = synth::find_shape("minilm-l6");
