@@ -1,6 +1,8 @@
 // libcurl transfers (see http.h).
 #include "server/hub/http.h"
 
+#include <strings.h>
+
 #include <mutex>
 
 #include "server/hub/curl_handle.h"
@@ -76,6 +78,18 @@ bool transient(CURLcode rc) {
 
 namespace {
 
+// `Link: <https://...>; rel="next"` (the Hub's pagination of file lists).
+size_t on_header(char* data, size_t size, size_t n, void* user) {
+  const std::string line(data, size * n);
+  if (line.size() > 5 && strncasecmp(line.c_str(), "link:", 5) == 0 && line.find("rel=\"next\"") != std::string::npos) {
+    const size_t open = line.find('<'), close = line.find('>');
+    if (open != std::string::npos && close != std::string::npos && close > open) {
+      *static_cast<std::string*>(user) = line.substr(open + 1, close - open - 1);
+    }
+  }
+  return size * n;
+}
+
 size_t append_body(char* data, size_t size, size_t n, void* user) {
   auto* r = static_cast<std::pair<Reply*, size_t>*>(user);
   const size_t len = size * n;
@@ -107,6 +121,8 @@ Reply http_get(const std::string& url, const HttpOptions& options, size_t max_by
   std::pair<Reply*, size_t> sink{&reply, max_bytes};
   curl_easy_setopt(h->curl.get(), CURLOPT_WRITEFUNCTION, append_body);
   curl_easy_setopt(h->curl.get(), CURLOPT_WRITEDATA, &sink);
+  curl_easy_setopt(h->curl.get(), CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(h->curl.get(), CURLOPT_HEADERDATA, &reply.next_page);
   const CURLcode rc = curl_easy_perform(h->curl.get());
   if (rc == CURLE_WRITE_ERROR) {
     throw HubError("answer from " + url + " is larger than " + std::to_string(max_bytes) + " bytes");

@@ -28,7 +28,8 @@ struct TransferError {
 
 struct Reply {
   long status = 0;
-  std::string body;  // at most the limit given
+  std::string body;       // at most the limit given
+  std::string next_page;  // the URL of a `Link: <URL>; rel="next"` header, or ""
 };
 
 // GET `url`; the body is cut off at max_bytes (then an error). Throws HubError on transport errors.

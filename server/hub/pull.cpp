@@ -2,7 +2,6 @@
 #include <sys/statvfs.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -56,14 +55,25 @@ void report(const Context& c, const std::string& file, uint64_t done, uint64_t t
   if (*c.progress) (*c.progress)(Progress{file, done, total, phase});
 }
 
-std::vector<RemoteFile> fetch_listing(const Context& c, const std::string& repo) {
-  const std::string url = c.endpoint + "/api/models/" + repo + "/tree/main?recursive=true";
-  const Reply r = http_get(url, c.http, kMaxListingBytes);
-  if (r.status != 200) throw HubError(status_message(r.status, url, "repo " + repo, r.body, !c.http.token.empty()));
-  size_t rejected = 0;
-  std::vector<RemoteFile> files = parse_listing(r.body, url, &rejected);
-  if (rejected != 0) {
-    std::fprintf(stderr, "hub: ignored %zu entries of %s with a bad path, size or checksum\n", rejected, url.c_str());
+// The repo's files, following the Hub's pagination (on the endpoint's host only) up to the
+// listing caps. `rejected` counts entries dropped for a bad path, size or checksum.
+std::vector<RemoteFile> fetch_listing(const Context& c, const std::string& repo, size_t& rejected) {
+  std::string url = c.endpoint + "/api/models/" + repo + "/tree/main?recursive=true";
+  std::vector<RemoteFile> files;
+  size_t bytes = 0;
+  for (int page = 0; !url.empty(); ++page) {
+    if (page == 100) throw HubError("file list of " + repo + " has more than 100 pages");
+    const Reply r = http_get(url, c.http, kMaxListingBytes - bytes);
+    if (r.status != 200) throw HubError(status_message(r.status, url, "repo " + repo, r.body, !c.http.token.empty()));
+    bytes += r.body.size();
+    size_t bad = 0;
+    for (RemoteFile& f : parse_listing(r.body, url, &bad)) files.push_back(std::move(f));
+    rejected += bad;
+    if (files.size() > kMaxListingEntries) throw HubError("file list of " + repo + " is too long");
+    if (!r.next_page.empty() && r.next_page.rfind(c.endpoint + "/", 0) != 0) {
+      throw HubError("file list of " + repo + " points to another host for its next page: " + r.next_page);
+    }
+    url = r.next_page;
   }
   return files;
 }
@@ -200,7 +210,16 @@ Manifest resolve(const Context& c, const Spec& spec, const std::string& source, 
     for (const std::string& p : split_parts(spec.path)) m.parts.push_back({"urls/" + spec.host + "/" + p, 0, ""});
     return m;
   }
-  const Plan plan = plan_files(fetch_listing(c, spec.repo), spec, with_mmproj);
+  size_t rejected = 0;
+  const std::vector<RemoteFile> files = fetch_listing(c, spec.repo, rejected);
+  Plan plan;
+  try {
+    plan = plan_files(files, spec, with_mmproj);
+  } catch (const HubError& e) {
+    if (rejected == 0) throw;
+    throw HubError(std::string(e.what()) + " (" + std::to_string(rejected) +
+                   " entries of the file list were ignored: bad path, size or checksum)");
+  }
   m.id = plan_id(spec, plan);
   m.quant = plan.tag;
   for (const RemoteFile& f : plan.parts) m.parts.push_back(stored(spec.repo, f));
@@ -239,8 +258,9 @@ PullResult pull(const std::string& spec_text, const PullOptions& options, const 
   for (StoredFile& f : m.parts) fetch(c, spec, f);
   if (m.mmproj) fetch(c, spec, *m.mmproj);
   write_manifest(c.root, m);
-  report(c, m.id, 0, 0, Phase::kDone);
-  return result_of(c.root, m);
+  PullResult result = result_of(c.root, m);
+  report(c, m.id, result.bytes, result.bytes, Phase::kDone);
+  return result;
 }
 
 }  // namespace hub

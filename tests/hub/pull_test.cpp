@@ -155,5 +155,22 @@ TEST_F(HubTest, PullsAPlainHttpsUrlAndItsSplitParts) {
   for (const auto& req : hub_->requests()) EXPECT_EQ(req["auth"], "");
 }
 
+TEST_F(HubTest, FollowsTheFileListsPages) {
+  start({{"page_size", 2}});
+  for (uint32_t i = 0; i < 4; ++i) add("org/p", "a" + std::to_string(i) + "-Q2_K.gguf", i);
+  const std::string sha = add("org/p", "z-Q4_K_M.gguf", 9);  // on the third page
+  const hub::PullResult r = hub::pull("org/p", options());
+  EXPECT_EQ(r.id, "org/p:Q4_K_M");
+  EXPECT_EQ(sha256_file(r.model_path, nullptr), sha);
+}
+
+TEST_F(HubTest, RefusesAPageOnAnotherHost) {
+  start({{"page_size", 1}, {"page_elsewhere", true}});
+  add("org/p", "a-Q2_K.gguf", 1);
+  add("org/p", "b-Q4_K_M.gguf", 2);
+  const std::string e = pull_error("org/p", options());
+  EXPECT_TRUE(contains(e, "points to another host")) << e;
+}
+
 }  // namespace
 }  // namespace ggufd::test

@@ -16,6 +16,8 @@ Behaviour per repo or file comes from --config (JSON):
   redirect:   ["org/repo"]            /resolve/ answers 302 to the CDN host
   loop:       ["org/repo"]            /resolve/ redirects to itself forever
   malformed:  ["org/repo"]            the file list is not JSON
+  page_size:  N                       the file list comes in pages of N entries (Link: rel="next")
+  page_elsewhere: true                those Link headers point to the CDN host
 The CDN refuses requests that carry an Authorization header (the token must not leak there).
 """
 import argparse
@@ -92,12 +94,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if parts[0] == "cdn" and len(parts) >= 4:
                 return self.send_file("/".join(parts[1:3]), "/".join(parts[3:]))
         elif parts[:2] == ["api", "models"] and len(parts) >= 6 and parts[4] == "tree":
-            return self.tree("/".join(parts[2:4]))
+            cursor = int(urllib.parse.parse_qs(url.query).get("cursor", ["0"])[0])
+            return self.tree("/".join(parts[2:4]), cursor)
         elif len(parts) >= 5 and parts[2:4] == ["resolve", "main"]:
             return self.resolve("/".join(parts[:2]), "/".join(parts[4:]))
         self.reply(404, b'{"error":"Not found"}')
 
-    def tree(self, repo):
+    def tree(self, repo, cursor):
         base = os.path.join(self.root, repo)
         if not os.path.isdir(base):
             return self.reply(404, b'{"error":"Repository not found"}')
@@ -116,7 +119,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     sha = hashlib.sha256(b"not the file").hexdigest()
                 out.append({"type": "file", "path": rel, "size": size, "oid": hashlib.sha1(rel.encode()).hexdigest(),
                             "lfs": {"oid": sha, "size": size, "pointerSize": 134}})
-        self.reply(200, json.dumps(out).encode(), {"Content-Type": "application/json"})
+        headers = {"Content-Type": "application/json"}
+        size = self.cfg.get("page_size")
+        if size:
+            if cursor + size < len(out):
+                host = "localhost:%d" % self.cdn_port if self.cfg.get("page_elsewhere") else \
+                    "127.0.0.1:%d" % self.server.server_address[1]
+                headers["Link"] = '<https://%s/api/models/%s/tree/main?recursive=true&cursor=%d>; rel="next"' % (
+                    host, repo, cursor + size)
+            out = out[cursor:cursor + size]
+        self.reply(200, json.dumps(out).encode(), headers)
 
     def resolve(self, repo, rel):
         want = self.cfg.get("gated", {}).get(repo)
