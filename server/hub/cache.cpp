@@ -31,7 +31,7 @@ std::string default_cache_dir() {
   return std::string(home) + "/.cache/ggufd";
 }
 
-namespace {
+namespace detail {
 
 CacheEntry entry_of(const std::string& root, const Manifest& m) {
   CacheEntry e;
@@ -52,7 +52,7 @@ CacheEntry entry_of(const std::string& root, const Manifest& m) {
   return e;
 }
 
-}  // namespace
+}  // namespace detail
 
 Cache::Cache(std::string root) : root_(root.empty() ? default_cache_dir() : std::move(root)) {}
 

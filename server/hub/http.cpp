@@ -40,7 +40,10 @@ std::unique_ptr<Handle> open_handle(const std::string& url, const HttpOptions& o
   curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
   curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
   curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
-  if (!o.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, o.ca_file.c_str());
+  if (!o.ca_file.empty()) {  // this CA file only: no system bundle, no system CA folder
+    curl_easy_setopt(c, CURLOPT_CAINFO, o.ca_file.c_str());
+    curl_easy_setopt(c, CURLOPT_CAPATH, nullptr);
+  }
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);

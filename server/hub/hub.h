@@ -19,7 +19,14 @@
 //
 // Thread safety: pull(), Cache::list/find/remove may run concurrently from any threads and
 // processes on the same cache; each file's download holds an flock on tmp/<key>.lock, so two
-// pulls of the same file wait for each other instead of writing the same partial file.
+// pulls of the same file wait for each other instead of writing the same partial file, and
+// manifests are written and removed under tmp/manifests.lock. One gap: removing an entry while
+// another entry that shares a file (an mmproj) is being pulled can delete that file before the
+// new manifest names it; that entry is then not listed until pulled again.
+//
+// Network: https only (redirects too, at most 10), certificate checks always on, HTTPS_PROXY and
+// NO_PROXY honoured (libcurl). The token goes to the hub's host only. Files of plain URLs have
+// no checksum to verify and are not fetched again once cached.
 #pragma once
 
 #include <atomic>
@@ -40,9 +47,10 @@ class HubError : public std::runtime_error {
 enum class Phase { kResolving, kDownloading, kVerifying, kDone };
 const char* phase_name(Phase p);
 
-// One progress event. `file` is the repo path (or URL path) being worked on; bytes_total is 0
-// when unknown. Events come from the thread that called pull(), at most every ~100 ms per file
-// while downloading, and once per phase change.
+// One progress event. `file` is the file's path in its repo (or on its host) while downloading
+// and verifying, the spec while resolving, the cache id when done; bytes_total is 0 when unknown
+// (plain URLs). Events come on the thread that called pull(): at most every ~100 ms per file
+// while downloading, and once per phase change. Files already cached report only kDone.
 struct Progress {
   std::string file;
   uint64_t bytes_done = 0;
@@ -98,8 +106,8 @@ class Cache {
   // Every cached model, sorted by id. Manifests that are unreadable or name missing files are
   // left out (a half-removed entry is never listed).
   std::vector<CacheEntry> list() const;
-  // The entry of `id`; "org/repo" without a tag finds Q4_K_M, else Q8_0, else the only entry of
-  // that repo. nullopt when absent.
+  // The entry of `id`; "org/repo" without a tag finds Q4_K_M, else Q8_0, else the first entry of
+  // that repo by id. nullopt when absent.
   std::optional<CacheEntry> find(const std::string& id) const;
   // Removes the entry and its files that no other entry uses. Throws HubError when absent.
   void remove(const std::string& id) const;

@@ -1,6 +1,7 @@
 // hub::pull: resolve a spec, fetch what is missing, verify, move into the cache (see hub.h).
 #include <sys/statvfs.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -45,7 +46,7 @@ Context make_context(const PullOptions& o, const ProgressFn& progress, const std
   c.http.token = env_or(o.token, "HF_TOKEN", "");
   c.http.low_speed_seconds = o.low_speed_seconds;
   c.http.cancel = cancel;
-  c.retries = o.retries;
+  c.retries = std::max(0, o.retries);
   c.progress = &progress;
   c.cancel = cancel;
   return c;
@@ -172,17 +173,9 @@ void fetch_file(const Context& c, const std::string& url, StoredFile& f, const s
 }
 
 PullResult result_of(const std::string& root, const Manifest& m) {
-  PullResult r;
-  r.id = m.id;
-  for (const StoredFile& f : m.parts) {
-    r.parts.push_back((fs::path(root) / f.path).string());
-    r.bytes += f.size;
-  }
-  r.model_path = r.parts.front();
-  if (m.mmproj) {
-    r.mmproj_path = (fs::path(root) / m.mmproj->path).string();
-    r.bytes += m.mmproj->size;
-  }
+  const CacheEntry e = entry_of(root, m);
+  PullResult r{e.id, e.path, {}, e.mmproj, e.bytes};
+  r.parts.assign(e.files.begin(), e.files.begin() + long(m.parts.size()));
   return r;
 }
 
@@ -237,7 +230,7 @@ std::string remote_name(const Spec& spec, const StoredFile& f) {
 void fetch(const Context& c, const Spec& spec, StoredFile& f) {
   const std::string name = remote_name(spec, f);
   if (spec.kind == Spec::Kind::kUrl) {
-    fetch_file(c, "https://" + spec.host + "/" + name, f, name, "file " + name + " on " + spec.host);
+    fetch_file(c, "https://" + spec.host + "/" + name + spec.query, f, name, "file " + name + " on " + spec.host);
   } else {
     fetch_file(c, c.endpoint + "/" + spec.repo + "/resolve/main/" + name, f, name,
                "file " + name + " of repo " + spec.repo);

@@ -2,6 +2,7 @@
 // the file whose name carries the tag followed by '.' or '-' (default Q4_K_M, then Q8_0, then the
 // first model file), all parts of its split set, and the mmproj file nearest to it.
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 
 #include "server/hub/hub.h"

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 
@@ -43,7 +44,13 @@ Spec parse_url(const std::string& spec) {
   Spec s;
   s.kind = Spec::Kind::kUrl;
   std::string rest = spec.substr(8);  // after "https://"
-  rest = rest.substr(0, rest.find_first_of("?#"));
+  rest = rest.substr(0, rest.find('#'));
+  if (const size_t q = rest.find('?'); q != std::string::npos) {
+    s.query = rest.substr(q);
+    rest.resize(q);
+    const bool query_ok = std::all_of(s.query.begin(), s.query.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+    if (!query_ok) throw HubError("bad characters in the URL's query: " + spec);
+  }
   const size_t slash = rest.find('/');
   if (slash == std::string::npos) throw HubError("URL without a path: " + spec);
   s.host = rest.substr(0, slash);
@@ -54,7 +61,7 @@ Spec parse_url(const std::string& spec) {
   if (!valid_rel_path(s.path) || !ends_with(s.path, ".gguf")) {
     throw HubError("URL path must be a plain path to a .gguf file (letters, digits, . _ + -): " + spec);
   }
-  s.url = "https://" + rest;
+  s.url = "https://" + rest + s.query;
   return s;
 }
 

@@ -23,9 +23,10 @@ struct Spec {
   std::string repo;  // "org/repo" (kRepo, kRepoFile)
   std::string tag;   // the QUANT asked for, upper case; "" = default (kRepo)
   std::string file;  // path in the repo (kRepoFile)
-  std::string url;   // the https URL without query (kUrl)
-  std::string host;  // the URL's host (kUrl)
-  std::string path;  // the URL's path without the leading '/' (kUrl)
+  std::string url;    // the https URL as given (kUrl)
+  std::string host;   // the URL's host (kUrl)
+  std::string path;   // the URL's path without the leading '/' (kUrl)
+  std::string query;  // "?..." when the URL has one (signed URLs), sent with every part (kUrl)
 };
 
 // Throws HubError naming what is wrong with `spec`.

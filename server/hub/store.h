@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "server/hub/hub.h"
+
 namespace hub::detail {
 
 struct StoredFile {
@@ -26,6 +28,9 @@ struct Manifest {
 };
 
 std::string manifest_file(const std::string& root, const std::string& id);
+// The entry a manifest describes: absolute paths (parts first, then the mmproj), total bytes, the
+// manifest's modification time.
+CacheEntry entry_of(const std::string& root, const Manifest& m);
 std::optional<Manifest> read_manifest(const std::string& file);  // nullopt when unreadable
 std::vector<Manifest> all_manifests(const std::string& root);
 // True when every file of `m` exists under `root` with its recorded size.

@@ -143,7 +143,7 @@ TEST_F(HubTest, PullsAPlainHttpsUrlAndItsSplitParts) {
   start();
   const std::string a = add("org/u", "u-00001-of-00002.gguf", 30);
   const std::string b = add("org/u", "u-00002-of-00002.gguf", 31);
-  const std::string url = hub_->endpoint() + "/org/u/resolve/main/u-00001-of-00002.gguf";
+  const std::string url = hub_->endpoint() + "/org/u/resolve/main/u-00001-of-00002.gguf?download=true";
   hub::PullOptions o = options();
   o.token = "never-sent";
   const hub::PullResult r = hub::pull(url, o);
@@ -153,6 +153,9 @@ TEST_F(HubTest, PullsAPlainHttpsUrlAndItsSplitParts) {
   EXPECT_EQ(sha256_file(r.parts[0], nullptr), a);
   EXPECT_EQ(sha256_file(r.parts[1], nullptr), b);
   for (const auto& req : hub_->requests()) EXPECT_EQ(req["auth"], "");
+  hub::PullOptions offline = options();
+  offline.offline = true;
+  EXPECT_EQ(hub::pull(url, offline).parts, r.parts) << "the id leaves the query out";
 }
 
 TEST_F(HubTest, FollowsTheFileListsPages) {

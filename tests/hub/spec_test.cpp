@@ -40,6 +40,8 @@ TEST(HubSpec, ParsesTheThreeForms) {
   EXPECT_EQ(s.host, "example.com:8443");
   EXPECT_EQ(s.path, "a/b/model.gguf");
   EXPECT_EQ(url_id(s), "example.com:8443/a/b/model.gguf");
+  EXPECT_EQ(s.query, "?download=1");
+  EXPECT_EQ(s.url, "https://example.com:8443/a/b/model.gguf?download=1");
 }
 
 TEST(HubSpec, RejectsHostileSpecs) {
