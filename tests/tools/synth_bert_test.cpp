@@ -13,8 +13,9 @@
 
 #include "gguf/file.h"
 #include "tests/support/shared.h"
-#include "tools/synth/synth.h"
 #include "tests/support/synth_plan.h"
+#include "tests/support/temp_path.h"
+#include "tools/synth/synth.h"
 
 namespace engine {
 namespace {
@@ -27,16 +28,7 @@ using gguf::TensorType;
 
 const std::string kWordStart = "\xe2\x96\x81";  // U+2581
 
-struct BertTempPath {
-  std::string path;
-  explicit BertTempPath(const std::string& name) : path((fs::temp_directory_path() / name).string()) {
-    path += "-" + std::to_string(::getpid()) + ".gguf";
-  }
-  ~BertTempPath() {
-    std::error_code ec;
-    fs::remove(path, ec);
-  }
-};
+using ggufd::test::TempPath;
 
 TEST(SynthBert, MiniLmShape) {
   const auto s = synth::find_shape("minilm-l6");
@@ -200,7 +192,7 @@ TEST(SynthBert, RerankFileIsDeterministic) {
   o.shape = *synth::find_shape("bert-rerank");
   o.type = *synth::find_file_type("F32");
   o.seed = 18;
-  BertTempPath a("synth-rerank-a"), b("synth-rerank-b");
+  TempPath a("synth-rerank-a"), b("synth-rerank-b");
   o.threads = 1;
   const synth::Result r = synth::write_model(o, a.path);
   EXPECT_EQ(r.n_vocab, 30522);
@@ -239,7 +231,7 @@ TEST(SynthBert, VocabFromBge) {
   o.shape = *synth::find_shape("bert-rerank");
   o.shape.n_layer = 1;
   o.vocab_from = ggufd::test::shared_path("tokenizer/ggml-vocab-bert-bge.gguf");
-  BertTempPath out("synth-rerank-bge");
+  TempPath out("synth-rerank-bge");
   synth::write_model(o, out.path);
   const gguf::File f = gguf::File::open(out.path);
   int n = 0;

@@ -13,6 +13,7 @@
 #include "engine/model/forward.h"
 #include "engine/text/tokenizer/tokenizer.h"
 #include "gguf/file.h"
+#include "tests/support/temp_path.h"
 #include "tools/synth/synth.h"
 
 namespace engine {
@@ -22,16 +23,7 @@ namespace fs = std::filesystem;
 using gguf::TensorType;
 
 // A fresh file path in the test temp dir, removed by the destructor.
-struct TempPath {
-  std::string path;
-  explicit TempPath(const std::string& name) : path((fs::temp_directory_path() / name).string()) {
-    path += "-" + std::to_string(::getpid()) + ".gguf";
-  }
-  ~TempPath() {
-    std::error_code ec;
-    fs::remove(path, ec);
-  }
-};
+using ggufd::test::TempPath;
 
 const TensorType* type_of(const std::vector<synth::TensorPlan>& plan, const std::string& name) {
   for (const auto& t : plan) {

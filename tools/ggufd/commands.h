@@ -19,5 +19,8 @@ Command add_serve(CLI::App& app);
 Command add_template(CLI::App& app);
 Command add_health(CLI::App& app);
 Command add_bench(CLI::App& app);
+Command add_pull(CLI::App& app);
+Command add_list(CLI::App& app);
+Command add_rm(CLI::App& app);
 
 }  // namespace ggufd

@@ -34,6 +34,10 @@ int main(int argc, char** argv) {
   add("detokenize", "Token ids on stdin -> text", ggufd::add_detokenize);
   add("bench", "Prompt (ppN) and generation (tgN) tokens/s, comparable with llama-bench",
       ggufd::add_bench);
+  add("pull", "Download a model from the Hugging Face Hub (or a mirror, or an https URL) into the cache",
+      ggufd::add_pull);
+  add("list", "List the models in the download cache", ggufd::add_list);
+  add("rm", "Remove a model from the download cache", ggufd::add_rm);
   add("synth", "Write a random-weight model in a real model's shape (benchmarks, demo)",
       ggufd::add_synth);
   try {
