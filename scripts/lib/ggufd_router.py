@@ -126,6 +126,7 @@ def stream(port, path, body, abort_after=None, timeout=120):
     try:
         t0 = time.monotonic()
         c.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+        sock = c.sock  # getresponse() hands it to the response when the server will close
         r = c.getresponse()
         out["status"], out["retry_after"] = r.status, r.getheader("Retry-After")
         if r.status != 200:
@@ -135,7 +136,7 @@ def stream(port, path, body, abort_after=None, timeout=120):
         while True:
             if abort_after is not None and out["events"] >= abort_after:
                 out["aborted"] = True
-                c.sock.shutdown(socket.SHUT_RDWR)
+                sock.shutdown(socket.SHUT_RDWR)
                 return out
             chunk = r.read1(65536)
             if not chunk:
