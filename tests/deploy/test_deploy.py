@@ -2,7 +2,9 @@
 
 DeployFiles: docker/Dockerfile, the compose files and the Kubernetes manifests parse, and their
 ports, probes and GGUFD_* variable names match what `ggufd serve` accepts; `docker-compose
-config` validates the compose files (it needs no engine).
+config` validates the compose files (it needs no engine); the inference gateway example
+(docker/k8s/inference-gateway: InferencePool, endpoint picker, HTTPRoute) matches the Deployment
+(its CRDs are not installed here, so its structure is checked, not applied).
 NginxScaleOut: two real `ggufd serve` processes behind a real nginx running the shipped
 docker/nginx config on loopback ports; streamed completions go through, to both replicas.
 
@@ -40,6 +42,12 @@ def server_env_names():
 def read(*parts):
     with open(os.path.join(DOCKER, *parts)) as f:
         return f.read()
+
+
+def k8s_docs(*folder):
+    """Every object of the *.yaml manifests in docker/<folder> (not below it), in file order."""
+    names = sorted(n for n in os.listdir(os.path.join(DOCKER, *folder)) if n.endswith(".yaml"))
+    return [doc for name in names for doc in yaml.safe_load_all(read(*folder, name)) if doc]
 
 
 class DeployFiles(unittest.TestCase):
@@ -101,10 +109,7 @@ class DeployFiles(unittest.TestCase):
             self.assertEqual(r.returncode, 0, f"{name}: {r.stderr}")
 
     def test_kubernetes(self):
-        docs = {}
-        for name in sorted(os.listdir(os.path.join(DOCKER, "k8s"))):
-            for doc in yaml.safe_load_all(read("k8s", name)):
-                docs[doc["kind"]] = doc
+        docs = {doc["kind"]: doc for doc in k8s_docs("k8s")}
         self.assertEqual(set(docs), {"Deployment", "Service", "HorizontalPodAutoscaler"})
         deployment = docs["Deployment"]
         pod = deployment["spec"]["template"]["spec"]
@@ -125,6 +130,87 @@ class DeployFiles(unittest.TestCase):
         self.assertEqual(service["spec"]["ports"][0]["targetPort"], port["name"])
         hpa = docs["HorizontalPodAutoscaler"]
         self.assertEqual(hpa["spec"]["scaleTargetRef"]["name"], deployment["metadata"]["name"])
+
+    def test_inference_gateway(self):
+        """docker/k8s/inference-gateway against the plain Deployment (no CRDs here: structure only)."""
+        plain = {doc["kind"]: doc for doc in k8s_docs("k8s")}
+        deployment, service = plain["Deployment"], plain["Service"]
+        docs = {}
+        for doc in k8s_docs("k8s", "inference-gateway"):
+            self.assertNotIn(doc["kind"], docs, "one object of each kind")
+            self.assertTrue(doc["metadata"]["name"], doc["kind"])
+            self.assertNotIn("namespace", doc["metadata"], "applies to the current namespace")
+            docs[doc["kind"]] = doc
+        self.assertEqual(set(docs), {"InferencePool", "ServiceAccount", "Role", "RoleBinding", "ConfigMap",
+                                     "Deployment", "Service", "Gateway", "HTTPRoute"})
+        self.check_pool(docs["InferencePool"], deployment, service, docs["Service"])
+        self.check_picker(docs, docs["InferencePool"])
+        self.check_route(docs["HTTPRoute"], docs["Gateway"], docs["InferencePool"])
+
+    def check_pool(self, pool, deployment, service, picker_service):
+        self.assertEqual(pool["apiVersion"], "inference.networking.k8s.io/v1")
+        spec = pool["spec"]
+        # The pool selects exactly the ggufd pods (the Service's selector), by labels only.
+        self.assertEqual(set(spec["selector"]), {"matchLabels"})
+        self.assertEqual(spec["selector"]["matchLabels"], service["spec"]["selector"])
+        pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+        self.assertLessEqual(spec["selector"]["matchLabels"].items(), pod_labels.items())
+        container = deployment["spec"]["template"]["spec"]["containers"][0]
+        self.assertEqual([p["number"] for p in spec["targetPorts"]], [container["ports"][0]["containerPort"]])
+        self.assertIn(spec.get("appProtocol", "http"), ("http", "kubernetes.io/h2c"))
+        ref = spec["endpointPickerRef"]
+        self.assertEqual(ref.get("kind", "Service"), "Service")
+        self.assertEqual(ref["name"], picker_service["metadata"]["name"])
+        self.assertIn(ref["port"]["number"], [p["port"] for p in picker_service["spec"]["ports"]])
+        self.assertIn(ref.get("failureMode", "FailClose"), ("FailOpen", "FailClose"))
+
+    def check_picker(self, docs, pool):
+        epp = docs["Deployment"]
+        self.assertEqual(epp["spec"]["selector"]["matchLabels"], epp["spec"]["template"]["metadata"]["labels"])
+        self.assertEqual(docs["Service"]["spec"]["selector"], epp["spec"]["selector"]["matchLabels"])
+        pod = epp["spec"]["template"]["spec"]
+        self.assertEqual(pod["serviceAccountName"], docs["ServiceAccount"]["metadata"]["name"])
+        binding = docs["RoleBinding"]
+        self.assertEqual(binding["roleRef"]["name"], docs["Role"]["metadata"]["name"])
+        self.assertEqual(binding["subjects"][0]["name"], docs["ServiceAccount"]["metadata"]["name"])
+        readable = {(g, r) for rule in docs["Role"]["rules"] if "watch" in rule["verbs"]
+                    for g in rule["apiGroups"] for r in rule["resources"]}
+        self.assertLessEqual({("inference.networking.k8s.io", "inferencepools"), ("", "pods")}, readable)
+        container = pod["containers"][0]
+        args = dict(a[2:].split("=", 1) for a in container["args"])
+        self.assertEqual(args["pool-name"], pool["metadata"]["name"])
+        self.assertEqual(args["pool-group"], pool["apiVersion"].split("/")[0])
+        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+        self.assertEqual(int(args["grpc-port"]), ports["grpc"])
+        for probe in ("livenessProbe", "readinessProbe"):
+            self.assertEqual(container[probe]["grpc"]["port"], int(args["grpc-health-port"]), probe)
+        targets = {p["port"]: p["targetPort"] for p in docs["Service"]["spec"]["ports"]}
+        self.assertEqual(targets[pool["spec"]["endpointPickerRef"]["port"]["number"]], "grpc")
+        # The config file the picker is told to read is a key of the mounted ConfigMap.
+        mount = next(m for m in container["volumeMounts"] if args["config-file"].startswith(m["mountPath"] + "/"))
+        volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
+        self.assertEqual(volume["configMap"]["name"], docs["ConfigMap"]["metadata"]["name"])
+        config = yaml.safe_load(docs["ConfigMap"]["data"][os.path.basename(args["config-file"])])
+        self.check_picker_config(config)
+
+    def check_picker_config(self, config):
+        self.assertEqual(config["kind"], "EndpointPickerConfig")
+        plugins = {p["type"]: p.get("parameters", {}) for p in config["plugins"]}
+        # Metrics from ggufd's /metrics, read as the built-in "vllm" engine: the vllm:* names ggufd exports.
+        self.assertEqual(plugins["metrics-data-source"]["path"], "/metrics")
+        self.assertEqual(plugins["core-metrics-extractor"].get("defaultEngine", "vllm"), "vllm")
+        profile = config["schedulingProfiles"][0]["plugins"]
+        used = {p["pluginRef"] for p in profile}
+        self.assertLessEqual({"queue-scorer", "kv-cache-utilization-scorer"}, used)
+        self.assertLessEqual(used, set(plugins), "every profile entry refers to a declared plugin")
+
+    def check_route(self, route, gateway, pool):
+        self.assertTrue(gateway["spec"]["gatewayClassName"])
+        parent = route["spec"]["parentRefs"][0]
+        self.assertEqual((parent.get("kind", "Gateway"), parent["name"]), ("Gateway", gateway["metadata"]["name"]))
+        backends = [b for rule in route["spec"]["rules"] for b in rule["backendRefs"]]
+        self.assertEqual(backends, [{"group": "inference.networking.k8s.io", "kind": "InferencePool",
+                                     "name": pool["metadata"]["name"]}])
 
 
 def free_port():
