@@ -44,6 +44,19 @@ def read(*parts):
         return f.read()
 
 
+def compose_default(value):
+    """The value docker compose gives `${VAR-default}` / `${VAR:-default}` when VAR is unset."""
+    m = re.fullmatch(r"\$\{[A-Z0-9_]+:?-(.*)\}", value)
+    return m.group(1) if m else value
+
+
+def compose_volume(spec):
+    """(source, target, mode or None) of a short volume syntax, the source possibly `${VAR:-x}`."""
+    m = re.fullmatch(r"(\$\{[^}]*\}|[^:]+):([^:]+)(?::(\w+))?", spec)
+    assert m, spec
+    return m.groups()
+
+
 def k8s_docs(*folder):
     """Every object of the *.yaml manifests in docker/<folder> (not below it), in file order."""
     names = sorted(n for n in os.listdir(os.path.join(DOCKER, *folder)) if n.endswith(".yaml"))
@@ -85,6 +98,17 @@ class DeployFiles(unittest.TestCase):
         service = compose["services"]["ggufd"]
         self.check_ggufd_service("ggufd", service)
         self.assertTrue(service["ports"][0].endswith(":8080"))
+        # The router serves the mounted models folder by default (an empty GGUFD_SERVE_DIR turns it
+        # off: one model, as before), and the download cache is a writable volume at GGUFD_CACHE.
+        env = service["environment"]
+        self.assertEqual(compose_default(env["GGUFD_MODELS_DIR"]), "/models")
+        cache = [source for source, target, mode in map(compose_volume, service["volumes"])
+                 if target == env["GGUFD_CACHE"] and mode in (None, "rw")]
+        self.assertEqual(len(cache), 1, "one read-write volume at GGUFD_CACHE")
+        named = compose_default(cache[0])
+        self.assertIn(named, compose.get("volumes") or {}, "the default cache is a named volume")
+        self.assertTrue(re.search(r"mkdir -p [^\n]*" + env["GGUFD_CACHE"] + r"\b.*chown ggufd", read("Dockerfile")),
+                        "the image makes the cache folder the ggufd user's (a new volume copies it)")
 
     def test_compose_scale_out(self):
         compose = yaml.safe_load(read("docker-compose.scale.yml"))
