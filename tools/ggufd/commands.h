@@ -4,6 +4,9 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <string>
+
+#include "server/hub/hub.h"
 
 namespace ggufd {
 
@@ -22,5 +25,8 @@ Command add_bench(CLI::App& app);
 Command add_pull(CLI::App& app);
 Command add_list(CLI::App& app);
 Command add_rm(CLI::App& app);
+
+// hub::pull with the progress bar of `ggufd pull` on a terminal (serve's --hf uses it too).
+hub::PullResult pull_with_progress(const std::string& spec, const hub::PullOptions& options);
 
 }  // namespace ggufd

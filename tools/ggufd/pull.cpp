@@ -24,7 +24,7 @@ struct HubCliOptions {
 };
 
 void add_cache_option(CLI::App& app, HubCliOptions& o) {
-  app.add_option("--cache-dir", o.cache_dir, "the model cache (default $GGUFD_CACHE, else ~/.cache/ggufd)");
+  app.add_option("--hub-cache", o.cache_dir, "the download cache (default $GGUFD_CACHE, else ~/.cache/ggufd; serve's --hub-cache)");
 }
 
 std::string human_bytes(double b) {
@@ -92,14 +92,22 @@ class ProgressPrinter {
   uint64_t first_bytes_ = 0;
 };
 
+}  // namespace
+
+hub::PullResult pull_with_progress(const std::string& spec, const hub::PullOptions& options) {
+  ProgressPrinter printer;
+  return hub::pull(spec, options, [&](const hub::Progress& p) { printer(p); });
+}
+
+namespace {
+
 int run_pull(const HubCliOptions& o) {
   hub::PullOptions options;
   options.cache_dir = o.cache_dir;
   options.ca_file = o.ca_file;
   options.offline = o.offline;
   options.mmproj = !o.no_mmproj;
-  ProgressPrinter printer;
-  const hub::PullResult r = hub::pull(o.spec, options, [&](const hub::Progress& p) { printer(p); });
+  const hub::PullResult r = pull_with_progress(o.spec, options);
   std::printf("%s\n  model  %s\n", r.id.c_str(), r.model_path.c_str());
   if (r.parts.size() > 1) std::printf("  parts  %zu\n", r.parts.size());
   if (!r.mmproj_path.empty()) std::printf("  mmproj %s\n", r.mmproj_path.c_str());

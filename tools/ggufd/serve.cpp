@@ -52,6 +52,49 @@ void setup_logging(const config::LogConfig& log) {
   spdlog::set_default_logger(logger);
 }
 
+hub::PullOptions pull_options(const config::ServeConfig& c) {
+  hub::PullOptions o;
+  o.cache_dir = c.download.hub_cache;
+  o.offline = c.download.offline;
+  o.ca_file = c.download.ca_file;
+  return o;
+}
+
+// --hf and a preset's hf = ... models: downloaded (or found in the cache) before the server
+// starts; the router also lists every model of the download cache. False (logged) when a
+// download fails.
+bool fetch_hub_models(const config::ServeConfig& cfg, server::ServiceOptions& options) {
+  const hub::PullOptions pull = pull_options(cfg);
+  for (const HubModel& h : hub_models(cfg)) {
+    hub::PullResult r;
+    try {
+      r = pull_with_progress(h.spec, pull);
+    } catch (const std::exception& e) {
+      spdlog::error("cannot fetch {} ({}): {}", h.spec, h.id, e.what());
+      return false;
+    }
+    if (!cfg.router.enabled()) {
+      options.model.path = r.model_path;  // --hf: the one model (its settings are the command line's)
+      if (options.model.alias.empty()) options.model.alias = h.id;
+    } else {
+      options.preset_models.push_back(model_options_for(cfg, h.id, r.model_path));
+    }
+  }
+  if (cfg.router.enabled()) {
+    const std::string cache = pull.cache_dir;
+    options.router.cached_models = [cache] {
+      std::vector<std::pair<std::string, std::string>> out;
+      try {
+        for (const hub::CacheEntry& e : hub::Cache(cache).list()) out.emplace_back(e.id, e.path);
+      } catch (const std::exception& e) {
+        spdlog::warn("download cache {}: {}", cache, e.what());
+      }
+      return out;
+    };
+  }
+  return true;
+}
+
 }  // namespace
 
 Command add_serve(CLI::App& app) {
@@ -76,7 +119,9 @@ Command add_serve(CLI::App& app) {
                    "are gibberish). Run a real model with --model FILE.gguf or GGUFD_MODEL.",
                    cfg->model.path);
     }
-    server::Service service(service_options(*cfg));
+    server::ServiceOptions options = service_options(*cfg);
+    if (!fetch_hub_models(*cfg, options)) return 1;
+    server::Service service(std::move(options));
     service.start();
     service.handle_signals();
     return service.wait();
