@@ -2,7 +2,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <regex>
+#include <stdexcept>
+#include <system_error>
 
 namespace gguf {
 
@@ -42,6 +45,65 @@ std::optional<NameParts> parse_file_name(std::string_view file_name) {
   p.type = group(m, 7);
   p.shard = group(m, 8);
   return p;
+}
+
+namespace {
+
+// The value of five decimal digits at s[0..5), or -1 when they are not all digits.
+int five_digits(std::string_view s) {
+  int v = 0;
+  for (char c : s.substr(0, 5)) {
+    if (c < '0' || c > '9') return -1;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
+}  // namespace
+
+std::optional<SplitName> parse_split_name(std::string_view path) {
+  constexpr std::string_view kOf = "-of-", kExt = ".gguf";
+  constexpr size_t kPostfix = 1 + 5 + kOf.size() + 5 + kExt.size();  // "-00001-of-00003.gguf"
+  if (path.size() <= kPostfix) return std::nullopt;
+  const std::string_view post = path.substr(path.size() - kPostfix);
+  if (post[0] != '-' || post.substr(6, kOf.size()) != kOf || post.substr(kPostfix - kExt.size()) != kExt) {
+    return std::nullopt;
+  }
+  const int no = five_digits(post.substr(1, 5)), count = five_digits(post.substr(6 + kOf.size(), 5));
+  if (no < 1 || count < 1 || no > count) return std::nullopt;
+  const std::string_view prefix = path.substr(0, path.size() - kPostfix);
+  if (prefix.back() == '/') return std::nullopt;  // a bare "-00001-of-00002.gguf" has no name
+  return SplitName{std::string(prefix), no, count};
+}
+
+std::string split_path(std::string_view prefix, int no, int count) {
+  char post[32];
+  std::snprintf(post, sizeof post, "-%05d-of-%05d.gguf", no, count);
+  return std::string(prefix) + post;
+}
+
+std::vector<std::string> split_parts(const std::string& path) {
+  const std::optional<SplitName> s = parse_split_name(path);
+  if (!s) return {path};
+  std::vector<std::string> parts;
+  for (int no = 1; no <= s->count; ++no) parts.push_back(split_path(s->prefix, no, s->count));
+  return parts;
+}
+
+bool is_later_split_part(std::string_view path) {
+  const std::optional<SplitName> s = parse_split_name(path);
+  return s && s->no > 1;
+}
+
+uint64_t model_files_size(const std::string& path) {
+  uint64_t total = 0;
+  for (const std::string& part : split_parts(path)) {
+    std::error_code ec;
+    const uintmax_t n = std::filesystem::file_size(part, ec);
+    if (ec) throw std::runtime_error(part + ": cannot read the size: " + ec.message());
+    total += n;
+  }
+  return total;
 }
 
 std::string size_label(uint64_t n_params, uint64_t n_experts) {

@@ -4,10 +4,14 @@
 
 namespace gguf {
 
-Summary summarize(const File& file) {
+Summary summarize(const File& file) { return summarize(FileSet::single(file)); }
+
+Summary summarize(const FileSet& files) {
+  const File& file = files.first();
   Summary s;
   if (auto arch = file.find_string("general.architecture")) s.architecture = *arch;
-  for (const TensorInfo& t : file.tensors()) {
+  for (const TensorInfo* p : files.tensors()) {
+    const TensorInfo& t = *p;
     s.n_params += t.n_elements;
     s.n_tensor_bytes += t.n_bytes;
     auto it = std::ranges::find(s.by_type, t.type, &TypeTotal::type);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gguf/file.h"
+#include "gguf/file_set.h"
 #include "gguf/naming.h"
 
 namespace gguf {
@@ -29,6 +30,8 @@ struct Summary {
   std::optional<NameParts> name_parts;      // of the file name, when it follows the convention
 };
 
+// Totals over the file's tensors, or (a FileSet) over every part's; metadata of the (first) file.
 Summary summarize(const File& file);
+Summary summarize(const FileSet& files);
 
 }  // namespace gguf

@@ -299,7 +299,9 @@ void read_lfm2moe_experts(const gguf::File& file, const std::string& p, HParams&
 
 }  // namespace
 
-HParams read_hparams(const gguf::File& file) {
+HParams read_hparams(const gguf::File& file) { return read_hparams(file, file.tensors().size()); }
+
+HParams read_hparams(const gguf::File& file, uint64_t n_tensors) {
   if (file.big_endian()) {
     fail(file, "big-endian GGUF files are not supported (convert the model to little-endian)");
   }
@@ -319,9 +321,9 @@ HParams read_hparams(const gguf::File& file) {
   hp.n_ctx_train = req("context_length");
   hp.n_embd = req("embedding_length");
   hp.n_layer = req("block_count");
-  if (static_cast<uint64_t>(hp.n_layer) > file.tensors().size()) {  // each layer has tensors
-    fail(file, p + "block_count = " + std::to_string(hp.n_layer) + " exceeds the file's " +
-                   std::to_string(file.tensors().size()) + " tensors");
+  if (static_cast<uint64_t>(hp.n_layer) > n_tensors) {  // each layer has tensors
+    fail(file, p + "block_count = " + std::to_string(hp.n_layer) + " exceeds the model's " +
+                   std::to_string(n_tensors) + " tensors");
   }
   hp.n_ff = traits->moe ? opt("feed_forward_length", 0) : req("feed_forward_length");  // (llama.cpp: optional)
   hp.n_head = req("attention.head_count");

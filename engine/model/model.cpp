@@ -23,10 +23,11 @@ std::string shape_string(const gguf::TensorInfo& t) {
   return s + "]";
 }
 
-// Reads the tensors of `file`, checking each one's presence, shape and type as it goes.
+// Reads the tensors of `files` (one file or a split set's parts), checking each one's presence,
+// shape and type as it goes. Errors name the (first) file.
 class Loader {
  public:
-  explicit Loader(const gguf::File& file) : file_(file) {}
+  explicit Loader(const gguf::FileSet& files) : files_(files), file_(files.first()) {}
 
   // A 2-D weight W (rows, cols): GGUF shape [cols, rows].
   Matrix matrix(const std::string& name, int64_t rows, int64_t cols) const {
@@ -42,7 +43,7 @@ class Loader {
 
   // A 1-D vector (n,) as f32; empty when absent and !required.
   std::vector<float> vector(const std::string& name, int64_t n, bool required) const {
-    const gguf::TensorInfo* t = file_.find_tensor(name);
+    const gguf::TensorInfo* t = files_.find_tensor(name);
     if (!t) {
       if (required) get(name);  // throws "missing"
       return {};
@@ -64,7 +65,7 @@ class Loader {
   // A 2-D f32 tensor of `count` vectors (n,), GGUF shape [n, count], as (count, n); empty when
   // absent and !required.
   std::vector<float> vectors(const std::string& name, int64_t n, int64_t count, bool required) const {
-    const gguf::TensorInfo* t = file_.find_tensor(name);
+    const gguf::TensorInfo* t = files_.find_tensor(name);
     if (!t) {
       if (required) get(name);  // throws "missing"
       return {};
@@ -104,10 +105,11 @@ class Loader {
     return s;
   }
 
-  bool has(const std::string& name) const { return file_.find_tensor(name) != nullptr; }
+  bool has(const std::string& name) const { return files_.find_tensor(name) != nullptr; }
+  const gguf::TensorInfo* find(const std::string& name) const { return files_.find_tensor(name); }
 
   const gguf::TensorInfo& get(const std::string& name) const {
-    const gguf::TensorInfo* t = file_.find_tensor(name);
+    const gguf::TensorInfo* t = files_.find_tensor(name);
     if (!t) fail(file_, "tensor '" + name + "' is missing (architecture " + arch() + ")");
     return *t;
   }
@@ -126,7 +128,8 @@ class Loader {
   }
   std::string arch() const { return std::string(file_.find_string("general.architecture").value_or("?")); }
 
-  const gguf::File& file_;
+  const gguf::FileSet& files_;
+  const gguf::File& file_;  // the metadata
 };
 
 // Layer weights are read by the functions below, each tensor's presence, shape and type checked
@@ -346,7 +349,7 @@ void load_encoder_inputs(const Loader& ld, const gguf::File& f, const HParams& h
   if (arch_traits(hp.arch).positions == EncoderPositions::kTable) {
     m.pos_embd = ld.matrix("position_embd.weight", hp.n_ctx_train, hp.n_embd);
   }
-  if (const gguf::TensorInfo* t = f.find_tensor("token_types.weight")) {
+  if (const gguf::TensorInfo* t = ld.find("token_types.weight")) {
     if (t->n_dims != 2 || static_cast<int64_t>(t->ne[0]) != hp.n_embd || t->ne[1] == 0) {
       fail(f, "tensor 'token_types.weight' has shape " + shape_string(*t) + ", expected [" +
                   std::to_string(hp.n_embd) + ", n_token_types]");
@@ -372,7 +375,7 @@ void load_classifier(const Loader& ld, const gguf::File& f, HParams& hp, Model& 
     }
     return;
   }
-  const gguf::TensorInfo* out = f.find_tensor("cls.output.weight");
+  const gguf::TensorInfo* out = ld.find("cls.output.weight");
   const bool cls_alone = out == nullptr && rank == RankHead::kFirst && ld.has("cls.weight");
   if (out == nullptr && !cls_alone) {
     if (hp.pooling == PoolingType::kRank && rank == RankHead::kLastSoftmax) {
@@ -412,9 +415,11 @@ const float* Model::rope_factors(int64_t n_ctx_seq) const {
   return rope_short.empty() ? nullptr : rope_short.data();
 }
 
-Model Model::load(const std::string& path, bool repack) { return from_file(gguf::File::open(path), repack); }
+Model Model::load(const std::string& path, bool repack) { return from_files(gguf::FileSet::open(path), repack); }
 
-uint64_t Model::weight_bytes() const { return file_.file_size() - file_.data_offset(); }
+Model Model::from_file(gguf::File file, bool repack) { return from_files(gguf::FileSet::single(std::move(file)), repack); }
+
+uint64_t Model::weight_bytes() const { return files_.data_bytes(); }
 
 // output, then each layer's projections: &matrix of every matrix matmul reads; of each MoE
 // layer's experts, the first `experts` (all of them by default).
@@ -493,12 +498,12 @@ void Model::page_in(const std::function<void(uint64_t, uint64_t)>& progress) con
   progress(total, total);
 }
 
-Model Model::from_file(gguf::File file, bool repack) {
-  Model m(std::move(file));
-  const gguf::File& f = m.file_;
-  m.hp_ = read_hparams(f);
+Model Model::from_files(gguf::FileSet files, bool repack) {
+  Model m(std::move(files));
+  const gguf::File& f = m.file();
+  m.hp_ = read_hparams(f, m.files_.n_tensors());
   HParams& hp = m.hp_;
-  Loader ld(f);
+  Loader ld(m.files_);
 
   const gguf::TensorInfo& embd = ld.get("token_embd.weight");
   hp.n_vocab = embd.n_dims == 2 ? static_cast<int64_t>(embd.ne[1]) : 0;
@@ -511,13 +516,13 @@ Model Model::from_file(gguf::File file, bool repack) {
   if (arch_traits(hp.arch).encoder) {
     load_encoder_inputs(ld, f, hp, m);
     for (int64_t il = 0; il < hp.n_layer; ++il) m.layers.push_back(load_encoder_layer(ld, hp, il));
-    if (repack) m.packed_ = PackedWeights::pack(matmul_weights_of<Matrix>({&m.output}, m.layers), f.owns_mapping());
+    if (repack) m.packed_ = PackedWeights::pack(matmul_weights_of<Matrix>({&m.output}, m.layers), m.files_.owns_mapping());
     return m;
   }
   // (lfm2's final norm is named token_embd_norm, as llama.cpp's LLM_TENSOR_OUTPUT_NORM_LFM2)
   const bool lfm2 = hp.arch == Arch::kLfm2 || hp.arch == Arch::kLfm2Moe;
   m.output_norm = ld.vector(lfm2 ? "token_embd_norm.weight" : "output_norm.weight", hp.n_embd, true);
-  m.output = f.find_tensor("output.weight") ? ld.matrix("output.weight", hp.n_vocab, hp.n_embd)
+  m.output = ld.has("output.weight") ? ld.matrix("output.weight", hp.n_vocab, hp.n_embd)
                                             : m.tok_embd;
   m.rope_freqs = ld.vector("rope_freqs.weight", hp.n_rot / 2, false);
   m.rope_short = ld.vector("rope_factors_short.weight", hp.n_rot / 2, false);
@@ -533,7 +538,7 @@ Model Model::from_file(gguf::File file, bool repack) {
   for (int64_t il = 0; il < hp.n_layer; ++il) m.layers.push_back(load_layer(ld, hp, il));
   for (int64_t il = hp.n_layer; il < hp.n_layer + hp.n_layer_nextn; ++il) load_nextn(ld, hp, il, m);
   if (repack) {
-    m.packed_ = PackedWeights::pack(matmul_weights_of<Matrix>({&m.output, &m.per_layer_model_proj}, m.layers), f.owns_mapping());
+    m.packed_ = PackedWeights::pack(matmul_weights_of<Matrix>({&m.output, &m.per_layer_model_proj}, m.layers), m.files_.owns_mapping());
     if (m.output.data == m.tok_embd.data) m.tok_embd = m.output;  // tied: look rows up in the copy
   }
   return m;

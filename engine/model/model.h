@@ -15,6 +15,7 @@
 #include "engine/model/ops.h"
 #include "engine/model/repack.h"
 #include "gguf/file.h"
+#include "gguf/file_set.h"
 
 namespace engine {
 
@@ -268,17 +269,24 @@ struct LayerWeights {
 // load() checks everything the forward pass relies on (architecture, every tensor's presence,
 // shape and type) and throws std::runtime_error naming the file and exactly what is missing or
 // wrong. Unless told not to, it then repacks the weight matrices the kernels have a faster
-// layout for (engine/model/repack.h). Ownership: holds the gguf::File (and so its memory mapping) and
-// the packed copies; every Matrix points into them.
+// layout for (engine/model/repack.h). Ownership: holds the gguf::FileSet (and so its memory
+// mappings) and the packed copies; every Matrix points into them.
 // Thread-safety: immutable after construction; share one Model across threads freely.
 class Model {
  public:
+  // `path`: a GGUF file, or any part of a split set "<name>-00001-of-0000N.gguf", which loads the
+  // whole set (gguf/file_set.h says what is checked).
   static Model load(const std::string& path, bool repack = true);
   static Model from_file(gguf::File file, bool repack = true);
+  static Model from_files(gguf::FileSet files, bool repack = true);
 
   const HParams& hparams() const { return hp_; }
-  const gguf::File& file() const { return file_; }
-  // Bytes of tensor data (the weights as mapped).
+  // The metadata (tokenizer, chat template, hyperparameters): the file, or a split set's first
+  // part. Its tensors() are that part's only: the model's tensors are in files().
+  const gguf::File& file() const { return files_.first(); }
+  // Every file of the model: tensors over all parts, sizes.
+  const gguf::FileSet& files() const { return files_; }
+  // Bytes of tensor data (the weights as mapped), over all parts.
   uint64_t weight_bytes() const;
 
   // Bytes of weights held in the packed layout (0 when none were repacked).
@@ -334,14 +342,17 @@ class Model {
   std::vector<float> cls_out_b;             // (n_cls_out,)
 
  private:
-  explicit Model(gguf::File file) : file_(std::move(file)) {}
-  gguf::File file_;
+  explicit Model(gguf::FileSet files) : files_(std::move(files)) {}
+  gguf::FileSet files_;
   HParams hp_;
-  PackedWeights packed_;  // after file_: Matrices point into both
+  PackedWeights packed_;  // after files_: Matrices point into both
 };
 
-// Reads and checks the hyperparameters of `file` (no tensors). Throws std::runtime_error.
+// Reads and checks the hyperparameters of `file` (no tensors). `n_tensors`: the model's tensor
+// count (a split set's, over all parts), a bound on block_count; file.tensors().size() without
+// it. Throws std::runtime_error.
 HParams read_hparams(const gguf::File& file);
+HParams read_hparams(const gguf::File& file, uint64_t n_tensors);
 
 // One interpreted hyperparameter, for people: `ggufd inspect`, the metadata endpoint, the log.
 struct HParamField {

@@ -109,16 +109,19 @@ void read_secret(const std::string& dir, uint64_t secret[2], const std::function
 }  // namespace
 
 uint64_t PrefixStore::fingerprint(const Model& model, KvType kv_type, bool nextn) {
-  const gguf::File& f = model.file();
-  const std::span<const uint8_t> bytes = f.bytes();
-  uint64_t h = mix(f.file_size() ^ (uint64_t{kVersion} << 56) ^ (static_cast<uint64_t>(kv_type) << 48) ^
+  const gguf::FileSet& files = model.files();
+  uint64_t h = mix(files.first().file_size() ^ (uint64_t{kVersion} << 56) ^ (static_cast<uint64_t>(kv_type) << 48) ^
                    (uint64_t{nextn} << 47));
-  h = checksum(h, bytes.first(std::min<size_t>(bytes.size(), f.data_offset())));  // metadata + tensor table
-  for (const gguf::TensorInfo& t : f.tensors()) {  // a sample of each tensor: its first and last 64 bytes
-    const uint64_t begin = f.data_offset() + t.offset, n = std::min<uint64_t>(t.n_bytes, 64);
-    if (begin + t.n_bytes > bytes.size()) continue;
-    h = checksum(h, bytes.subspan(begin, n));
-    h = checksum(h, bytes.subspan(begin + t.n_bytes - n, n));
+  for (const gguf::File& f : files.parts()) {  // (a split set: each part in turn)
+    const std::span<const uint8_t> bytes = f.bytes();
+    if (&f != &files.first()) h = mix(h ^ f.file_size());
+    h = checksum(h, bytes.first(std::min<size_t>(bytes.size(), f.data_offset())));  // metadata + tensor table
+    for (const gguf::TensorInfo& t : f.tensors()) {  // a sample of each tensor: its first and last 64 bytes
+      const uint64_t begin = f.data_offset() + t.offset, n = std::min<uint64_t>(t.n_bytes, 64);
+      if (begin + t.n_bytes > bytes.size()) continue;
+      h = checksum(h, bytes.subspan(begin, n));
+      h = checksum(h, bytes.subspan(begin + t.n_bytes - n, n));
+    }
   }
   return h;
 }

@@ -66,10 +66,10 @@ json value_to_json(const gguf::Value& v, bool full) {
 namespace {
 
 // The hyperparameters as ggufd reads them ({"supported": false, "error"} when it can't).
-json model_json(const gguf::File& file) {
+json model_json(const gguf::FileSet& files) {
   try {
     json j = {{"supported", true}};
-    for (const engine::HParamField& f : engine::describe_hparams(engine::read_hparams(file))) {
+    for (const engine::HParamField& f : engine::describe_hparams(engine::read_hparams(files.first(), files.n_tensors()))) {
       if (!f.numeric) {
         j[f.name] = f.value;
       } else if (const double v = std::stod(f.value); v == std::floor(v) && std::abs(v) < 9.0e15) {
@@ -86,8 +86,11 @@ json model_json(const gguf::File& file) {
 
 }  // namespace
 
-json file_to_json(const gguf::File& file, bool full) {
-  const gguf::Summary s = gguf::summarize(file);
+json file_to_json(const gguf::File& file, bool full) { return file_to_json(gguf::FileSet::single(file), full); }
+
+json file_to_json(const gguf::FileSet& files, bool full) {
+  const gguf::File& file = files.first();
+  const gguf::Summary s = gguf::summarize(files);
   json metadata = json::object();
   json types = json::object();
   for (const gguf::KeyValue& kv : file.metadata()) {
@@ -96,12 +99,18 @@ json file_to_json(const gguf::File& file, bool full) {
     types[key] = value_type_label(kv.value);
   }
   json tensors = json::array();
-  for (const gguf::TensorInfo& t : file.tensors()) {
-    tensors.push_back({{"name", std::string(t.name)},
-                       {"type", gguf::type_info(t.type).name},
-                       {"shape", shape_json(t)},
-                       {"offset", t.offset},
-                       {"bytes", t.n_bytes}});
+  json parts = json::array();
+  for (size_t p = 0; p < files.parts().size(); ++p) {
+    const gguf::File& part = files.parts()[p];
+    for (const gguf::TensorInfo& t : part.tensors()) {
+      tensors.push_back({{"name", std::string(t.name)},
+                         {"type", gguf::type_info(t.type).name},
+                         {"shape", shape_json(t)},
+                         {"offset", t.offset},
+                         {"bytes", t.n_bytes}});
+      if (files.is_split()) tensors.back()["part"] = p;
+    }
+    parts.push_back({{"file", part.name()}, {"file_size", part.file_size()}, {"tensor_count", part.tensors().size()}});
   }
   json by_type = json::array();
   for (const gguf::TypeTotal& t : s.by_type) {
@@ -112,7 +121,7 @@ json file_to_json(const gguf::File& file, bool full) {
   if (s.file_type) {
     file_type = {{"id", *s.file_type}, {"name", s.file_type_name}};
   }
-  return {
+  json out = {
       {"file", file.name()},
       {"header",
        {{"version", file.version()}, {"big_endian", file.big_endian()},
@@ -127,8 +136,10 @@ json file_to_json(const gguf::File& file, bool full) {
         {"tensor_bytes", s.n_tensor_bytes}, {"size_label", s.size_label},
         {"file_type", std::move(file_type)}, {"by_type", std::move(by_type)}}},
       {"name", name_json(s.name_parts)},
-      {"model", model_json(file)},
+      {"model", model_json(files)},
   };
+  if (files.is_split()) out["parts"] = std::move(parts);
+  return out;
 }
 
 std::string dump(const json& j, int indent) {

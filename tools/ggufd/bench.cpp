@@ -140,11 +140,11 @@ class Runner {
 // Weight bytes one decode step streams: every tensor except the token embedding, of which one
 // row is read (unless it doubles as the output matrix: tied embeddings), and the expert tensors,
 // of which a token reads n_expert_used of n_expert.
-uint64_t weight_bytes_per_token(const gguf::File& file, const engine::HParams& hp) {
-  bool tied = true;
-  for (const auto& t : file.tensors()) tied = tied && t.name != "output.weight";
+uint64_t weight_bytes_per_token(const gguf::FileSet& files, const engine::HParams& hp) {
+  const bool tied = files.find_tensor("output.weight") == nullptr;
   uint64_t bytes = 0;
-  for (const auto& t : file.tensors()) {
+  for (const gguf::TensorInfo* p : files.tensors()) {
+    const gguf::TensorInfo& t = *p;
     if (t.name == "token_embd.weight" && !tied) {
       bytes += t.row_bytes();
     } else if (hp.n_expert > 0 && t.name.find("_exps.") != std::string::npos) {
@@ -164,9 +164,9 @@ json stats_json(const std::string& name, int n_prompt, int n_gen, int depth, con
 
 int run_bench(const BenchOptions& o) {
   const engine::Model model = engine::Model::load(o.model, o.repack);
-  const gguf::File& file = model.file();
+  const gguf::FileSet& file = model.files();  // (a split set: all parts)
   uint64_t params = 0;
-  for (const auto& t : file.tensors()) params += t.n_elements;
+  for (const gguf::TensorInfo* t : file.tensors()) params += t->n_elements;
   const engine::KvType kv_type = engine::kv_type_from_name(o.kv_type);
   Runner runner(model, o.depth + std::max(o.n_prompt, o.n_gen) + 1, o.depth, kv_type, o.threads);
   // Test names as llama-bench prints them: "pp512 @ d4096".

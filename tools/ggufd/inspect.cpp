@@ -6,6 +6,7 @@
 #include "engine/model/model.h"
 #include "engine/text/tokenizer/tokenizer.h"
 #include "gguf/file.h"
+#include "gguf/file_set.h"
 #include "gguf/summary.h"
 #include "server/api/gguf_json.h"
 #include "tools/ggufd/commands.h"
@@ -133,8 +134,9 @@ std::string shape(const gguf::TensorInfo& t) {
   return s + "]";
 }
 
-void print_text(const gguf::File& f, bool full) {
-  const gguf::Summary s = gguf::summarize(f);
+void print_text(const gguf::FileSet& files, bool full) {
+  const gguf::File& f = files.first();
+  const gguf::Summary s = gguf::summarize(files);
   std::printf("file:        %s\n", f.name().c_str());
   std::printf("header:      GGUF v%u, %s-endian, alignment %llu, data at byte %llu, %llu bytes\n",
               f.version(), f.big_endian() ? "big" : "little",
@@ -163,9 +165,17 @@ void print_text(const gguf::File& f, bool full) {
     std::printf("  %-40.*s %-14s %s%s\n", static_cast<int>(kv.key.size()), kv.key.data(),
                 type.c_str(), len.c_str(), format_value(kv.value, full).c_str());
   }
-  std::printf("\ntensors (%zu):\n  %-40s %-8s %-24s %14s %14s\n", f.tensors().size(), "name",
+  if (files.is_split()) {
+    std::printf("\nsplit set (%zu parts; offsets below are within each part's data):\n", files.parts().size());
+    for (const gguf::File& part : files.parts()) {
+      std::printf("  %s: %zu tensors, %llu bytes\n", part.name().c_str(), part.tensors().size(),
+                  static_cast<unsigned long long>(part.file_size()));
+    }
+  }
+  std::printf("\ntensors (%zu):\n  %-40s %-8s %-24s %14s %14s\n", files.n_tensors(), "name",
               "type", "shape", "offset", "bytes");
-  for (const gguf::TensorInfo& t : f.tensors()) {
+  for (const gguf::TensorInfo* p : files.tensors()) {
+    const gguf::TensorInfo& t = *p;
     std::printf("  %-40.*s %-8s %-24s %14llu %14llu\n", static_cast<int>(t.name.size()),
                 t.name.data(), std::string(gguf::type_info(t.type).name).c_str(),
                 shape(t).c_str(), static_cast<unsigned long long>(t.offset),
@@ -188,7 +198,7 @@ void print_text(const gguf::File& f, bool full) {
   }
   std::printf("\nmodel (as ggufd reads it):\n");
   try {
-    for (const engine::HParamField& h : engine::describe_hparams(engine::read_hparams(f))) {
+    for (const engine::HParamField& h : engine::describe_hparams(engine::read_hparams(f, files.n_tensors()))) {
       std::printf("  %-28s %s\n", h.name.c_str(), h.value.c_str());
     }
   } catch (const std::exception& e) {
@@ -211,17 +221,17 @@ Command add_inspect(CLI::App& app) {
     bool full = false;
   };
   auto o = std::make_shared<Options>();
-  app.add_option("file", o->path, "GGUF file")->required();
+  app.add_option("file", o->path, "GGUF file (a split set: any part, usually the first)")->required();
   app.add_flag("--json", o->json, "Print one JSON document");
   app.add_flag("--full", o->full, "Show every array element and full strings");
   return [o] {
-    const gguf::File f = gguf::File::open(o->path);
+    const gguf::FileSet files = gguf::FileSet::open(o->path);  // (a split set: all parts)
     if (o->json) {
-      nlohmann::json j = server::file_to_json(f, o->full);
-      j["tokenizer"] = tokenizer_json(f);
+      nlohmann::json j = server::file_to_json(files, o->full);
+      j["tokenizer"] = tokenizer_json(files.first());
       std::printf("%s\n", server::dump(j, 2).c_str());
     } else {
-      print_text(f, o->full);
+      print_text(files, o->full);
     }
     return 0;
   };
