@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <regex>
 
+#include "gguf/naming.h"
 #include "server/api/api_error.h"
 #include "server/api/request_json.h"
 
@@ -49,20 +49,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// "x-00002-of-00003.gguf": a later part of a split set (the set is served from its first part).
-const std::regex kShard(R"(^(.*)-(\d{5})-of-(\d{5})\.gguf$)");
-
 // The id of a file below --models-dir: its path there without ".gguf" (and a split set's suffix).
 std::string dir_id(const fs::path& rel) {
-  std::string s = rel.generic_string();
-  std::smatch m;
-  if (std::regex_match(s, m, kShard)) return m[1].str();
+  const std::string s = rel.generic_string();
+  if (const std::optional<gguf::SplitName> split = gguf::parse_split_name(s)) return split->prefix;
   return s.substr(0, s.size() - 5);
-}
-
-bool later_part(const std::string& name) {
-  std::smatch m;
-  return std::regex_match(name, m, kShard) && m[2].str() != "00001";
 }
 
 // The file's size (all parts of a split set) and modification time.
@@ -70,16 +61,10 @@ void stat_file(ModelEntry& e) {
   struct stat st {};
   if (::stat(e.options.path.c_str(), &st) != 0) return;
   e.created = st.st_mtime;
-  e.file_bytes = static_cast<uint64_t>(st.st_size);
-  std::smatch m;
-  const std::string& p = e.options.path;
-  if (!std::regex_match(p, m, kShard)) return;
-  const int count = std::stoi(m[3].str());
-  for (int i = 2; i <= count && i < 100000; ++i) {
-    char part[32];
-    std::snprintf(part, sizeof part, "-%05d-of-%05d.gguf", i, count);
-    struct stat ps {};
-    if (::stat((m[1].str() + part).c_str(), &ps) == 0) e.file_bytes += static_cast<uint64_t>(ps.st_size);
+  try {
+    e.file_bytes = gguf::model_files_size(e.options.path);
+  } catch (const std::exception&) {
+    e.file_bytes = static_cast<uint64_t>(st.st_size);  // a part is missing: the load will say so
   }
 }
 
@@ -164,7 +149,7 @@ void ModelRegistry::scan() {
       if (it.depth() > 8) it.disable_recursion_pending();
       const std::string name = it->path().filename().string();
       if (!it->is_regular_file(ec) || it->path().extension() != ".gguf") continue;
-      if (later_part(name) || name.find("mmproj") != std::string::npos) continue;  // projectors are not models
+      if (gguf::is_later_split_part(name) || name.find("mmproj") != std::string::npos) continue;  // projectors are not models
       files.push_back(it->path());
     }
     if (ec) spdlog::warn("--models-dir {}: {}", r.models_dir, ec.message());
