@@ -456,7 +456,8 @@ bool ModelRegistry::make_room(const ModelEntry& e, uint64_t need, std::string& w
       if (x.get() == &e || (x->state != ModelState::kLoaded && x->state != ModelState::kUnloading)) continue;
       ++loaded;
       used += x->memory_bytes;
-      if (x->state == ModelState::kLoaded && x->in_flight == 0 && (!victim || x->last_used < victim->last_used)) {
+      // (an idle model whose unload is queued behind this load counts as idle: freed here)
+      if (x->in_flight == 0 && (!victim || x->last_used < victim->last_used)) {
         victim = x.get();
       }
     }
