@@ -68,13 +68,13 @@ void stat_file(ModelEntry& e) {
   }
 }
 
+}  // namespace
+
 ApiError retry_later(std::string message, std::string code) {
   ApiError e(503, std::move(message), "server_error", std::nullopt, std::move(code));
   e.retry_after = 1;
   return e;
 }
-
-}  // namespace
 
 // ---- leases ----
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/runtime/thread_annotations.h"
+#include "server/api/api_error.h"
 #include "server/asio.h"
 #include "server/http.h"
 #include "server/loaded_model.h"
@@ -158,6 +159,9 @@ class ModelRegistry {
   bool stopping_ GGUFD_GUARDED_BY(mu_) = false;
   std::thread loader_;
 };
+
+// A 503 with Retry-After: 1 (a model loading or unloading, the server draining).
+ApiError retry_later(std::string message, std::string code);
 
 // The lease of the model a request names: a POST body's "model" (read on the work pool without
 // parsing the rest), or a GET's ?model=. Router off: the one model, whatever is named. Router on:

@@ -55,14 +55,6 @@ ChatFeatures detect_chat_features(const engine::ChatTemplate& tmpl, const engine
 
 ChatFeatures detect_chat_features(const App& app) { return detect_chat_features(*app.chat_template, app.tokenizer); }
 
-void require_ready(const App& app) {
-  if (!app.ready) {
-    ApiError e(503, "the model is still loading; retry shortly", "server_error", std::nullopt, "loading");
-    e.retry_after = 1;
-    throw e;
-  }
-}
-
 void require_generation(const App& app) {
   if (!app.generates) {
     throw ApiError(400, "model " + app.model_id + " is an embedding model (" + engine::pooling_name(app.pooling) +

@@ -101,9 +101,6 @@ ChatFeatures detect_chat_features(const engine::ChatTemplate& tmpl, const engine
 // Throws a 404 (model_not_found) unless `id` names the served model.
 void require_model(const App& app, const std::string& id);
 
-// Throws a 503 (with Retry-After) while the model is still loading.
-void require_ready(const App& app);
-
 // Throws a 400 when the model cannot generate text (an encoder: embeddings only).
 void require_generation(const App& app);
 

@@ -46,18 +46,15 @@ nlohmann::json router_model_object(const ModelStatus& m) {
 std::vector<ModelStatus> listed(ModelRegistry& models) {
   std::vector<ModelStatus> list = models.list();
   if (!models.router() && (list.empty() || list.front().state != ModelState::kLoaded)) {
-    ApiError e(503, "the model is still loading; retry shortly", "server_error", std::nullopt, "loading");
-    e.retry_after = 1;
-    throw e;
+    throw retry_later("the model is still loading; retry shortly", "loading");
   }
   return list;
 }
 
-std::string body_model(ModelRegistry& models, const HttpRequest& req) {
+std::string body_model(const HttpRequest& req) {
   const nlohmann::json body = parse_object(req.body, kDefaultMaxJsonDepth);
   const std::optional<std::string> id = get_string(body, "model");
   if (!id || id->empty()) throw invalid_field("model", "model: required (the id of a model GET /models lists)");
-  (void)models;
   return *id;
 }
 
@@ -122,11 +119,11 @@ void add_router_routes(Router& router, ModelRegistry& models) {
     co_return HttpResponse::json(200, nlohmann::json{{"object", "list"}, {"data", data}}.dump());
   });
   router.add("POST", "/models/load", [&models](HttpRequest& req, RequestContext&) -> net::awaitable<HttpResponse> {
-    models.load(body_model(models, req));
+    models.load(body_model(req));
     co_return HttpResponse::json(200, R"({"success":true})");
   }, RouteOptions::json_api(64 << 10));
   router.add("POST", "/models/unload", [&models](HttpRequest& req, RequestContext&) -> net::awaitable<HttpResponse> {
-    models.unload(body_model(models, req));
+    models.unload(body_model(req));
     co_return HttpResponse::json(200, R"({"success":true})");
   }, RouteOptions::json_api(64 << 10));
   router.add("GET", "/models/events", [&models](HttpRequest&, RequestContext& ctx) -> net::awaitable<HttpResponse> {

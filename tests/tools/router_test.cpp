@@ -63,6 +63,15 @@ std::string status_of(uint16_t port, const std::string& id) {
   return "absent";
 }
 
+// Polls /v1/models until the model shows `status` (about 10 s at most); returns the last one seen.
+std::string wait_for_status(uint16_t port, const std::string& id, const std::string& status) {
+  std::string seen;
+  for (int i = 0; i < 200 && (seen = status_of(port, id)) != status; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return seen;
+}
+
 HttpReply chat(uint16_t port, const std::string& model, int max_tokens = 4) {
   return post_json(port, "/v1/chat/completions",
                    {{"model", model}, {"messages", one_user_message("Once upon a time")}, {"max_tokens", max_tokens}});
@@ -206,11 +215,7 @@ TEST(Router, SleepsWhenIdleAndWakesOnTheNextRequest) {
   RunningService s(o);
   ASSERT_TRUE(s.ready());
   ASSERT_EQ(chat(s.port(), "stories").status, 200);
-  std::string status;
-  for (int i = 0; i < 100 && (status = status_of(s.port(), "stories")) != "sleeping"; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  EXPECT_EQ(status, "sleeping");
+  EXPECT_EQ(wait_for_status(s.port(), "stories", "sleeping"), "sleeping");
   EXPECT_EQ(chat(s.port(), "stories").status, 200);
   EXPECT_EQ(status_of(s.port(), "stories"), "loaded");
 }
@@ -226,15 +231,10 @@ TEST(Router, ExplicitLoadAndUnloadWithoutAutoload) {
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(r.json()["error"]["code"], "model_not_loaded");
   EXPECT_EQ(post_json(s.port(), "/models/load", {{"model", "stories"}}).status, 200);
-  for (int i = 0; i < 100 && status_of(s.port(), "stories") != "loaded"; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  wait_for_status(s.port(), "stories", "loaded");
   EXPECT_EQ(chat(s.port(), "stories").status, 200);
   EXPECT_EQ(post_json(s.port(), "/models/unload", {{"model", "stories"}}).status, 200);
-  for (int i = 0; i < 100 && status_of(s.port(), "stories") != "unloaded"; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  EXPECT_EQ(status_of(s.port(), "stories"), "unloaded");
+  EXPECT_EQ(wait_for_status(s.port(), "stories", "unloaded"), "unloaded");
   EXPECT_EQ(post_json(s.port(), "/models/load", json::object()).status, 400);
 }
 
@@ -256,10 +256,7 @@ TEST(Router, UnloadingWaitsForARunningRequestThenCancelsIt) {
   EXPECT_EQ(post_json(s.port(), "/models/unload", {{"model", "stories"}}).status, 200);
   client.join();  // cancelled after the grace second (the context of 256 may end it first)
   EXPECT_EQ(streamed.status, 200);
-  for (int i = 0; i < 100 && status_of(s.port(), "stories") != "unloaded"; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  EXPECT_EQ(status_of(s.port(), "stories"), "unloaded");
+  EXPECT_EQ(wait_for_status(s.port(), "stories", "unloaded"), "unloaded");
   EXPECT_EQ(chat(s.port(), "stories").status, 200);  // and loads again
 }
 
