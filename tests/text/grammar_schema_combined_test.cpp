@@ -197,6 +197,14 @@ TEST(GrammarSchemaCombined, GrammarIsCutToWhatTheVocabularyCanWrite) {
   EXPECT_TRUE(split.writable().contains(0xE9));     // é = C3 A9
   EXPECT_TRUE(split.writable().contains(0x20AC));   // € = E2 82 AC
   EXPECT_FALSE(split.writable().contains(0x20AD));  // E2 82 AD
+  // Overlong forms are not the character to the matcher, so they do not make it writable: with
+  // "\xC0\x80" counted as U+0000, a pattern starting with \0 left a state no token could leave
+  // (found by fuzz_grammar; tests/fuzz/seeds/grammar/regex-overlong-nul).
+  const std::vector<std::string> overlong = {"", "\xC0\x80", "\xE0\x81\x81", "}"};
+  const TokenVocab odd(overlong, std::vector<int32_t>{0});
+  EXPECT_FALSE(odd.writable().contains(0));
+  EXPECT_FALSE(odd.writable().contains('A'));
+  EXPECT_TRUE(odd.writable().contains('}'));
 }
 
 }  // namespace

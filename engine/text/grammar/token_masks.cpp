@@ -41,10 +41,14 @@ CharClass writable_code_points(const std::vector<std::string>& bytes, const std:
   std::unordered_set<std::string> partials;  // incomplete characters that tokens can leave
   std::vector<std::string> todo;
   std::vector<uint32_t> reached;
+  // Shortest form only: an overlong "\xC0\x80" is not U+0000 to the matcher, so a vocabulary
+  // with that token cannot write U+0000.
   auto whole = [&](std::string_view c) {
     size_t i = 0;
     uint32_t cp = 0;
-    if (tokenizer::decode_utf8(c, i, cp) && i == c.size()) reached.push_back(cp);
+    if (!tokenizer::decode_utf8(c, i, cp) || i != c.size()) return;
+    const size_t shortest = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+    if (c.size() == shortest) reached.push_back(cp);
   };
   for (int32_t id : ids) {
     const std::string& t = bytes[static_cast<size_t>(id)];
