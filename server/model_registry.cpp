@@ -9,6 +9,7 @@
 
 #include "gguf/naming.h"
 #include "server/api/api_error.h"
+#include "server/api/keep_alive.h"
 #include "server/api/request_json.h"
 
 namespace server {
@@ -85,23 +86,21 @@ ModelLease::ModelLease(ModelLease&& other) noexcept
     : registry_(other.registry_), entry_(std::move(other.entry_)), model_(std::move(other.model_)) {}
 
 ModelLease::~ModelLease() {
-  if (entry_) registry_->release(*entry_);
+  if (entry_) registry_->release(*entry_, keep_alive_);
 }
 
-void ModelLease::keep_alive(std::chrono::seconds d) {
-  engine::MutexLock lock(registry_->mu_);
-  if (d.count() < 0) {
-    entry_->expires = Clock::time_point::max();
-  } else {
-    entry_->expires = Clock::now() + d;
-  }
-}
-
-void ModelRegistry::release(ModelEntry& e) {
+void ModelRegistry::release(ModelEntry& e, std::optional<std::chrono::milliseconds> keep_alive) {
   {
     engine::MutexLock lock(mu_);
     --e.in_flight;
     e.last_used = Clock::now();
+    if (!router_ || !keep_alive) {
+      e.expires.reset();
+    } else if (keep_alive->count() < 0) {
+      e.expires = Clock::time_point::max();
+    } else {
+      e.expires = e.last_used + *keep_alive;
+    }
   }
   cv_.notify_all();  // (keep_alive 0: the loader unloads it now)
 }
@@ -303,6 +302,20 @@ void ModelRegistry::unload(const std::string& id) {
   if (e->state == ModelState::kLoaded) enqueue(e, false);
 }
 
+namespace {
+
+// When the loader will unload an idle model, as Unix seconds (0: not planned).
+int64_t expiry_unix(const ModelEntry& e, int64_t sleep_idle_s) {
+  std::optional<Clock::time_point> at = e.expires;
+  if (at == Clock::time_point::max()) return 0;
+  if (!at && sleep_idle_s > 0) at = e.last_used + std::chrono::seconds(sleep_idle_s);
+  if (!at) return 0;
+  const auto wall = std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::system_clock::duration>(*at - Clock::now());
+  return std::chrono::duration_cast<std::chrono::seconds>(wall.time_since_epoch()).count();
+}
+
+}  // namespace
+
 std::vector<ModelStatus> ModelRegistry::list() {
   engine::MutexLock lock(mu_);
   if (router_) scan();
@@ -319,6 +332,7 @@ std::vector<ModelStatus> ModelRegistry::list() {
     s.memory_bytes = e->state == ModelState::kLoaded ? e->memory_bytes : 0;
     s.created = e->created;
     s.in_flight = e->in_flight;
+    if (e->state == ModelState::kLoaded) s.expires_at = expiry_unix(*e, options_.router.sleep_idle_s);
     if (e->loaded) s.kind = model_kind_json(e->loaded->app);
     out.push_back(std::move(s));
   }
@@ -547,6 +561,7 @@ void ModelRegistry::run_load(const std::shared_ptr<ModelEntry>& e) {
   e->memory_bytes = model->memory_bytes;
   e->loaded = std::shared_ptr<LoadedModel>(std::move(model));
   e->state = ModelState::kLoaded;
+  e->expires.reset();
   e->error.clear();
   ++e->generation;
   e->last_used = Clock::now();
@@ -588,12 +603,16 @@ namespace {
 
 net::awaitable<std::shared_ptr<ModelLease>> lease_for_body(ModelRegistry& models, HttpRequest& req, RequestContext& ctx) {
   std::string id;
+  std::optional<std::chrono::milliseconds> keep_alive;
   if (models.router()) {
-    const std::optional<std::string> named = co_await models.work().run([&req] { return peek_model(req.body); });
-    if (!named || named->empty()) throw_unnamed(models, "the \"model\" field");
-    id = *named;
+    const RoutingFields fields = co_await models.work().run([&req] { return peek_routing(req.body); });
+    if (!fields.model || fields.model->empty()) throw_unnamed(models, "the \"model\" field");
+    id = *fields.model;
+    if (fields.keep_alive) keep_alive = parse_keep_alive(*fields.keep_alive);
   }
-  co_return co_await models.acquire(id, ctx);
+  std::shared_ptr<ModelLease> lease = co_await models.acquire(id, ctx);
+  if (keep_alive) lease->keep_alive(*keep_alive);
+  co_return lease;
 }
 
 net::awaitable<std::shared_ptr<ModelLease>> lease_for_query(ModelRegistry& models, HttpRequest& req, RequestContext& ctx) {

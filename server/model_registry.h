@@ -36,6 +36,8 @@ struct ModelStatus {
   uint64_t memory_bytes = 0;                  // loaded: what --models-ram counts for it
   int64_t created = 0;                        // file modification time, Unix seconds
   int64_t in_flight = 0;                      // requests holding it
+  int64_t expires_at = 0;                     // loaded: Unix seconds when keep_alive or
+                                              // --sleep-idle-seconds unloads it (0: not planned)
   nlohmann::json kind;                        // loaded: model_kind_json (capabilities, pooling, ...)
 };
 
@@ -53,14 +55,16 @@ class ModelLease {
   ~ModelLease();
 
   App& app() const { return model_->app; }
-  // Ollama's keep_alive: the model stays loaded this long after the request (0: unloaded right
-  // after it; negative: until evicted). Without a call, --sleep-idle-seconds rules.
-  void keep_alive(std::chrono::seconds d);
+  // Ollama's keep_alive: the model stays loaded this long after the request ends (0: unloaded
+  // right after it, once no other request holds it; negative: until evicted or unloaded). The
+  // last request to end sets it; one ending without keep_alive restores --sleep-idle-seconds.
+  void keep_alive(std::chrono::milliseconds d) { keep_alive_ = d; }
 
  private:
   ModelRegistry* registry_;
   std::shared_ptr<ModelEntry> entry_;
   std::shared_ptr<LoadedModel> model_;
+  std::optional<std::chrono::milliseconds> keep_alive_;
 };
 
 // Single-model mode (router off): one model, loaded at start, serving every request whatever id
@@ -134,7 +138,7 @@ class ModelRegistry {
   void add_entry(const ModelOptions& o, const std::string& id, const std::string& source) GGUFD_REQUIRES(mu_);
   void enqueue(const std::shared_ptr<ModelEntry>& e, bool load, ModelState after = ModelState::kUnloaded)
       GGUFD_REQUIRES(mu_);
-  void release(ModelEntry& e);
+  void release(ModelEntry& e, std::optional<std::chrono::milliseconds> keep_alive);
   void loader_loop();
   void run_load(const std::shared_ptr<ModelEntry>& e);
   void run_unload(const std::shared_ptr<ModelEntry>& e, ModelState after);

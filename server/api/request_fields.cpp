@@ -46,6 +46,7 @@ std::vector<std::string> check_fields(const json& body, const std::set<std::stri
       continue;
     }
     if (known.count(key) != 0) continue;
+    if (key == "keep_alive") continue;  // every dialect's: read by the router (lease_for_body)
     if (strict) throw invalid_field(excerpt(key), "Unrecognized request argument supplied: " + excerpt(key));
     ignored.push_back(key);
   }

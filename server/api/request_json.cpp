@@ -171,41 +171,52 @@ namespace server {
 
 namespace {
 
-// Reads the top-level "model" of an object and stops the parse (returns false) once it has it.
-class ModelPeek : public nlohmann::json::json_sax_t {
+// Reads the top-level "model" and "keep_alive" of an object; stops the parse (returns false)
+// once it has both. keep_alive is kept when it is a number or a string (anything else is for the
+// router to refuse: kept as null).
+class RoutingPeek : public nlohmann::json::json_sax_t {
  public:
-  std::optional<std::string> model;
+  RoutingFields fields;
 
-  bool null() override { return value(); }
-  bool boolean(bool) override { return value(); }
-  bool number_integer(number_integer_t) override { return value(); }
-  bool number_unsigned(number_unsigned_t) override { return value(); }
-  bool number_float(number_float_t, const string_t&) override { return value(); }
-  bool binary(binary_t&) override { return value(); }
+  bool null() override { return scalar(nlohmann::json()); }
+  bool boolean(bool b) override { return scalar(b); }
+  bool number_integer(number_integer_t v) override { return scalar(v); }
+  bool number_unsigned(number_unsigned_t v) override { return scalar(v); }
+  bool number_float(number_float_t v, const string_t&) override { return scalar(v); }
+  bool binary(binary_t&) override { return scalar(nlohmann::json()); }
   bool string(string_t& s) override {
-    if (depth_ == 1 && model_key_) {
-      model = s;
-      return false;
+    if (depth_ == 1 && key_ == Key::kModel) {
+      fields.model = s;
+      key_ = Key::kOther;
+      return !done();
     }
-    return value();
+    return scalar(s);
   }
   bool start_object(std::size_t) override { return open(); }
   bool end_object() override { return close(); }
   bool start_array(std::size_t) override { return open(); }
   bool end_array() override { return close(); }
   bool key(string_t& k) override {
-    model_key_ = depth_ == 1 && k == "model";
+    key_ = depth_ != 1 ? Key::kOther : k == "model" ? Key::kModel : k == "keep_alive" ? Key::kKeepAlive : Key::kOther;
     return true;
   }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
 
  private:
-  bool value() {
-    model_key_ = false;
+  enum class Key { kOther, kModel, kKeepAlive };
+  bool done() const { return fields.model && fields.keep_alive; }
+  bool scalar(nlohmann::json v) {
+    if (depth_ == 1 && key_ == Key::kKeepAlive) {
+      fields.keep_alive = v.is_number() || v.is_string() ? std::move(v) : nlohmann::json();
+      key_ = Key::kOther;
+      return !done();
+    }
+    key_ = Key::kOther;
     return depth_ > 0;  // a top-level scalar: not an object
   }
   bool open() {
-    model_key_ = false;
+    if (depth_ == 1 && key_ == Key::kKeepAlive) fields.keep_alive = nlohmann::json();  // an object or array
+    key_ = Key::kOther;
     ++depth_;
     return true;
   }
@@ -214,15 +225,15 @@ class ModelPeek : public nlohmann::json::json_sax_t {
     return true;
   }
   int depth_ = 0;
-  bool model_key_ = false;
+  Key key_ = Key::kOther;
 };
 
 }  // namespace
 
-std::optional<std::string> peek_model(std::string_view body) {
-  ModelPeek peek;
+RoutingFields peek_routing(std::string_view body) {
+  RoutingPeek peek;
   nlohmann::json::sax_parse(body.begin(), body.end(), &peek, nlohmann::json::input_format_t::json, false);
-  return peek.model;
+  return peek.fields;
 }
 
 }  // namespace server

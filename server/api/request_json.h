@@ -42,10 +42,16 @@ std::string string_or(const nlohmann::json& j, const std::string& key, const std
 // At most `max` bytes of a client's string for an error message, "..." marking a cut.
 std::string excerpt(std::string_view s, size_t max = 64);
 
-// The top-level "model" string of a JSON object body, without building the document: the parse
-// stops once it is read (clients put it first). nullopt when the body has none, or is not JSON
-// (the request's own parse then says what is wrong). Iterative: no recursion on deep nesting.
-std::optional<std::string> peek_model(std::string_view body);
+// What a router reads of a JSON object body before the request is parsed: the top-level "model"
+// string and "keep_alive" (Ollama's: a number or a string; null when it is of another type),
+// without building the document: the parse stops once both are read. Each is nullopt when the body
+// lacks it or is not JSON (the request's own parse then says what is wrong). Iterative: no
+// recursion on deep nesting.
+struct RoutingFields {
+  std::optional<std::string> model;
+  std::optional<nlohmann::json> keep_alive;
+};
+RoutingFields peek_routing(std::string_view body);
 
 // JSON text with invalid UTF-8 replaced (model output can be any bytes).
 std::string dump_json(const nlohmann::json& j);

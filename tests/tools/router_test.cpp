@@ -220,6 +220,38 @@ TEST(Router, SleepsWhenIdleAndWakesOnTheNextRequest) {
   EXPECT_EQ(status_of(s.port(), "stories"), "loaded");
 }
 
+// Ollama's keep_alive, in any dialect: 0 unloads the model once the request is done; a duration
+// keeps it past --sleep-idle-seconds; a malformed one is a 400 naming the field.
+TEST(Router, KeepAliveOfARequestOverridesTheIdleTimeout) {
+  GGUFD_REQUIRE_SHARED(kStories);
+  const ModelsDir dir;
+  server::ServiceOptions o = router_options(dir);
+  o.router.sleep_idle_s = 1;
+  RunningService s(o);
+  ASSERT_TRUE(s.ready());
+  const json messages = one_user_message("Once upon a time");
+  auto chat_keeping = [&](const json& keep_alive) {
+    return post_json(s.port(), "/v1/chat/completions",
+                     {{"model", "stories"}, {"messages", messages}, {"max_tokens", 2}, {"keep_alive", keep_alive}});
+  };
+  ASSERT_EQ(chat_keeping(0).status, 200);
+  EXPECT_EQ(wait_for_status(s.port(), "stories", "sleeping"), "sleeping");
+
+  const HttpReply kept = chat_keeping("1h");
+  ASSERT_EQ(kept.status, 200);
+  EXPECT_EQ(kept.headers.count("x-ggufd-ignored-fields"), 0u) << "keep_alive is read, not ignored";
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // past --sleep-idle-seconds
+  EXPECT_EQ(status_of(s.port(), "stories"), "loaded");
+  ASSERT_EQ(chat(s.port(), "stories").status, 200);  // none: the idle timeout rules again
+  EXPECT_EQ(wait_for_status(s.port(), "stories", "sleeping"), "sleeping");
+
+  for (const json& bad : {json("5 minutes"), json("m"), json::array(), json(true)}) {
+    const HttpReply r = chat_keeping(bad);
+    EXPECT_EQ(r.status, 400) << bad;
+    EXPECT_NE(r.body.find("keep_alive"), std::string::npos) << r.body;
+  }
+}
+
 TEST(Router, ExplicitLoadAndUnloadWithoutAutoload) {
   GGUFD_REQUIRE_SHARED(kStories);
   const ModelsDir dir;
