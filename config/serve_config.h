@@ -81,6 +81,7 @@ struct RouterConfig {
   bool autoload = true;             // a request for an unloaded model loads it
   int sleep_idle_seconds = 0;       // unload a model idle this long (0: never)
   int load_wait = 60;               // seconds a request waits for its model to load, then 503
+  bool pull = true;                 // clients may download Hub models (POST /models/load, /api/pull)
   bool enabled() const { return !models_dir.empty() || !models_preset.empty(); }
 };
 

@@ -178,6 +178,10 @@ std::vector<Setting> router_settings(RouterConfig& r) {
        &r.sleep_idle_seconds, 0, 31536000},
       {"models-load-wait", "--models-load-wait", g, "router",
        "seconds a request waits for its model to load before a 503 with Retry-After", &r.load_wait, 0, 86400},
+      {"models-pull", "--models-pull,!--no-models-pull", g, "router",
+       "clients may download Hugging Face models into --hub-cache (POST /models/load of a Hub name, Ollama's "
+       "/api/pull; default: on)",
+       &r.pull},
   };
 }
 

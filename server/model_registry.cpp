@@ -11,6 +11,7 @@
 #include "server/api/api_error.h"
 #include "server/api/keep_alive.h"
 #include "server/api/request_json.h"
+#include "server/hub/spec.h"
 
 namespace server {
 
@@ -108,9 +109,20 @@ void ModelRegistry::release(ModelEntry& e, std::optional<std::chrono::millisecon
 // ---- set-up ----
 
 ModelRegistry::ModelRegistry(const ServiceOptions& options, SharedParts shared)
-    : options_(options), router_(options.router.enabled), shared_(std::move(shared)) {}
+    : options_(options), router_(options.router.enabled), shared_(std::move(shared)) {
+  if (router_ && options_.router.pull) {
+    downloads_ = std::make_unique<ModelDownloads>(
+        options_.router.hub,
+        [this](nlohmann::json ev) {
+          engine::MutexLock lock(mu_);
+          emit(std::move(ev));
+        },
+        [this](const DownloadState& d) { downloaded(d); });
+  }
+}
 
 ModelRegistry::~ModelRegistry() {
+  downloads_.reset();  // cancels and joins the downloads (their callbacks take mu_)
   {
     engine::MutexLock lock(mu_);
     stopping_ = true;
@@ -209,6 +221,28 @@ std::shared_ptr<ModelEntry> ModelRegistry::find(const std::string& id) const {
   return nullptr;
 }
 
+std::shared_ptr<ModelEntry> ModelRegistry::lookup(const std::string& id) {
+  std::shared_ptr<ModelEntry> e = find(id);
+  if (e || !router_) return e;
+  scan();  // a file added since
+  if ((e = find(id))) return e;
+  const std::string cached = cached_id(id);
+  return cached.empty() ? nullptr : find(cached);
+}
+
+std::string ModelRegistry::cached_id(const std::string& name) const {
+  if (!router_ || !ModelDownloads::is_hub_name(name)) return {};
+  try {
+    const hub::detail::Spec spec = hub::detail::parse_spec(name);
+    if (spec.kind != hub::detail::Spec::Kind::kRepo) return {};
+    const std::optional<hub::CacheEntry> c =
+        hub::Cache(options_.router.hub.cache_dir).find(spec.tag.empty() ? spec.repo : spec.repo + ":" + spec.tag);
+    return c ? c->id : std::string();
+  } catch (const std::exception&) {  // an unreadable cache: not there
+    return {};
+  }
+}
+
 void ModelRegistry::throw_unknown(const std::string& id) const {
   std::string known;
   for (const auto& e : entries_) known += (known.empty() ? "" : ", ") + e->id;
@@ -225,11 +259,7 @@ net::awaitable<std::shared_ptr<ModelLease>> ModelRegistry::acquire(const std::st
     {
       engine::MutexLock lock(mu_);
       if (draining_) throw retry_later("the server is shutting down", "draining");
-      std::shared_ptr<ModelEntry> e = find(id);
-      if (!e && router_) {
-        scan();  // a file added since
-        e = find(id);
-      }
+      const std::shared_ptr<ModelEntry> e = lookup(id);
       if (!e) throw_unknown(id);
       if (e->state == ModelState::kLoaded) {
         ++e->in_flight;
@@ -265,7 +295,7 @@ net::awaitable<std::shared_ptr<ModelLease>> ModelRegistry::acquire(const std::st
 
 std::optional<ModelLease> ModelRegistry::try_acquire(const std::string& id) {
   engine::MutexLock lock(mu_);
-  const std::shared_ptr<ModelEntry> e = find(id);
+  const std::shared_ptr<ModelEntry> e = lookup(id);
   if (!e) throw_unknown(id);
   if (e->state != ModelState::kLoaded) return std::nullopt;
   ++e->in_flight;
@@ -285,19 +315,62 @@ std::optional<ModelLease> ModelRegistry::any_loaded() {
   return ModelLease(*this, only, only->loaded);
 }
 
-void ModelRegistry::load(const std::string& id) {
+std::string ModelRegistry::load(const std::string& id) {
+  {
+    engine::MutexLock lock(mu_);
+    if (draining_) throw retry_later("the server is shutting down", "draining");
+    const std::shared_ptr<ModelEntry> e = lookup(id);
+    if (e) {
+      if (e->state == ModelState::kUnloaded || e->state == ModelState::kSleeping || e->state == ModelState::kFailed) {
+        enqueue(e, true);
+      }
+      return e->state == ModelState::kLoaded ? "loaded" : "loading";
+    }
+    if (!downloads_ || !ModelDownloads::is_hub_name(id)) throw_unknown(id);
+  }
+  downloads_->start(id);  // without mu_: it may join a finished download whose callback takes it
   engine::MutexLock lock(mu_);
-  if (draining_) throw retry_later("the server is shutting down", "draining");
-  const std::shared_ptr<ModelEntry> e = find(id);
-  if (!e) throw_unknown(id);
-  if (e->state == ModelState::kUnloaded || e->state == ModelState::kSleeping || e->state == ModelState::kFailed) {
+  if (std::find(load_when_downloaded_.begin(), load_when_downloaded_.end(), id) == load_when_downloaded_.end()) {
+    load_when_downloaded_.push_back(id);
+  }
+  return "downloading";
+}
+
+void ModelRegistry::pull(const std::string& spec) {
+  if (!downloads_) {
+    throw ApiError(403,
+                   router_ ? "this server does not download models for clients (--no-models-pull)"
+                           : "this server serves one model (start it with --models-dir or --models-preset to pull more)",
+                   "permission_error", "model", "pull_disabled");
+  }
+  downloads_->start(spec);
+}
+
+std::optional<DownloadState> ModelRegistry::download(const std::string& spec) const {
+  return downloads_ ? downloads_->state(spec) : std::nullopt;
+}
+
+// A finished download: the cache has a new model (a rescan lists it); load it when POST
+// /models/load asked for it.
+void ModelRegistry::downloaded(const DownloadState& d) {
+  engine::MutexLock lock(mu_);
+  const auto asked = std::find(load_when_downloaded_.begin(), load_when_downloaded_.end(), d.spec);
+  const bool load = asked != load_when_downloaded_.end();
+  if (load) load_when_downloaded_.erase(asked);
+  if (d.status != DownloadState::Status::kDone || stopping_) return;
+  scan();
+  const std::shared_ptr<ModelEntry> e = find(d.id);
+  if (!e) return;
+  emit_status(*e);
+  if (load && !draining_ && (e->state == ModelState::kUnloaded || e->state == ModelState::kSleeping ||
+                             e->state == ModelState::kFailed)) {
     enqueue(e, true);
   }
 }
 
 void ModelRegistry::unload(const std::string& id) {
   engine::MutexLock lock(mu_);
-  const std::shared_ptr<ModelEntry> e = find(id);
+  const std::shared_ptr<ModelEntry> e = lookup(id);
   if (!e) throw_unknown(id);
   if (e->state == ModelState::kLoaded) enqueue(e, false);
 }

@@ -16,6 +16,7 @@
 #include "server/asio.h"
 #include "server/http.h"
 #include "server/loaded_model.h"
+#include "server/model_downloads.h"
 #include "server/service.h"
 #include "server/work_pool.h"
 
@@ -101,8 +102,19 @@ class ModelRegistry {
   std::optional<ModelLease> any_loaded();
 
   // POST /models/load and /models/unload: start it and return at once. Throws ApiError 404.
-  void load(const std::string& id);
+  // load() of a Hub name that is not on disk downloads it first (when clients may pull) and
+  // returns "downloading"; else "loading" (or "loaded" when it already is).
+  std::string load(const std::string& id);
   void unload(const std::string& id);
+
+  // Ollama's /api/pull: downloads a Hub model into the cache, where the router then lists it.
+  // Throws ApiError: 403 when clients may not pull (--no-models-pull, or one model without the
+  // router), else what ModelDownloads::start throws.
+  void pull(const std::string& spec);
+  std::optional<DownloadState> download(const std::string& spec) const;
+  // The id the router lists a Hub name under once cached ("hf.co/org/repo:latest" ->
+  // "org/repo:Q4_K_M"), or "" when it is not in the cache.
+  std::string cached_id(const std::string& name) const;
 
   // Every model, after looking for new files below --models-dir and in the cache.
   std::vector<ModelStatus> list();
@@ -134,6 +146,9 @@ class ModelRegistry {
   };
 
   std::shared_ptr<ModelEntry> find(const std::string& id) const GGUFD_REQUIRES(mu_);
+  // find(), else after a rescan, else under the id a Hub name has in the cache.
+  std::shared_ptr<ModelEntry> lookup(const std::string& id) GGUFD_REQUIRES(mu_);
+  void downloaded(const DownloadState& d);
   void scan() GGUFD_REQUIRES(mu_);
   void add_entry(const ModelOptions& o, const std::string& id, const std::string& source) GGUFD_REQUIRES(mu_);
   void enqueue(const std::shared_ptr<ModelEntry>& e, bool load, ModelState after = ModelState::kUnloaded)
@@ -161,7 +176,9 @@ class ModelRegistry {
   mutable uint64_t next_event_ GGUFD_GUARDED_BY(mu_) = 1;
   bool draining_ GGUFD_GUARDED_BY(mu_) = false;
   bool stopping_ GGUFD_GUARDED_BY(mu_) = false;
+  std::vector<std::string> load_when_downloaded_ GGUFD_GUARDED_BY(mu_);  // specs POST /models/load named
   std::thread loader_;
+  std::unique_ptr<ModelDownloads> downloads_;  // router with pulls allowed; else null
 };
 
 // A 503 with Retry-After: 1 (a model loading or unloading, the server draining).

@@ -13,6 +13,7 @@
 #include "engine/runtime/scheduler.h"
 #include "server/api/openai_responses/response_store.h"
 #include "server/http_server.h"
+#include "server/hub/hub.h"
 
 namespace server {
 
@@ -57,6 +58,10 @@ struct RouterOptions {
   std::function<ModelOptions(const std::string& id, const std::string& path)> options_for;
   // Models in the download cache: (id, path of the model file). Empty: none.
   std::function<std::vector<std::pair<std::string, std::string>>()> cached_models;
+  // Clients may download Hub models into the cache (POST /models/load of a Hub name not on disk,
+  // Ollama's /api/pull), with these options (cache, endpoint, CA file, offline).
+  bool pull = true;
+  hub::PullOptions hub;
 };
 
 struct ServiceOptions {

@@ -119,8 +119,8 @@ void add_router_routes(Router& router, ModelRegistry& models) {
     co_return HttpResponse::json(200, nlohmann::json{{"object", "list"}, {"data", data}}.dump());
   });
   router.add("POST", "/models/load", [&models](HttpRequest& req, RequestContext&) -> net::awaitable<HttpResponse> {
-    models.load(body_model(req));
-    co_return HttpResponse::json(200, R"({"success":true})");
+    const std::string status = models.load(body_model(req));
+    co_return HttpResponse::json(200, nlohmann::json{{"success", true}, {"status", status}}.dump());
   }, RouteOptions::json_api(64 << 10));
   router.add("POST", "/models/unload", [&models](HttpRequest& req, RequestContext&) -> net::awaitable<HttpResponse> {
     models.unload(body_model(req));

@@ -56,6 +56,7 @@ struct Progress {
   uint64_t bytes_done = 0;
   uint64_t bytes_total = 0;
   Phase phase = Phase::kResolving;
+  std::string sha256;  // the file's expected sha256 (lower-case hex) when the Hub gives one, else ""
 };
 using ProgressFn = std::function<void(const Progress&)>;
 

@@ -52,8 +52,9 @@ Context make_context(const PullOptions& o, const ProgressFn& progress, const std
   return c;
 }
 
-void report(const Context& c, const std::string& file, uint64_t done, uint64_t total, Phase phase) {
-  if (*c.progress) (*c.progress)(Progress{file, done, total, phase});
+void report(const Context& c, const std::string& file, uint64_t done, uint64_t total, Phase phase,
+            const std::string& sha256 = {}) {
+  if (*c.progress) (*c.progress)(Progress{file, done, total, phase, sha256});
 }
 
 // The repo's files, following the Hub's pagination (on the endpoint's host only) up to the
@@ -146,21 +147,23 @@ void fetch_file(const Context& c, const std::string& url, StoredFile& f, const s
   FileLock lock(c.root + "/tmp/" + key + ".lock", c.cancel);
   if (already_cached(c, f)) {
     if (f.sha256.empty()) f.size = fs::file_size(fs::path(c.root) / f.path);
-    report(c, name, f.size, f.size, Phase::kDone);
+    report(c, name, f.size, f.size, Phase::kDone, f.sha256);
     return;
   }
   const std::string part = c.root + "/tmp/" + key + ".part";
   std::error_code ec;
   const uint64_t have = fs::exists(part, ec) ? fs::file_size(part, ec) : 0;
   check_space(c.root + "/tmp", f.size > have ? f.size - have : 0);
-  const auto on_bytes = [&](uint64_t done, uint64_t total) { report(c, name, done, total, Phase::kDownloading); };
+  const auto on_bytes = [&](uint64_t done, uint64_t total) {
+    report(c, name, done, total, Phase::kDownloading, f.sha256);
+  };
   try {
     download(url, part, f.size, c.http, c.retries, what, on_bytes);
   } catch (const TransferError& e) {
     if (!e.keep_partial || fs::file_size(part, ec) == 0) discard(part);  // an empty part resumes nothing
     throw HubError(e.message);
   }
-  report(c, name, f.size, f.size, Phase::kVerifying);
+  report(c, name, f.size, f.size, Phase::kVerifying, f.sha256);
   verify(c, part, url, f);
   const fs::path final_path = fs::path(c.root) / f.path;
   ensure_dir(final_path.parent_path().string());
@@ -169,7 +172,7 @@ void fetch_file(const Context& c, const std::string& url, StoredFile& f, const s
     discard(part);
     throw HubError("cannot move " + part + " to " + final_path.string() + ": " + std::strerror(err));
   }
-  report(c, name, f.size, f.size, Phase::kDone);
+  report(c, name, f.size, f.size, Phase::kDone, f.sha256);
 }
 
 PullResult result_of(const std::string& root, const Manifest& m) {

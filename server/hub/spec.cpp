@@ -115,16 +115,22 @@ Spec parse_spec(const std::string& spec) {
   if (spec.rfind("https://", 0) == 0) return parse_url(spec);
   if (spec.rfind("http://", 0) == 0) throw HubError("plain http is not allowed (use https): " + spec);
   if (spec.rfind("hf://", 0) == 0) return parse_repo_file(spec);
+  // Ollama's names for Hub models: hf.co/org/repo[:QUANT] (":latest" is its default tag).
+  std::string_view name = spec;
+  for (std::string_view host : {"hf.co/", "huggingface.co/"}) {
+    if (name.substr(0, host.size()) == host) name.remove_prefix(host.size());
+  }
   Spec s;
-  const size_t colon = spec.find(':');
-  s.repo = spec.substr(0, colon);
+  const size_t colon = name.find(':');
+  s.repo = std::string(name.substr(0, colon));
   if (!valid_repo_id(s.repo)) {
     throw HubError("bad model spec '" + spec + "': expected org/repo[:QUANT], hf://org/repo/file.gguf or an https URL");
   }
   if (colon != std::string::npos) {
-    s.tag = spec.substr(colon + 1);
+    s.tag = std::string(name.substr(colon + 1));
     if (!valid_tag(s.tag)) throw HubError("bad quant tag '" + s.tag + "' in " + spec + " (letters, digits, _)");
     s.tag = upper(s.tag);
+    if (name.size() != spec.size() && s.tag == "LATEST") s.tag.clear();
   }
   return s;
 }

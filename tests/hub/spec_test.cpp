@@ -42,6 +42,15 @@ TEST(HubSpec, ParsesTheThreeForms) {
   EXPECT_EQ(url_id(s), "example.com:8443/a/b/model.gguf");
   EXPECT_EQ(s.query, "?download=1");
   EXPECT_EQ(s.url, "https://example.com:8443/a/b/model.gguf?download=1");
+  // Ollama's names for Hub models.
+  s = parse_spec("hf.co/org/repo:q4_k_m");
+  EXPECT_EQ(s.kind, Spec::Kind::kRepo);
+  EXPECT_EQ(s.repo, "org/repo");
+  EXPECT_EQ(s.tag, "Q4_K_M");
+  s = parse_spec("huggingface.co/org/repo:latest");
+  EXPECT_EQ(s.repo, "org/repo");
+  EXPECT_EQ(s.tag, "");
+  EXPECT_EQ(parse_spec("org/latest:latest").tag, "LATEST");  // a plain spec keeps its tag
 }
 
 TEST(HubSpec, RejectsHostileSpecs) {
@@ -49,7 +58,8 @@ TEST(HubSpec, RejectsHostileSpecs) {
        {"../../x", "org/../x", "/etc/passwd", "org/repo/extra", "org", ".org/repo", "org/repo:../x", "org/repo:",
         "org/repo:Q4 K", "hf://org/repo/../../etc/x.gguf", "hf://org/repo/.hidden.gguf", "hf://org/repo",
         "hf://org/repo/model.bin", "http://example.com/x.gguf", "https://example.com/../x.gguf",
-        "https://exa mple.com/x.gguf", "https://example.com", "https://example.com/a//b.gguf", ""}) {
+        "https://exa mple.com/x.gguf", "https://example.com", "https://example.com/a//b.gguf", "",
+        "hf.co/", "hf.co/org", "hf.co/org/repo/x", "hf.co/hf.co/org/repo:"}) {
     EXPECT_THROW(parse_spec(bad), HubError) << bad;
   }
   EXPECT_THROW(parse_spec("org/" + std::string(5000, 'a')), HubError);

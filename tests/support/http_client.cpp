@@ -74,4 +74,31 @@ std::string raw_exchange(uint16_t port, const std::string& bytes) {
   return out;
 }
 
+std::string watch_stream(uint16_t port, const std::string& target, const std::function<bool(const std::string&)>& done,
+                         std::chrono::milliseconds timeout, const std::function<void()>& during) {
+  namespace net = boost::asio;
+  net::io_context io;
+  net::ip::tcp::socket socket(io);
+  socket.connect({net::ip::make_address("127.0.0.1"), port});
+  net::write(socket, net::buffer("GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+  timeval tv{0, 100000};
+  setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string out;
+  bool started = false;
+  char buf[4096];
+  while (std::chrono::steady_clock::now() < deadline && !done(out)) {
+    const ssize_t n = ::recv(socket.native_handle(), buf, sizeof buf, 0);
+    if (n == 0) break;
+    if (n > 0) out.append(buf, static_cast<size_t>(n));
+    if (!started && out.find("\r\n\r\n") != std::string::npos) {
+      started = true;
+      if (during) during();
+    }
+  }
+  boost::system::error_code ec;
+  socket.shutdown(net::ip::tcp::socket::shutdown_both, ec);
+  return out;
+}
+
 }  // namespace ggufd::test

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+#include <chrono>
+#include <functional>
 
 namespace ggufd::test {
 
@@ -33,5 +35,11 @@ inline HttpReply post_json(uint16_t port, const std::string& target, const nlohm
 
 // Sends raw bytes and returns everything the server answers until it closes (or 5 s pass).
 std::string raw_exchange(uint16_t port, const std::string& bytes);
+
+// Watches a never-ending response (server-sent events): GETs `target` and returns the raw bytes
+// received (headers and chunked framing included) once `done` says so of them, or when
+// `timeout` passes, then hangs up. `during` (optional) runs once the response has begun.
+std::string watch_stream(uint16_t port, const std::string& target, const std::function<bool(const std::string&)>& done,
+                         std::chrono::milliseconds timeout, const std::function<void()>& during = {});
 
 }  // namespace ggufd::test

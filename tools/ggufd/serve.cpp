@@ -52,14 +52,6 @@ void setup_logging(const config::LogConfig& log) {
   spdlog::set_default_logger(logger);
 }
 
-hub::PullOptions pull_options(const config::ServeConfig& c) {
-  hub::PullOptions o;
-  o.cache_dir = c.download.hub_cache;
-  o.offline = c.download.offline;
-  o.ca_file = c.download.ca_file;
-  return o;
-}
-
 // --hf and a preset's hf = ... models: downloaded (or found in the cache) before the server
 // starts; the router also lists every model of the download cache. False (logged) when a
 // download fails.

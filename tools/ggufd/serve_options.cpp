@@ -95,6 +95,8 @@ void set_router(const config::ServeConfig& c, server::ServiceOptions& o) {
   o.router.autoload = r.autoload;
   o.router.sleep_idle_s = r.sleep_idle_seconds;
   o.router.load_wait_s = r.load_wait;
+  o.router.pull = r.pull;
+  o.router.hub = pull_options(c);
   if (!o.router.enabled) return;
   auto base = std::make_shared<const config::ServeConfig>(c);
   o.router.options_for = [base](const std::string& id, const std::string& path) {
@@ -108,6 +110,14 @@ void set_router(const config::ServeConfig& c, server::ServiceOptions& o) {
 }
 
 }  // namespace
+
+hub::PullOptions pull_options(const config::ServeConfig& c) {
+  hub::PullOptions o;
+  o.cache_dir = c.download.hub_cache;
+  o.offline = c.download.offline;
+  o.ca_file = c.download.ca_file;
+  return o;
+}
 
 server::ModelOptions model_options(const config::ServeConfig& c) {
   server::ModelOptions o;

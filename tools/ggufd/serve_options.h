@@ -33,6 +33,9 @@ std::string command_line_model_id(const config::ServeConfig& cfg);
 // left to the caller, which owns the download cache.
 server::ServiceOptions service_options(const config::ServeConfig& cfg);
 
+// The download rows (--hub-cache, --offline, --ca-file) as the Hub client's options.
+hub::PullOptions pull_options(const config::ServeConfig& cfg);
+
 // A model to fetch from the Hugging Face Hub before it is served: --hf (id: --alias, else the
 // spec) and each preset section with hf = ... (id: the section's). After the download, the
 // caller makes its options with model_options_for(cfg, id, path).
