@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "gguf/naming.h"
+#include "gguf/summary.h"
 #include "server/api/api_error.h"
 #include "server/api/keep_alive.h"
 #include "server/api/request_json.h"
@@ -33,6 +34,7 @@ struct ModelEntry {
   uint64_t file_bytes = 0;
   uint64_t memory_bytes = 0;                   // of its last load (0: never loaded)
   int64_t created = 0;
+  FileFacts facts;
 };
 
 const char* state_name(ModelState s) {
@@ -68,9 +70,28 @@ void stat_file(ModelEntry& e) {
   } catch (const std::exception&) {
     e.file_bytes = static_cast<uint64_t>(st.st_size);  // a part is missing: the load will say so
   }
+  e.facts = read_file_facts(e.options.path);
 }
 
 }  // namespace
+
+FileFacts read_file_facts(const std::string& path) {
+  FileFacts f;
+  try {
+    const gguf::FileSet files = gguf::FileSet::open(path);
+    const gguf::Summary sum = gguf::summarize(files);
+    f.architecture = sum.architecture;
+    f.n_params = sum.n_params;
+    f.size_label = sum.size_label;
+    f.quantization = sum.file_type_name.rfind("MOSTLY_", 0) == 0 ? sum.file_type_name.substr(7) : sum.file_type_name;
+    if (auto name = files.first().find_string("general.name")) f.name = std::string(*name);
+    if (!f.architecture.empty()) {
+      if (auto n = files.first().find_u64(f.architecture + ".context_length")) f.context_length = static_cast<int64_t>(*n);
+    }
+  } catch (const std::exception&) {  // unreadable, or a key of the wrong type: the load says what
+  }
+  return f;
+}
 
 ApiError retry_later(std::string message, std::string code) {
   ApiError e(503, std::move(message), "server_error", std::nullopt, std::move(code));
@@ -405,6 +426,7 @@ std::vector<ModelStatus> ModelRegistry::list() {
     s.memory_bytes = e->state == ModelState::kLoaded ? e->memory_bytes : 0;
     s.created = e->created;
     s.in_flight = e->in_flight;
+    s.facts = e->facts;
     if (e->state == ModelState::kLoaded) s.expires_at = expiry_unix(*e, options_.router.sleep_idle_s);
     if (e->loaded) s.kind = model_kind_json(e->loaded->app);
     out.push_back(std::move(s));

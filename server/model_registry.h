@@ -25,6 +25,18 @@ namespace server {
 enum class ModelState { kUnloaded, kLoading, kLoaded, kUnloading, kSleeping, kFailed };
 const char* state_name(ModelState s);
 
+// What a model's file says before it is loaded, from its GGUF header (fields stay empty when
+// the file can't be read: its load will say why).
+struct FileFacts {
+  std::string architecture;    // general.architecture
+  std::string name;            // general.name
+  uint64_t n_params = 0;       // elements of every tensor
+  std::string size_label;      // general.size_label, else from n_params ("7.6B")
+  std::string quantization;    // general.file_type's name without MOSTLY_ ("Q4_K_M"), or ""
+  int64_t context_length = 0;  // <architecture>.context_length, 0 when absent
+};
+FileFacts read_file_facts(const std::string& path);
+
 // A snapshot of one model for listings (/v1/models, /models).
 struct ModelStatus {
   std::string id;
@@ -40,6 +52,7 @@ struct ModelStatus {
   int64_t expires_at = 0;                     // loaded: Unix seconds when keep_alive or
                                               // --sleep-idle-seconds unloads it (0: not planned)
   nlohmann::json kind;                        // loaded: model_kind_json (capabilities, pooling, ...)
+  FileFacts facts;
 };
 
 class ModelRegistry;

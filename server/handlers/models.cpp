@@ -19,6 +19,10 @@ nlohmann::json model_object(const ModelStatus& m) {
   if (!m.aliases.empty()) o["aliases"] = m.aliases;
   if (m.state == ModelState::kFailed) o["error"] = m.error;
   if (m.memory_bytes > 0) o["memory_bytes"] = m.memory_bytes;
+  if (!m.facts.architecture.empty()) o["architecture"] = m.facts.architecture;
+  if (m.facts.n_params > 0) o["parameters"] = m.facts.n_params;
+  if (!m.facts.quantization.empty()) o["quantization"] = m.facts.quantization;
+  if (m.facts.context_length > 0) o["context_length"] = m.facts.context_length;
   if (m.kind.is_object()) o.update(m.kind);
   return o;
 }

@@ -96,6 +96,12 @@ TEST(Router, ListsEveryModelOfTheDirectoryUnloaded) {
     EXPECT_GT(m["size"].get<int64_t>(), 0);
   }
   EXPECT_EQ(ids, (std::vector<std::string>{"bert", "broken", "ranker", "stories", "sub/stories-v1"}));
+  // What the file's header says, before any load.
+  EXPECT_EQ(models["data"][0]["architecture"], "bert");
+  EXPECT_EQ(models["data"][3]["architecture"], "llama");
+  EXPECT_EQ(models["data"][3]["context_length"], 2048);
+  EXPECT_GT(models["data"][3]["parameters"].get<int64_t>(), 200000);
+  EXPECT_FALSE(models["data"][1].contains("architecture")) << "the broken file has none";
   const json router = http_request(s.port(), "GET", "/models").json();  // llama-server's shape
   ASSERT_EQ(router["data"].size(), 5u);
   EXPECT_EQ(router["data"][3]["status"]["value"], "unloaded");
