@@ -66,6 +66,14 @@ Service::Impl::~Impl() {
   io.stop();
   for (std::thread& t : io_threads) t.join();
   if (work) work->stop();  // before the models its jobs may read
+  // A second signal stops io without the drain: the schedulers may still hold the sinks of the
+  // cancelled requests, whose channels post to io and own its timers. They let go of them within
+  // a step; io (and its timers' service) must outlive that.
+  if (models) {
+    models->cancel_all();
+    const auto give_up = Clock::now() + std::chrono::seconds(30);
+    while (!models->idle() && Clock::now() < give_up) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 SharedParts Service::Impl::shared_parts() {
