@@ -45,7 +45,16 @@ struct HttpConfig {
   int shutdown_grace = 30;          // seconds in-flight requests get on SIGTERM
   bool strict_api = false;          // unknown request fields and other model ids: errors, not ignored
   bool keep_billing_header = false; // /v1/messages: keep Claude Code's nonce block in the system prompt
+  std::string ollama_listen;        // HOST:PORT of a second listener (Ollama's port); "": none
 };
+
+// "HOST:PORT" ("[::1]:11434" too) -> its parts. Throws std::invalid_argument "<label>: ..." saying
+// what is wrong.
+struct HostPort {
+  std::string host;
+  uint16_t port = 0;
+};
+HostPort parse_host_port(const std::string& text, const std::string& label);
 
 struct EngineConfig {
   int threads = 0;                  // 0: physical cores

@@ -48,6 +48,10 @@ std::vector<Setting> http_settings(HttpConfig& h) {
   return {
       {"host", "--host", g, "http", "address to listen on (0.0.0.0: all interfaces)", &h.host},
       {"port", "--port", g, "http", "TCP port (0: any free port)", &h.port, 0, 65535},
+      {"ollama-listen", "--ollama-listen", g, "http",
+       "also listen on HOST:PORT, for apps that only talk to Ollama's port (127.0.0.1:11434); the same API "
+       "there (default: off)",
+       &h.ollama_listen},
       {"api-key", "--api-key", g, "http",
        "accepted Bearer key (repeatable; env: comma-separated); none: no authentication", &h.api_keys},
       {"api-key-file", "--api-key-file", g, "http", "file with one accepted key per line (# comments)",

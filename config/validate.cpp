@@ -105,6 +105,27 @@ void merge_api_key_file(HttpConfig& http, const std::string& label) {
   if (found == 0) throw std::invalid_argument(label + ": '" + http.api_key_file + "' holds no keys");
 }
 
+HostPort parse_host_port(const std::string& text, const std::string& label) {
+  const size_t colon = text.rfind(':');
+  const auto bad = [&](const std::string& why) {
+    return std::invalid_argument(label + ": '" + text + "' " + why + ": expected HOST:PORT such as 127.0.0.1:11434");
+  };
+  if (colon == std::string::npos) throw bad("has no port");
+  if (colon == 0) throw bad("has no host");
+  std::string host = text.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);  // [::1]
+  const std::string port = text.substr(colon + 1);
+  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) {
+    throw bad("has no port");
+  }
+  const int n = std::stoi(port);
+  if (n > 65535) throw bad("has a port beyond 65535");
+  for (char c : host) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == ':')) throw bad("has a bad host");
+  }
+  return {host, static_cast<uint16_t>(n)};
+}
+
 void validate(const ServeConfig& cfg, const std::map<std::string, std::string>& labels) {
   if (!cfg.model.path.empty()) check_readable_file(labels.at("model"), cfg.model.path);
   if (!cfg.model.chat_template_file.empty()) {
@@ -116,6 +137,7 @@ void validate(const ServeConfig& cfg, const std::map<std::string, std::string>& 
   if (cfg.http.host.empty()) {
     throw std::invalid_argument(labels.at("host") + ": '' is not allowed: expected an address such as 127.0.0.1");
   }
+  if (!cfg.http.ollama_listen.empty()) parse_host_port(cfg.http.ollama_listen, labels.at("ollama-listen"));
   for (const std::string& key : cfg.http.api_keys) check_key(labels.at("api-key"), key);
   for (const std::string& origin : cfg.http.cors_origins) {
     if (!is_origin(origin)) {

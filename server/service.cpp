@@ -48,6 +48,7 @@ struct Service::Impl {
   std::unique_ptr<WorkPool> work;
   Router router;
   std::unique_ptr<HttpServer> http;
+  std::unique_ptr<HttpServer> second_http;  // --ollama-listen
   std::optional<net::signal_set> signals;
   std::vector<std::thread> io_threads;
   std::thread watcher;
@@ -112,6 +113,7 @@ void Service::Impl::watch_first_load() {
 // cancel the rest, give their sessions a moment to write the final events, then stop.
 net::awaitable<void> Service::Impl::drain() {
   http->stop_accepting();
+  if (second_http) second_http->stop_accepting();
   net::steady_timer timer(io);
   auto sleep = [&](std::chrono::milliseconds d) -> net::awaitable<void> {
     timer.expires_after(d);
@@ -126,7 +128,8 @@ net::awaitable<void> Service::Impl::drain() {
     while (!models->idle()) co_await sleep(std::chrono::milliseconds(20));
   }
   const auto linger = Clock::now() + std::chrono::seconds(2);
-  while (http->active_connections() > 0 && Clock::now() < linger) co_await sleep(std::chrono::milliseconds(20));
+  const auto connections = [this] { return http->active_connections() + (second_http ? second_http->active_connections() : 0); };
+  while (connections() > 0 && Clock::now() < linger) co_await sleep(std::chrono::milliseconds(20));
   spdlog::info("stopped");
   io.stop();
 }
@@ -170,6 +173,14 @@ void Service::start() {
                                         [&d](const AccessRecord& r) { d.log_access(r); });
   d.http->start();
   spdlog::info("listening on http://{}:{}", d.options.http.host, d.http->port());
+  if (!d.options.second_host.empty()) {
+    HttpOptions second = d.options.http;
+    second.host = d.options.second_host;
+    second.port = d.options.second_port;
+    d.second_http = std::make_unique<HttpServer>(d.io, d.router, second, [&d](const AccessRecord& r) { d.log_access(r); });
+    d.second_http->start();
+    spdlog::info("also listening on http://{}:{} (--ollama-listen)", second.host, d.second_http->port());
+  }
   models.start();
   d.watcher = std::thread([&d] { d.watch_first_load(); });
   for (int i = 0; i < std::max(1, d.options.io_threads); ++i) {
@@ -191,6 +202,7 @@ bool Service::wait_ready() {
 
 const std::string& Service::load_error() const { return impl_->error; }
 uint16_t Service::port() const { return impl_->http->port(); }
+uint16_t Service::second_port() const { return impl_->second_http ? impl_->second_http->port() : 0; }
 
 void Service::shutdown() {
   net::post(impl_->io, [d = impl_.get()] {

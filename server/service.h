@@ -71,6 +71,10 @@ struct ServiceOptions {
   std::vector<ModelOptions> preset_models;  // router: the models a preset names with their file
   RouterOptions router;
   HttpOptions http;
+  // --ollama-listen: a second listener with the same routes and limits (Ollama-only apps insist on
+  // its port 11434). Empty host: none.
+  std::string second_host;
+  uint16_t second_port = 0;
   ResponseStoreLimits response_store;  // /v1/responses' stored responses
   int64_t keep_alive_ms = 10000;      // streamed requests silent this long get a keep-alive event (0: never)
   bool keep_billing_header = false;   // --keep-billing-header (anthropic_messages/)
@@ -100,6 +104,7 @@ class Service {
   bool wait_ready();
   const std::string& load_error() const;
   uint16_t port() const;
+  uint16_t second_port() const;  // the --ollama-listen listener's port (0: none)
   // Stops accepting, lets in-flight requests finish for up to shutdown_grace_s, cancels the rest,
   // then stops. Returns at once; wait() blocks until done.
   void shutdown();

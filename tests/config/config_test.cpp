@@ -149,7 +149,7 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
   const std::string t = file("t.jinja", "{{ x }}");
   const std::string k = file("keys", "k3\n");
   const ServeConfig cfg = parse({"-m", m, "--alias", "a", "--chat-template-file", t, "--pooling", "mean", "--host", "0.0.0.0",
-                                 "--port", "1", "--api-key", "k1", "--api-key-file", k, "--cors-origin", "*",
+                                 "--port", "1", "--ollama-listen", "127.0.0.1:11434", "--api-key", "k1", "--api-key-file", k, "--cors-origin", "*",
                                  "--body-limit", "2048", "--header-limit", "4K", "--tokenize-limit", "3K",
                                  "--max-json-depth", "16", "--header-timeout", "4", "--read-timeout", "5",
                                  "--idle-timeout", "6", "--request-timeout", "7", "--max-connections", "8",
@@ -161,12 +161,13 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
                                  "--log-format", "json", "--no-metrics", "--models-dir", dir_.string(),
                                  "--models-preset", file("p.toml", "version = 1\n"), "--models-max", "2",
                                  "--models-ram", "1G", "--no-models-autoload", "--sleep-idle-seconds", "300",
-                                 "--models-load-wait", "5", "--hub-cache", "/tmp/hc", "--offline", "--ca-file", k});
+                                 "--models-load-wait", "5", "--no-models-pull", "--hub-cache", "/tmp/hc", "--offline", "--ca-file", k});
   EXPECT_EQ(cfg.model.path, m);
   EXPECT_EQ(cfg.model.alias, "a");
   EXPECT_EQ(cfg.model.chat_template_file, t);
   EXPECT_EQ(cfg.http.host, "0.0.0.0");
   EXPECT_EQ(cfg.http.port, 1);
+  EXPECT_EQ(cfg.http.ollama_listen, "127.0.0.1:11434");
   EXPECT_EQ(cfg.http.api_keys, (std::vector<std::string>{"k1", "k3"}));
   EXPECT_EQ(cfg.http.cors_origins, std::vector<std::string>{"*"});
   EXPECT_EQ(cfg.http.body_limit, 2048);
@@ -212,6 +213,7 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
   EXPECT_FALSE(cfg.router.autoload);
   EXPECT_EQ(cfg.router.sleep_idle_seconds, 300);
   EXPECT_EQ(cfg.router.load_wait, 5);
+  EXPECT_FALSE(cfg.router.pull);
   EXPECT_EQ(cfg.download.hub_cache, "/tmp/hc");
   EXPECT_TRUE(cfg.download.offline);
   EXPECT_EQ(cfg.download.ca_file, k);
@@ -233,6 +235,7 @@ TEST_F(ConfigTest, EveryFieldHasAnEnvironmentVariable) {
                               : s.name == "models-dir"                            ? dir_.string()
                               : s.name == "models-preset"                         ? file("p.toml", "version = 1\n")
                               : s.name == "cors-origin"                           ? "*"
+                              : s.name == "ollama-listen"                         ? "[::1]:11434"
                               : s.choices.empty()                                 ? config::current_text(s)
                                                                                   : s.choices.back();
     if (s.name != "hf") env(s.env_name(), value.empty() ? "1" : value);  // hf: not with model
@@ -515,6 +518,10 @@ TEST_F(ConfigTest, FileAndTextChecks) {
             "--cors-origin: 'example.com' is not an origin: expected * or http(s)://host[:port]");
   EXPECT_EQ(error({"--cors-origin", "https://a.example/path"}),
             "--cors-origin: 'https://a.example/path' is not an origin: expected * or http(s)://host[:port]");
+  for (const std::string bad : {"11434", ":11434", "localhost", "localhost:", "host:99999", "host:x1", "a b:1"}) {
+    EXPECT_NE(error({"--ollama-listen", bad}).find("--ollama-listen: '" + bad + "' has"), std::string::npos) << bad;
+  }
+  EXPECT_EQ(error({"--ollama-listen", "0.0.0.0:11434"}), "");
   env("GGUFD_MODEL", missing);
   EXPECT_EQ(error({}), "--model (from GGUFD_MODEL): '" + missing + "' does not exist");
   EXPECT_EQ(error({"--model", ""}), "");  // empty: the demo model

@@ -153,5 +153,26 @@ TEST_F(Endpoints, MalformedHttpIs400) {
   EXPECT_EQ(reply.rfind("HTTP/1.1 400", 0), 0u) << reply;
 }
 
+// --ollama-listen: a second port with the same routes, keys and limits.
+TEST(SecondListener, ServesTheSameRoutesWithTheSameKeys) {
+  GGUFD_REQUIRE_SHARED(kStories);
+  auto s = start_service([](server::ServiceOptions& o) {
+    o.second_host = "127.0.0.1";
+    o.second_port = 0;
+    o.http.api_keys = {"k"};
+  });
+  ASSERT_TRUE(s->ready());
+  const uint16_t second = s->service().second_port();
+  ASSERT_NE(second, 0);
+  ASSERT_NE(second, s->port());
+  const std::map<std::string, std::string> auth = {{"Authorization", "Bearer k"}};
+  EXPECT_EQ(http_request(second, "GET", "/v1/models").status, 401);
+  const HttpReply listed = http_request(second, "GET", "/v1/models", "", auth);
+  ASSERT_EQ(listed.status, 200);
+  EXPECT_EQ(listed.json()["data"].size(), 1u);
+  const HttpReply done = post_json(second, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 2}}, auth);
+  EXPECT_EQ(done.status, 200) << done.body;
+}
+
 }  // namespace
 }  // namespace ggufd::test

@@ -70,6 +70,11 @@ std::vector<std::pair<std::string, std::string>> model_rows(const config::ServeC
 void set_http(const config::HttpConfig& h, server::ServiceOptions& o) {
   o.http.host = h.host;
   o.http.port = static_cast<uint16_t>(h.port);
+  if (!h.ollama_listen.empty()) {
+    const config::HostPort second = config::parse_host_port(h.ollama_listen, "--ollama-listen");
+    o.second_host = second.host;
+    o.second_port = second.port;
+  }
   o.http.body_limit = static_cast<size_t>(h.body_limit);
   o.http.header_limit = static_cast<size_t>(h.header_limit);
   o.http.header_timeout = std::chrono::seconds(h.header_timeout);
