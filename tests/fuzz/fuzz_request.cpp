@@ -1,8 +1,8 @@
 // libFuzzer target: the whole request path of the HTTP API short of the scheduler, as a request
-// body goes through it: JSON with the nesting limit -> field validation -> chat template
-// rendering with marked user strings -> tokenization -> context and capacity checks (or the
-// /tokenize and /detokenize responses), and the output constraint (response_format, json_schema,
-// grammar) compiled against the model's vocabulary. The first byte picks the endpoint (bits 0-1;
+// body goes through it: the router's pass (model id and keep_alive) -> JSON with the nesting
+// limit -> field validation -> chat template rendering with marked user strings -> tokenization
+// -> context and capacity checks (or the /tokenize and /detokenize responses), and the output
+// constraint (response_format, json_schema, grammar) compiled against the model's vocabulary. The first byte picks the endpoint (bits 0-1;
 // bit 4 turns completions and chat into embeddings and rerank, bit 5 into /v1/responses and
 // /v1/messages), the model (bits 2+) and --strict-api (bit 7); the rest is the body. The
 // x-ggufd-ignored-fields value made of a request's unknown fields must be printable ASCII of
@@ -43,6 +43,8 @@
 #include "server/api/openai_responses/response_store.h"
 #include "server/api/openai_responses/responses_request.h"
 #include "server/api/embedding_request.h"
+#include "server/api/keep_alive.h"
+#include "server/api/request_json.h"
 #include "server/api/request_fields.h"
 #include "server/api/tokenize_request.h"
 #include "tools/synth/synth.h"
@@ -181,6 +183,18 @@ void check_rerank(const server::RerankRequest& r, const server::App& app, bool s
   if (r.inputs.size() != r.documents.size() || r.top_n == 0) bug("rerank shape", std::to_string(r.top_n));
 }
 
+// What the router reads of every POST body before the endpoint does (lease_for_body): the model
+// id and keep_alive, in one SAX pass that must never throw; a keep_alive is a duration or a 400.
+void route(std::string_view body) {
+  const server::RoutingFields f = server::peek_routing(body);
+  if (!f.keep_alive) return;
+  try {
+    (void)server::parse_keep_alive(*f.keep_alive);
+  } catch (const server::ApiError& e) {
+    if (e.status() != 400) bug("keep_alive refused with a status other than 400", std::to_string(e.status()));
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -190,6 +204,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool strict = (data[0] & 0x80) != 0;
   model.app->settings.strict_api = strict;
   const std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
+  route(body);
   // bit 0x10 turns the completion and chat cases into embeddings and rerank
   const bool embeddings = (data[0] & 0x10) != 0;
   const bool agents = !embeddings && (data[0] & 0x20) != 0 && (data[0] & 3) < 2;  // the agents' APIs instead
