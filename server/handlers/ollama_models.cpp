@@ -21,7 +21,8 @@ using nlohmann::json;
 namespace {
 
 // Expiry shown for loaded models: they stay until evicted or put to sleep (Ollama's "forever").
-constexpr int64_t kNeverExpires = 10725600000;  // 2309-11-19
+// (A date within the range of nanoseconds since 1970 in int64, which Go's clients parse into.)
+constexpr int64_t kNeverExpires = 7258118400;  // 2200-01-01
 
 std::string model_digest(const ModelStatus& m) {
   const std::string key = m.path + "\n" + std::to_string(m.file_bytes) + "\n" + std::to_string(m.created);

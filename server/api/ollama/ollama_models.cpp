@@ -18,13 +18,19 @@ std::string file_template(const gguf::File& file) {
   return std::string(file.find_string("tokenizer.chat_template").value_or(""));
 }
 
-// "MOSTLY_Q4_K_M" -> "Q4_K_M", "ALL_F32" -> "F32".
+// general.file_type's name without its prefix ("MOSTLY_Q4_K_M" -> "Q4_K_M", "ALL_F32" -> "F32");
+// without one, the tensor type holding the most bytes ("F32").
 std::string quantization_level(const gguf::Summary& s) {
   std::string name = s.file_type_name;
   for (const char* prefix : {"MOSTLY_", "ALL_"}) {
     if (name.rfind(prefix, 0) == 0) name = name.substr(std::string(prefix).size());
   }
-  return name.empty() ? "unknown" : name;
+  if (!name.empty()) return name;
+  const gguf::TypeTotal* most = nullptr;
+  for (const gguf::TypeTotal& t : s.by_type) {
+    if (most == nullptr || t.n_bytes > most->n_bytes) most = &t;
+  }
+  return most == nullptr ? "unknown" : std::string(gguf::type_info(most->type).name);
 }
 
 bool thinking_template(const std::string& t) {

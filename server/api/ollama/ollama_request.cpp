@@ -16,11 +16,13 @@ using ojson = nlohmann::ordered_json;
 namespace {
 
 const std::set<std::string> kOllamaChatFields = {"model", "messages", "tools", "tool_choice", "format", "options", "stream",
-                                           "keep_alive", "think", "truncate", "shift", "logprobs", "top_logprobs"};
+                                           "keep_alive", "think", "truncate", "shift", "logprobs", "top_logprobs",
+                                           "temperature", "top_p", "max_output_tokens"};
 const std::set<std::string> kOllamaGenerateFields = {"model",  "prompt", "suffix",     "images", "format",
                                                "options", "system", "template",  "context", "stream",
                                                "raw",    "keep_alive", "think", "truncate", "shift",
-                                               "logprobs", "top_logprobs"};
+                                               "logprobs", "top_logprobs", "temperature", "top_p",
+                                               "max_output_tokens"};
 // options the core maps (sampling, stop, num_predict)
 const std::set<std::string> kOllamaMappedOptions = {"temperature", "top_k", "top_p", "min_p", "seed", "repeat_penalty",
                                               "repeat_last_n", "presence_penalty", "frequency_penalty", "stop",
@@ -34,11 +36,16 @@ const std::set<std::string> kOllamaRuntimeOptions = {
 constexpr size_t kOllamaMaxStops = 16;
 
 // `options`: sampling, stop strings and num_predict (negative: no limit) onto the core's params.
+// Top-level temperature, top_p and max_output_tokens (which ollama-ai-provider-v2 sends there,
+// and Ollama ignores) count as those options when `options` does not set them.
 void read_ollama_options(const json& body, const App& app, CoreRequest& r) {
   const auto it = body.find("options");
-  static const json kNone = json::object();
-  const json& o = it == body.end() || it->is_null() ? kNone : *it;
+  json o = it == body.end() || it->is_null() ? json::object() : *it;
   if (!o.is_object()) throw invalid_field("options", "'options' must be an object, found " + json_type_name(o));
+  for (const auto& [top, option] : {std::pair{"temperature", "temperature"}, std::pair{"top_p", "top_p"},
+                                    std::pair{"max_output_tokens", "num_predict"}}) {
+    if (auto v = body.find(top); v != body.end() && !v->is_null() && !o.contains(option)) o[option] = *v;
+  }
   std::set<std::string> known = kOllamaMappedOptions;
   known.insert(kOllamaRuntimeOptions.begin(), kOllamaRuntimeOptions.end());
   for (const std::string& name : check_fields(o, known, {}, app.settings.strict_api)) {

@@ -4,7 +4,8 @@
 // repeat_last_n, presence_penalty, frequency_penalty) map onto the core's sampling and limits;
 // options that only tune Ollama's runtime (num_ctx, num_gpu, num_thread, num_batch, use_mmap, ...)
 // are accepted and named in x-ggufd-ignored-fields, since the context and threads are fixed when
-// the model loads. `format` ("json" or a JSON schema) goes through the grammar engine; `think`
+// the model loads; top-level temperature, top_p and max_output_tokens (ollama-ai-provider-v2 sends
+// them there) count as options. `format` ("json" or a JSON schema) goes through the grammar engine; `think`
 // (a boolean or low / medium / high) sets the template's thinking; `tools` are OpenAI-shaped, and
 // OpenAI's `tool_choice` (not Ollama's; "required" or a named function forces a call) is taken too.
 // Images, `suffix` (fill-in-the-middle), a `template` override and `context` are refused with a
