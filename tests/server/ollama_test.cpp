@@ -16,28 +16,15 @@ const json kOllamaWeatherTool = json::parse(R"({"type": "function", "function": 
   "description": "Current weather", "parameters": {"type": "object", "additionalProperties": false,
   "properties": {"city": {"type": "string", "maxLength": 12}}, "required": ["city"]}}})");
 
-class Ollama : public testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    if (!std::filesystem::exists(shared_path(kStories))) return;
-    service_ = start_service([](server::ServiceOptions& o) {
-      o.model.engine.n_ctx = 1024;
-      o.model.engine.n_slots = 2;
-    }).release();
+class Ollama : public EditedServerTest<Ollama> {
+ public:
+  static void edit(server::ServiceOptions& o) {
+    o.model.engine.n_ctx = 1024;
+    o.model.engine.n_slots = 2;
   }
-  static void TearDownTestSuite() {
-    delete service_;
-    service_ = nullptr;
-  }
-  void SetUp() override {
-    GGUFD_REQUIRE_SHARED(kStories);
-    ASSERT_NE(service_, nullptr);
-    ASSERT_TRUE(service_->ready()) << service_->service().load_error();
-  }
-  static uint16_t port() { return service_->port(); }
-  static HttpReply post(const std::string& target, const json& body) { return post_json(port(), target, body); }
 
-  static inline RunningService* service_ = nullptr;
+ protected:
+  static HttpReply post(const std::string& target, const json& body) { return post_json(port(), target, body); }
 };
 
 // The lines of an NDJSON body, checked byte-wise: every line ends with '\n' and is one complete

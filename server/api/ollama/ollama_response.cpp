@@ -62,18 +62,24 @@ json OllamaFormatter::calls_json(const std::vector<tools::ToolCall>& calls) cons
   return out;
 }
 
-std::string OllamaFormatter::piece(const AnswerDelta& d) const {
-  if (d.empty()) return {};
+json OllamaFormatter::output(const std::string& text, const std::string& reasoning,
+                             const std::vector<tools::ToolCall>& calls) const {
   json o = head();
   if (request_->chat) {
-    json message = {{"role", "assistant"}, {"content", d.text}};
-    if (!d.reasoning.empty()) message["thinking"] = d.reasoning;
-    if (!d.calls.empty()) message["tool_calls"] = calls_json(d.calls);
+    json message = {{"role", "assistant"}, {"content", text}};
+    if (!reasoning.empty()) message["thinking"] = reasoning;
+    if (!calls.empty()) message["tool_calls"] = calls_json(calls);
     o["message"] = std::move(message);
   } else {
-    o["response"] = d.text;
-    if (!d.reasoning.empty()) o["thinking"] = d.reasoning;
+    o["response"] = text;
+    if (!reasoning.empty()) o["thinking"] = reasoning;
   }
+  return o;
+}
+
+std::string OllamaFormatter::piece(const AnswerDelta& d) const {
+  if (d.empty()) return {};
+  json o = output(d.text, d.reasoning, d.calls);
   o["done"] = false;
   return ndjson_line(o);
 }
@@ -93,13 +99,7 @@ std::string OllamaFormatter::stream_fail(const ApiError& error) const { return n
 
 std::string OllamaFormatter::stream_close(const UsageTotals& usage, bool failed) const {
   if (failed) return {};
-  json o = head();
-  if (request_->chat) {
-    o["message"] = {{"role", "assistant"}, {"content", ""}};
-  } else {
-    o["response"] = "";
-  }
-  return ndjson_line(final_fields(std::move(o), reason_, usage));
+  return ndjson_line(final_fields(output("", "", {}), reason_, usage));
 }
 
 json OllamaFormatter::final_fields(json o, const char* reason, const UsageTotals& usage) const {
@@ -120,17 +120,7 @@ json OllamaFormatter::final_fields(json o, const char* reason, const UsageTotals
 json OllamaFormatter::response(const std::vector<ChoiceResult>& choices, const UsageTotals& usage) const {
   const ChoiceResult& c = choices.at(0);
   const Answer a = read_answer(request_->answer, c);
-  json o = head();
-  if (request_->chat) {
-    json message = {{"role", "assistant"}, {"content", a.text}};
-    if (!a.reasoning.empty()) message["thinking"] = a.reasoning;
-    if (!a.calls.empty()) message["tool_calls"] = calls_json(a.calls);
-    o["message"] = std::move(message);
-  } else {
-    o["response"] = a.text;
-    if (!a.reasoning.empty()) o["thinking"] = a.reasoning;
-  }
-  return final_fields(std::move(o), ollama_done_reason(c.reason, c.usage), usage);
+  return final_fields(output(a.text, a.reasoning, a.calls), ollama_done_reason(c.reason, c.usage), usage);
 }
 
 json ollama_load_json(const OllamaRequest& request) {

@@ -41,6 +41,9 @@ class OllamaFormatter : public Formatter {
 
  private:
   nlohmann::json head() const;
+  // head() with the output: a message (chat) or response (generate), thinking and calls when any.
+  nlohmann::json output(const std::string& text, const std::string& reasoning,
+                        const std::vector<engine::tools::ToolCall>& calls) const;
   std::string piece(const AnswerDelta& d) const;
   nlohmann::json final_fields(nlohmann::json object, const char* reason, const UsageTotals& usage) const;
   nlohmann::json calls_json(const std::vector<engine::tools::ToolCall>& calls) const;
