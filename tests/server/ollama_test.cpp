@@ -248,6 +248,30 @@ TEST_F(Ollama, RefusedAndMalformed) {
   EXPECT_NE(ctx.headers.at("x-ggufd-ignored-fields").find("options.num_ctx"), std::string::npos);
 }
 
+// With a template that thinks (Qwen3's): capabilities say so, and think true or an effort is taken.
+TEST(OllamaThinking, ThinkingTemplate) {
+  GGUFD_REQUIRE_SHARED(kStories);
+  GGUFD_REQUIRE_SHARED("templates/Qwen-Qwen3-0.6B.jinja");
+  const auto s = start_service([](server::ServiceOptions& o) {
+    std::ifstream in(shared_path("templates/Qwen-Qwen3-0.6B.jinja"));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    o.model.chat_template = ss.str();
+    o.model.chat_template_origin = "file";
+    o.model.engine.n_ctx = 1024;
+  });
+  ASSERT_TRUE(s->ready()) << s->service().load_error();
+  const json show = post_json(s->port(), "/api/show", {{"model", "stories"}}).json();
+  EXPECT_EQ(show["capabilities"], json::array({"completion", "tools", "thinking"}));
+  EXPECT_NE(show["template"].get<std::string>().find("enable_thinking"), std::string::npos);
+  for (const json& think : {json(true), json(false), json("high")}) {
+    const HttpReply r = post_json(s->port(), "/api/chat", {{"messages", one_user_message("Hi")}, {"think", think},
+                                                           {"stream", false}, {"options", {{"num_predict", 4}}}});
+    EXPECT_EQ(r.status, 200) << think << ": " << r.body;
+    EXPECT_TRUE(r.json()["message"]["content"].is_string()) << r.body;
+  }
+}
+
 constexpr const char* kOllamaBert = "models/synth/synth-bert-Q8_0.gguf";
 
 TEST(OllamaEmbed, EmbedAndLegacyEmbeddings) {
