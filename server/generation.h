@@ -78,6 +78,15 @@ std::optional<ApiError> choice_error(const ChannelItem& item);
 // Channel, so cancelled requests count too.
 UsageTotals usage_totals(RequestStats& stats, const std::vector<engine::Usage>& per_choice, int n_per_prompt);
 
+// Each input's pooled output, in input order (embeddings.cpp: /v1/embeddings, /v1/rerank, Ollama's
+// /api/embed). The inputs go to the scheduler in waves of at most its capacity, each all or none,
+// waiting while its queue is full; `tokens` gets their token count (also recorded in the stats and
+// metrics, whatever happens). Throws ApiError: 503 draining or the client gone, 504 past the
+// deadline, what choice_error says.
+net::awaitable<std::vector<std::vector<float>>> embed_all(App& app, RequestContext& ctx,
+                                                          const std::vector<std::vector<int32_t>>& inputs,
+                                                          int64_t& tokens);
+
 // Records time to first token and inter-token latency into metrics and the request's stats.
 class TokenTimer {
  public:

@@ -169,6 +169,7 @@ void Service::start() {
   add_chat_completions_routes(d.router, models);
   add_responses_routes(d.router, models);
   add_messages_routes(d.router, models);
+  add_ollama_routes(d.router, models);
   d.http = std::make_unique<HttpServer>(d.io, d.router, d.options.http,
                                         [&d](const AccessRecord& r) { d.log_access(r); });
   d.http->start();

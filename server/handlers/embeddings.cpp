@@ -41,9 +41,8 @@ net::awaitable<void> submit_when_room(App& app, RequestContext& ctx, const std::
   }
 }
 
-// Each input's pooled output, in input order. The inputs go to the scheduler in waves of at most
-// its capacity, each all or none; `tokens` gets their token count (also recorded in the stats
-// and metrics, whatever happens). Throws ApiError: 429 / 503 when refused, what choice_error says.
+}  // namespace
+
 net::awaitable<std::vector<std::vector<float>>> embed_all(App& app, RequestContext& ctx,
                                                           const std::vector<std::vector<int32_t>>& inputs,
                                                           int64_t& tokens) {
@@ -81,6 +80,8 @@ net::awaitable<std::vector<std::vector<float>>> embed_all(App& app, RequestConte
   if (failure) throw *failure;
   co_return out;
 }
+
+namespace {
 
 net::awaitable<HttpResponse> embeddings(ModelRegistry& models, HttpRequest& req, RequestContext& ctx) {
   const std::shared_ptr<ModelLease> lease = co_await lease_for_body(models, req, ctx);

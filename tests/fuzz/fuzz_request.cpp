@@ -4,9 +4,11 @@
 // -> context and capacity checks (or the /tokenize and /detokenize responses), and the output
 // constraint (response_format, json_schema, grammar) compiled against the model's vocabulary. The first byte picks the endpoint (bits 0-1;
 // bit 4 turns completions and chat into embeddings and rerank, bit 5 into /v1/responses and
-// /v1/messages), the model (bits 2+) and --strict-api (bit 7); the rest is the body. The
-// x-ggufd-ignored-fields value made of a request's unknown fields must be printable ASCII of
-// bounded length, and an error of /v1/messages must make Anthropic's error object.
+// /v1/messages; bit 5 turns tokenize and detokenize into Ollama's /api/chat and /api/generate, or
+// with bit 4 into /api/embed and /api/embeddings), the model (bits 2+) and --strict-api (bit 7);
+// the rest is the body. The x-ggufd-ignored-fields value made of a request's unknown fields must be
+// printable ASCII of bounded length, and an error of /v1/messages must make Anthropic's error
+// object, one of /api/* Ollama's.
 //
 // The only acceptable failure is a 4xx ApiError (what the router turns into a client error).
 // A 5xx, any other exception, a crash, a hang or a sanitizer report is a bug: a request that
@@ -44,6 +46,7 @@
 #include "server/api/openai_responses/responses_request.h"
 #include "server/api/embedding_request.h"
 #include "server/api/keep_alive.h"
+#include "server/api/ollama/ollama_request.h"
 #include "server/api/request_json.h"
 #include "server/api/request_fields.h"
 #include "server/api/tokenize_request.h"
@@ -195,6 +198,27 @@ void route(std::string_view body) {
   }
 }
 
+// Ollama's endpoints (0 chat, 1 generate, 2 embed, 3 embeddings); an error must make Ollama's
+// {"error": "..."} object.
+void check_ollama(int endpoint, const server::App& app, std::string_view body, bool strict) {
+  try {
+    if (endpoint < 2) {
+      const server::OllamaRequest r = endpoint == 0 ? server::prepare_ollama_chat(app, body) : server::prepare_ollama_generate(app, body);
+      check_ignored_fields(r.ignored_fields, strict);
+      if (!r.load_only && r.prompts.size() != 1) bug("Ollama request without its prompt", std::to_string(r.prompts.size()));
+      if (r.model.empty()) bug("Ollama request without a model name", "");
+    } else {
+      const server::EmbeddingRequest r = server::prepare_ollama_embed(app, body, endpoint == 3);
+      check_ignored_fields(r.ignored_fields, strict);
+      if (!r.inputs.empty()) check_inputs(r.inputs, app);
+    }
+  } catch (const server::ApiError& e) {
+    const nlohmann::json j = server::ollama_error_json(e);
+    if (j.size() != 1 || !j["error"].is_string()) bug("not Ollama's error shape", j.dump());
+    throw;
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -208,9 +232,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // bit 0x10 turns the completion and chat cases into embeddings and rerank
   const bool embeddings = (data[0] & 0x10) != 0;
   const bool agents = !embeddings && (data[0] & 0x20) != 0 && (data[0] & 3) < 2;  // the agents' APIs instead
+  const bool ollama = (data[0] & 0x20) != 0 && (data[0] & 3) >= 2;                // Ollama's instead of tokenize
   model.app->pooling = !embeddings ? engine::PoolingType::kNone
                        : (data[0] & 3) == 1 ? engine::PoolingType::kRank : engine::PoolingType::kMean;
   try {
+    if (ollama) {
+      check_ollama(((data[0] & 3) - 2) | (embeddings ? 2 : 0), *model.app, body, strict);
+      return 0;
+    }
     switch ((data[0] & 3) | (embeddings && (data[0] & 3) < 2 ? 4 : 0) | (agents ? 6 : 0)) {
       case 6: check_ignored_fields(server::prepare_responses(*model.app, body).ignored_fields, strict); break;
       case 7:

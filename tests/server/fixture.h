@@ -90,16 +90,17 @@ inline std::string streamed_text(const HttpReply& r) {
   return text;
 }
 
-// One service shared by all tests of a suite (loading it per test would dominate the run time).
-class ServerTest : public testing::Test {
-
+// One service shared by all tests of a suite (loading it per test would dominate the run time),
+// on test_options() changed by Suite::edit(ServiceOptions&), a static function of the suite.
+template <class Suite>
+class EditedServerTest : public testing::Test {
  public:
   static uint16_t port() { return running_->port(); }
 
  protected:
   static void SetUpTestSuite() {
     if (!std::filesystem::exists(shared_path(kStories))) return;
-    running_ = new RunningService(test_options());
+    running_ = start_service(&Suite::edit).release();
   }
   static void TearDownTestSuite() {
     delete running_;
@@ -112,6 +113,12 @@ class ServerTest : public testing::Test {
   }
 
   static inline RunningService* running_ = nullptr;
+};
+
+// The same on test_options() as they are.
+class ServerTest : public EditedServerTest<ServerTest> {
+ public:
+  static void edit(server::ServiceOptions&) {}
 };
 
 }  // namespace ggufd::test

@@ -1,0 +1,161 @@
+// The official `ollama` npm client (0.6.4), unmodified and with its defaults, against a real
+// `ggufd serve` on Ollama's API (run by ctest as Ollama.Client, see tests/CMakeLists.txt): usage:
+// node ollama_client.test.mjs with GGUFD_BINARY and GGUFD_MODEL in the environment. Exits 77
+// (ctest: skipped) when the shared model is absent. The client is pointed at the server's base URL
+// as OLLAMA_HOST would point it; it sends stream: false unless asked, reads NDJSON streams line by
+// line and throws on an {"error"} line or a stream without done.
+// Tools: Ollama has no tool_choice; the 260K model would not choose to call a tool, so the tools
+// test passes ggufd's tool_choice extension through the client (it sends the request as given).
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { dirname, join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { startServer, importPackage, model } from './server.mjs';
+
+const { Ollama } = await importPackage('ollama');
+
+const embeddingModel = process.env.GGUFD_EMBEDDING_MODEL ?? join(dirname(model), 'synth', 'synth-bert-Q8_0.gguf');
+
+const weatherTool = {
+  type: 'function',
+  function: {
+    name: 'get_weather', description: 'Current weather in a city',
+    parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 12 } }, required: ['city'],
+                  additionalProperties: false },
+  },
+};
+
+describe('ollama client on the Ollama API', () => {
+  let server;
+  let ollama;
+  before(async () => {
+    server = await startServer({ ctxSize: 1024 });
+    ollama = new Ollama({ host: server.base });
+  });
+  after(async () => assert.equal(await server.stop(), 0));
+
+  test('list and ps name the served model with its details', async () => {
+    const { models } = await ollama.list();
+    assert.equal(models.length, 1);
+    assert.equal(models[0].name, 'stories');
+    assert.equal(models[0].details.format, 'gguf');
+    assert.equal(models[0].details.family, 'llama');
+    assert.match(models[0].digest, /^[0-9a-f]{64}$/);
+    assert.ok(models[0].size > 0);
+    assert.ok(!Number.isNaN(new Date(models[0].modified_at).getTime()));
+    const ps = await ollama.ps();
+    assert.equal(ps.models.length, 1);
+    assert.equal(ps.models[0].context_length, 1024);
+    assert.ok(!Number.isNaN(new Date(ps.models[0].expires_at).getTime()));
+  });
+
+  test('show: capabilities, details, model_info, template', async () => {
+    const s = await ollama.show({ model: 'stories' });
+    assert.deepEqual(s.capabilities, ['completion', 'tools']);
+    assert.equal(s.details.family, 'llama');
+    assert.equal(s.model_info['general.architecture'], 'llama');
+    assert.equal(typeof s.template, 'string');
+    assert.match(s.modelfile, /^FROM /m);
+  });
+
+  test('chat unstreamed: one message and the final counts', async () => {
+    const r = await ollama.chat({ model: 'llama3.2', messages: [{ role: 'user', content: 'Once upon a time' }],
+                                  options: { num_predict: 8, temperature: 0 } });
+    assert.equal(r.message.role, 'assistant');
+    assert.ok(r.message.content.length > 0);
+    assert.equal(r.done, true);
+    assert.equal(r.done_reason, 'length');
+    assert.equal(r.eval_count, 8);
+    assert.ok(r.prompt_eval_count > 0);
+    assert.ok(r.total_duration >= r.prompt_eval_duration);
+    assert.equal(r.model, 'llama3.2');
+  });
+
+  test('chat streamed: pieces, then done; the same text as unstreamed', async () => {
+    const request = { model: 'stories', messages: [{ role: 'user', content: 'Once upon a time' }],
+                      options: { num_predict: 10, temperature: 0 } };
+    const whole = await ollama.chat(request);
+    const parts = [];
+    let last;
+    for await (const part of await ollama.chat({ ...request, stream: true })) {
+      parts.push(part);
+      last = part;
+    }
+    assert.ok(parts.length > 2, `${parts.length} parts`);
+    assert.equal(last.done, true);
+    assert.equal(parts.map((p) => p.message.content).join(''), whole.message.content);
+  });
+
+  test('generate, streamed and not, and the preload with an empty prompt', async () => {
+    const r = await ollama.generate({ model: 'stories', prompt: 'Once upon a time', system: 'Tell a story.',
+                                      options: { num_predict: 6, seed: 2 } });
+    assert.equal(typeof r.response, 'string');
+    assert.equal(r.done, true);
+    let n = 0;
+    for await (const part of await ollama.generate({ model: 'stories', prompt: 'Once', stream: true,
+                                                      options: { num_predict: 6 } })) {
+      assert.equal(typeof part.response, 'string');
+      ++n;
+    }
+    assert.ok(n > 2);
+    const load = await ollama.generate({ model: 'stories', prompt: '' });
+    assert.equal(load.done, true);
+    assert.equal(load.done_reason, 'load');
+  });
+
+  test('format with a JSON schema: the answer validates', async () => {
+    const schema = { type: 'object', properties: { name: { type: 'string', maxLength: 8 },
+                                                   age: { type: 'integer', minimum: 0, maximum: 99 } },
+                     required: ['name', 'age'], additionalProperties: false };
+    const r = await ollama.chat({ model: 'stories', messages: [{ role: 'user', content: 'Who?' }], format: schema,
+                                  options: { num_predict: 200 } });
+    assert.equal(r.done_reason, 'stop');
+    const v = JSON.parse(r.message.content);
+    assert.deepEqual(Object.keys(v).sort(), ['age', 'name']);
+    assert.ok(Number.isInteger(v.age) && v.age >= 0 && v.age <= 99);
+    assert.ok(typeof v.name === 'string' && v.name.length <= 8);
+  });
+
+  test('tools: a whole call with object arguments, and the tool result round trip', async () => {
+    const messages = [{ role: 'user', content: 'Weather in Paris?' }];
+    const r = await ollama.chat({ model: 'stories', messages, tools: [weatherTool], tool_choice: 'required',
+                                  options: { num_predict: 200 } });
+    assert.ok(Array.isArray(r.message.tool_calls) && r.message.tool_calls.length >= 1, JSON.stringify(r.message));
+    const call = r.message.tool_calls[0];
+    assert.equal(call.function.name, 'get_weather');
+    assert.equal(typeof call.function.arguments, 'object');
+    assert.equal(typeof call.function.arguments.city, 'string');
+    messages.push(r.message, { role: 'tool', content: 'sunny', tool_name: 'get_weather' });
+    const next = await ollama.chat({ model: 'stories', messages, tools: [weatherTool], options: { num_predict: 4 } });
+    assert.equal(next.done, true);
+  });
+
+  test('errors come back as ResponseError with the message', async () => {
+    await assert.rejects(ollama.chat({ model: 'stories', messages: [{ role: 'user', content: 'x', images: ['aGk='] }] }),
+                         (e) => e.status_code === 400 && /images/.test(e.error));
+    await assert.rejects(ollama.generate({ model: 'stories', prompt: 'x', suffix: 'y' }),
+                         (e) => e.status_code === 400 && /suffix/.test(e.error));
+  });
+});
+
+describe('ollama client embed', { skip: existsSync(embeddingModel) ? false : `no embedding model: ${embeddingModel}` }, () => {
+  let server;
+  let ollama;
+  before(async () => {
+    server = await startServer({ model: embeddingModel, alias: 'bert' });
+    ollama = new Ollama({ host: server.base });
+  });
+  after(async () => assert.equal(await server.stop(), 0));
+
+  test('embed a string and a list; legacy embeddings', async () => {
+    const one = await ollama.embed({ model: 'bert', input: 'The cat sat.' });
+    assert.equal(one.embeddings.length, 1);
+    const norm = Math.sqrt(one.embeddings[0].reduce((s, x) => s + x * x, 0));
+    assert.ok(Math.abs(norm - 1) < 1e-4, `norm ${norm}`);
+    const two = await ollama.embed({ model: 'bert', input: ['The cat sat.', 'hello'] });
+    assert.equal(two.embeddings.length, 2);
+    assert.ok(two.embeddings[0].every((x, i) => Math.abs(x - one.embeddings[0][i]) < 1e-4));
+    const legacy = await ollama.embeddings({ model: 'bert', prompt: 'The cat sat.' });
+    assert.equal(legacy.embedding.length, one.embeddings[0].length);
+  });
+});
