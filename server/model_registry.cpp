@@ -371,6 +371,47 @@ std::optional<DownloadState> ModelRegistry::download(const std::string& spec) co
   return downloads_ ? downloads_->state(spec) : std::nullopt;
 }
 
+bool ModelRegistry::remove_download(const std::string& name) {
+  std::string id;
+  {
+    engine::MutexLock lock(mu_);
+    const std::shared_ptr<ModelEntry> e = lookup(name);
+    if (!e) throw_unknown(name);
+    if (e->source != "cache") {
+      throw ApiError(400, "model " + e->id + " is a file the server was given (" + e->options.path +
+                              "), not a download: remove it from disk yourself",
+                     "invalid_request_error", "model", "not_a_download");
+    }
+    if (e->state == ModelState::kLoaded && e->in_flight == 0) enqueue(e, false);
+    if (e->state != ModelState::kUnloaded && e->state != ModelState::kSleeping && e->state != ModelState::kFailed) {
+      return false;
+    }
+    id = e->id;
+    entries_.erase(std::find(entries_.begin(), entries_.end(), e));
+    emit({{"type", "status"}, {"model", id}, {"status", "deleted"}});
+  }
+  try {
+    hub::Cache(options_.router.hub.cache_dir).remove(id);
+  } catch (const hub::HubError& e) {
+    throw ApiError(500, "cannot remove " + id + " from the download cache: " + e.what(), "server_error");
+  }
+  return true;
+}
+
+void ModelRegistry::add_alias(const std::string& id, const std::string& alias) {
+  engine::MutexLock lock(mu_);
+  const std::shared_ptr<ModelEntry> e = lookup(id);
+  if (!e) throw_unknown(id);
+  if (alias.empty() || alias.size() > 256) throw invalid_field("destination", "'destination' must be a name of 1 to 256 bytes");
+  const std::shared_ptr<ModelEntry> other = router_ ? find(alias) : nullptr;
+  if (other == e) return;
+  if (other) {
+    throw ApiError(400, "'" + excerpt(alias) + "' names model " + other->id + " already", "invalid_request_error",
+                   "destination");
+  }
+  e->aliases.push_back(alias);
+}
+
 // A finished download: the cache has a new model (a rescan lists it); load it when POST
 // /models/load asked for it.
 void ModelRegistry::downloaded(const DownloadState& d) {

@@ -125,6 +125,13 @@ class ModelRegistry {
   // router), else what ModelDownloads::start throws.
   void pull(const std::string& spec);
   std::optional<DownloadState> download(const std::string& spec) const;
+  // Ollama's /api/delete of a downloaded model: false while it is loaded or busy (an unload is
+  // then started: call again); true once it is forgotten and its files are removed from the cache.
+  // Throws ApiError 404 (unknown), 400 (not a download: a file of --models-dir or --model).
+  bool remove_download(const std::string& name);
+  // Ollama's /api/copy: `alias` names the model `id` names too (until the server restarts).
+  // Throws ApiError 404 (unknown id), 400 (the alias names another model already).
+  void add_alias(const std::string& id, const std::string& alias);
   // The id the router lists a Hub name under once cached ("hf.co/org/repo:latest" ->
   // "org/repo:Q4_K_M"), or "" when it is not in the cache.
   std::string cached_id(const std::string& name) const;

@@ -28,5 +28,7 @@ void add_embeddings_routes(Router& router, ModelRegistry& models);
 // add_ollama_model_routes, its model endpoints (/api/tags, /api/ps, /api/show).
 void add_ollama_routes(Router& router, ModelRegistry& models);
 void add_ollama_model_routes(Router& router, ModelRegistry& models);
+// Ollama's /api/pull, /api/delete, /api/copy (ollama_pull.cpp), over the router and its downloads.
+void add_ollama_pull_routes(Router& router, ModelRegistry& models);
 
 }  // namespace server

@@ -94,6 +94,7 @@ void add_ollama_routes(Router& router, ModelRegistry& models) {
   router.add("POST", "/api/embed", embed(false), options);
   router.add("POST", "/api/embeddings", embed(true), options);
   add_ollama_model_routes(router, models);
+  add_ollama_pull_routes(router, models);
 }
 
 }  // namespace server

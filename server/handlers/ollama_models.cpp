@@ -5,6 +5,7 @@
 // file is, cheap (the file's own hash would read gigabytes), not the content hash Ollama gives.
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "gguf/file_set.h"
@@ -20,7 +21,8 @@ using nlohmann::json;
 
 namespace {
 
-// Expiry shown for loaded models: they stay until evicted or put to sleep (Ollama's "forever").
+// Expiry shown for loaded models without a planned unload (keep_alive or --sleep-idle-seconds):
+// they stay until evicted (Ollama's "forever").
 // (A date within the range of nanoseconds since 1970 in int64, which Go's clients parse into.)
 constexpr int64_t kNeverExpires = 7258118400;  // 2200-01-01
 
@@ -77,7 +79,7 @@ json ps(ModelRegistry& models) {
     json e = entry(m);
     e["size"] = m.memory_bytes > 0 ? m.memory_bytes : m.file_bytes;
     e["size_vram"] = 0;
-    e["expires_at"] = ollama_time_of(kNeverExpires);
+    e["expires_at"] = ollama_time_of(m.expires_at > 0 ? std::min(m.expires_at, kNeverExpires) : kNeverExpires);
     e["context_length"] = lease->app().settings.n_ctx;
     list.push_back(std::move(e));
   }

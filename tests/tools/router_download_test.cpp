@@ -115,6 +115,60 @@ TEST_F(RouterDownload, AFailedDownloadIsAnEventAndNotAModel) {
   EXPECT_EQ(ask(s.port(), "org/absent:Q4_K_M").status, 404);
 }
 
+// Ollama's /api/pull (NDJSON progress), then /api/copy, /api/ps, /api/delete.
+TEST_F(RouterDownload, OllamaPullCopyAndDelete) {
+  GGUFD_REQUIRE_SHARED(kStories);
+  fs::create_directories(hub_->repos() + "/org/stories");
+  fs::copy_file(shared_path(kStories), hub_->repos() + "/org/stories/stories-Q8_0.gguf");
+  RunningService s(options());
+  ASSERT_TRUE(s.ready());
+  const HttpReply pulled = post_json(s.port(), "/api/pull", {{"model", "hf.co/org/stories:Q8_0"}});
+  ASSERT_EQ(pulled.status, 200) << pulled.body;
+  EXPECT_EQ(pulled.headers.at("content-type"), "application/x-ndjson");
+  std::vector<json> lines;
+  for (size_t at = 0, end; (end = pulled.body.find('\n', at)) != std::string::npos; at = end + 1) {
+    lines.push_back(json::parse(pulled.body.substr(at, end - at)));
+  }
+  ASSERT_GE(lines.size(), 3u) << pulled.body;
+  EXPECT_EQ(lines.front()["status"], "pulling manifest");
+  EXPECT_EQ(lines.back()["status"], "success");
+  bool bytes = false;
+  for (const json& l : lines) bytes |= l.contains("digest") && l["digest"].get<std::string>().rfind("sha256:", 0) == 0 && l["total"] > 0;
+  EXPECT_TRUE(bytes) << pulled.body;
+  // Pulled again without streaming: cached, one object.
+  EXPECT_EQ(post_json(s.port(), "/api/pull", {{"model", "org/stories:Q8_0"}, {"stream", false}}).body,
+            R"({"status":"success"})");
+
+  ASSERT_EQ(post_json(s.port(), "/api/copy", {{"source", "org/stories:Q8_0"}, {"destination", "tiny"}}).status, 200);
+  EXPECT_EQ(ask(s.port(), "tiny").status, 200);
+  const json ps = http_request(s.port(), "GET", "/api/ps").json();
+  ASSERT_EQ(ps["models"].size(), 1u) << ps;
+  EXPECT_EQ(ps["models"][0]["name"], "org/stories:Q8_0");
+
+  const HttpReply removed = http_request(s.port(), "DELETE", "/api/delete", json{{"model", "tiny"}}.dump());
+  EXPECT_EQ(removed.status, 200) << removed.body;
+  EXPECT_EQ(ask(s.port(), "org/stories:Q8_0").status, 404);
+  EXPECT_TRUE(http_request(s.port(), "GET", "/api/tags").json()["models"].empty());
+  EXPECT_FALSE(fs::exists(dir_ / "cache" / "models" / "org" / "stories" / "stories-Q8_0.gguf"));
+  EXPECT_EQ(http_request(s.port(), "DELETE", "/api/delete", json{{"model", "tiny"}}.dump()).status, 404);
+}
+
+TEST_F(RouterDownload, OllamaPullRefusesWhatItCannotReach) {
+  RunningService s(options());
+  ASSERT_TRUE(s.ready());
+  const HttpReply registry = post_json(s.port(), "/api/pull", {{"model", "llama3.2"}});
+  EXPECT_EQ(registry.status, 400);
+  EXPECT_NE(registry.body.find("hf.co/org/repo"), std::string::npos) << registry.body;
+  EXPECT_TRUE(registry.json().contains("error")) << "Ollama's error shape";
+  const HttpReply absent = post_json(s.port(), "/api/pull", {{"model", "hf.co/org/absent"}, {"stream", false}});
+  EXPECT_EQ(absent.status, 404) << absent.body;
+  const HttpReply streamed = post_json(s.port(), "/api/pull", {{"model", "hf.co/org/absent"}});
+  EXPECT_EQ(streamed.status, 200);
+  EXPECT_NE(streamed.body.find(R"({"error":)"), std::string::npos) << streamed.body;
+  EXPECT_EQ(post_json(s.port(), "/api/pull", json::object()).status, 400);
+  EXPECT_EQ(post_json(s.port(), "/api/copy", {{"source", "nope"}, {"destination", "x"}}).status, 404);
+}
+
 TEST_F(RouterDownload, WhatCannotBePulledIsRefused) {
   server::ServiceOptions o = options();
   {
