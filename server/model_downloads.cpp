@@ -27,6 +27,23 @@ nlohmann::json event_of(const DownloadState& s) {
   return ev;
 }
 
+// The event, and the file it is about: one being downloaded or verified, or one found cached
+// (kDone with its checksum). The pull's last event (kDone, named by the cache id) is no file.
+void record(DownloadState& s, const hub::Progress& p) {
+  s.progress = p;
+  const bool file = p.phase == hub::Phase::kDownloading || p.phase == hub::Phase::kVerifying ||
+                    (p.phase == hub::Phase::kDone && !p.sha256.empty());
+  if (!file) return;
+  for (DownloadState::File& f : s.files) {
+    if (f.name == p.file) {
+      f.done = p.bytes_done;
+      f.total = p.bytes_total;
+      return;
+    }
+  }
+  s.files.push_back({p.file, p.sha256, p.bytes_done, p.bytes_total});
+}
+
 }  // namespace
 
 const char* download_status_name(DownloadState::Status s) {
@@ -148,7 +165,7 @@ void ModelDownloads::run(Job& job) {
   try {
     result = hub::pull(
         job.state.spec, options_,
-        [&](const hub::Progress& p) { update(job, [&](DownloadState& s) { s.progress = p; }); }, &job.cancel);
+        [&](const hub::Progress& p) { update(job, [&](DownloadState& s) { record(s, p); }); }, &job.cancel);
   } catch (const std::exception& e) {
     error = e.what();
   }

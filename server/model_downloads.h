@@ -25,6 +25,11 @@ struct DownloadState {
   std::string spec;        // as asked ("org/repo:Q4_K_M", "hf.co/org/repo", "hf://org/repo/f.gguf")
   Status status = Status::kRunning;
   hub::Progress progress;  // the last event (file, bytes, phase, sha256)
+  struct File {            // each file seen downloading, verifying or found cached
+    std::string name, sha256;
+    uint64_t done = 0, total = 0;
+  };
+  std::vector<File> files;
   std::string id;          // kDone: the cache id the router lists it under
   std::string error;       // kFailed: why
   uint64_t version = 0;    // grows with every change, so pollers see news

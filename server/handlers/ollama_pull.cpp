@@ -4,6 +4,7 @@
 // POST /api/copy (another name for a model, until the server restarts). Ollama's own registry
 // ("llama3.2", "library/qwen3") is not reachable from here: such names are a 400 saying what is.
 #include <chrono>
+#include <map>
 
 #include "server/api/ollama/ollama_request.h"
 #include "server/api/ollama/ollama_response.h"
@@ -25,30 +26,34 @@ std::string model_name(const json& body, const char* key = "model", const char* 
   return out;
 }
 
-// The NDJSON objects Ollama's clients read for a download's state (status, digest, total, completed).
-std::vector<json> progress_lines(const DownloadState& s, const std::string& last_status) {
+// The NDJSON objects Ollama's clients read for what changed since `sent` (status, digest, total,
+// completed): a line per file whose bytes moved, so even a pull that finished between two polls
+// shows each file whole before "success".
+std::vector<json> progress_lines(const DownloadState& s, std::string& last_status, std::map<std::string, uint64_t>& sent) {
   std::vector<json> out;
-  const auto add = [&](json line) {
-    if (line["status"] != last_status || line.contains("completed")) out.push_back(std::move(line));
+  const auto status = [&](const std::string& text) {
+    if (text != last_status) out.push_back({{"status", text}});
+    last_status = text;
   };
   if (s.status == DownloadState::Status::kFailed) return {json{{"error", s.error}}};
-  if (s.status == DownloadState::Status::kDone) {
-    add({{"status", "writing manifest"}});
-    out.push_back({{"status", "success"}});
-    return out;
+  status("pulling manifest");
+  for (const DownloadState::File& f : s.files) {
+    const auto it = sent.find(f.name);
+    if (it != sent.end() && it->second == f.done) continue;
+    sent[f.name] = f.done;
+    const std::string id = f.sha256.empty() ? f.name : f.sha256.substr(0, 12);
+    out.push_back({{"status", "pulling " + id},
+                   {"digest", f.sha256.empty() ? "" : "sha256:" + f.sha256},
+                   {"total", f.total},
+                   {"completed", f.done}});
+    last_status = "pulling " + id;
   }
-  switch (s.progress.phase) {
-    case hub::Phase::kResolving: add({{"status", "pulling manifest"}}); break;
-    case hub::Phase::kDownloading:
-    case hub::Phase::kDone: {
-      const std::string digest = s.progress.sha256.empty() ? "" : "sha256:" + s.progress.sha256;
-      add({{"status", "pulling " + (s.progress.sha256.empty() ? s.progress.file : s.progress.sha256.substr(0, 12))},
-           {"digest", digest},
-           {"total", s.progress.bytes_total},
-           {"completed", s.progress.bytes_done}});
-      break;
-    }
-    case hub::Phase::kVerifying: add({{"status", "verifying sha256 digest"}}); break;
+  if (s.status == DownloadState::Status::kDone) {
+    status("verifying sha256 digest");
+    status("writing manifest");
+    status("success");
+  } else if (s.progress.phase == hub::Phase::kVerifying) {
+    status("verifying sha256 digest");
   }
   return out;
 }
@@ -72,10 +77,7 @@ class PullProgress : public ChunkSource {
       if (s->version != seen_) {
         seen_ = s->version;
         std::string out;
-        for (const json& line : progress_lines(*s, last_status_)) {
-          if (line.contains("status")) last_status_ = line["status"];
-          out += ndjson_line(line);
-        }
+        for (const json& line : progress_lines(*s, last_status_, sent_)) out += ndjson_line(line);
         ended_ = s->status != DownloadState::Status::kRunning;
         if (!out.empty()) co_return out;
       }
@@ -96,6 +98,7 @@ class PullProgress : public ChunkSource {
   net::steady_timer timer_;
   uint64_t seen_ = 0;
   std::string last_status_;
+  std::map<std::string, uint64_t> sent_;  // bytes last reported per file
   bool ended_ = false;
   bool cancelled_ = false;
 };

@@ -10,7 +10,11 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { dirname, join } from 'node:path';
 import { existsSync } from 'node:fs';
-import { startServer, importPackage, model } from './server.mjs';
+import { startServer, importPackage, model, missingData } from './server.mjs';
+import { spawn } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
 
 const { Ollama } = await importPackage('ollama');
 
@@ -138,7 +142,7 @@ describe('ollama client on the Ollama API', () => {
   });
 });
 
-describe('ollama client embed', { skip: existsSync(embeddingModel) ? false : `no embedding model: ${embeddingModel}` }, () => {
+describe('ollama client embed', { skip: existsSync(embeddingModel) ? false : missingData(`no embedding model: ${embeddingModel}`) }, () => {
   let server;
   let ollama;
   before(async () => {
@@ -157,5 +161,65 @@ describe('ollama client embed', { skip: existsSync(embeddingModel) ? false : `no
     assert.ok(two.embeddings[0].every((x, i) => Math.abs(x - one.embeddings[0][i]) < 1e-4));
     const legacy = await ollama.embeddings({ model: 'bert', prompt: 'The cat sat.' });
     assert.equal(legacy.embedding.length, one.embeddings[0].length);
+  });
+});
+
+// pull, list, chat, delete through a router whose Hub is the local HTTPS stand-in
+// (tests/support/fake_hub.py, the download tests' hub), holding a copy of the shared model.
+describe('ollama client pull from the Hub', () => {
+  let dir;
+  let hub;
+  let server;
+  let ollama;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'ggufd-ollama-pull-'));
+    mkdirSync(join(dir, 'repos', 'org', 'stories'), { recursive: true });
+    mkdirSync(join(dir, 'models'));
+    mkdirSync(join(dir, 'certs'));
+    copyFileSync(model, join(dir, 'repos', 'org', 'stories', 'stories-Q8_0.gguf'));
+    writeFileSync(join(dir, 'config.json'), '{}');
+    const script = join(dirname(fileURLToPath(import.meta.url)), '..', 'support', 'fake_hub.py');
+    hub = spawn('python3', [script, '--root', join(dir, 'repos'), '--certs', join(dir, 'certs'), '--config',
+                            join(dir, 'config.json')], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const port = await new Promise((resolve, reject) => {
+      let out = '';
+      hub.stdout.on('data', (c) => {
+        out += c;
+        const m = /READY (\d+)/.exec(out);
+        if (m) resolve(Number(m[1]));
+      });
+      hub.on('exit', (code) => reject(new Error(`fake_hub.py exited with ${code}: ${out}`)));
+    });
+    process.env.HF_ENDPOINT = `https://127.0.0.1:${port}`;
+    process.env.NO_PROXY = '*';
+    server = await startServer({ args: ['--models-dir', join(dir, 'models'), '--hub-cache', join(dir, 'cache'),
+                                        '--ca-file', join(dir, 'certs', 'ca.pem')] });
+    ollama = new Ollama({ host: server.base });
+  });
+  after(async () => {
+    if (server) assert.equal(await server.stop(), 0);
+    hub?.kill();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('pull streams progress to success; the model is listed, answers and is deleted', async () => {
+    const statuses = [];
+    let sawBytes = false;
+    for await (const p of await ollama.pull({ model: 'hf.co/org/stories:Q8_0', stream: true })) {
+      statuses.push(p.status);
+      if (p.digest?.startsWith('sha256:') && p.total > 0 && p.completed >= 0) sawBytes = true;
+    }
+    assert.equal(statuses[0], 'pulling manifest');
+    assert.equal(statuses.at(-1), 'success');
+    assert.ok(sawBytes, statuses.join(' | '));
+    assert.equal((await ollama.pull({ model: 'hf.co/org/stories:Q8_0' })).status, 'success');  // cached
+    const { models } = await ollama.list();
+    assert.ok(models.some((m) => m.name === 'org/stories:Q8_0'), JSON.stringify(models));
+    const r = await ollama.chat({ model: 'hf.co/org/stories:Q8_0', messages: [{ role: 'user', content: 'Hi' }],
+                                  options: { num_predict: 3 } });
+    assert.equal(r.done, true);
+    await ollama.delete({ model: 'org/stories:Q8_0' });
+    assert.ok(!(await ollama.list()).models.some((m) => m.name === 'org/stories:Q8_0'));
+    await assert.rejects(ollama.pull({ model: 'llama3.2' }), /hf\.co\/org\/repo/);
   });
 });
