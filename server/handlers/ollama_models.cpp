@@ -93,6 +93,10 @@ ModelStatus find_status(ModelRegistry& models, const std::string& name) {
     if (m.id == name || std::find(m.aliases.begin(), m.aliases.end(), name) != m.aliases.end()) return m;
   }
   if (!models.router() && !list.empty()) return list.front();
+  const std::string cached = models.cached_id(name);  // a Hub name it was pulled by
+  for (const ModelStatus& m : list) {
+    if (!cached.empty() && m.id == cached) return m;
+  }
   throw ApiError(404, "model '" + excerpt(name) + "' not found", "not_found_error", "model", "model_not_found");
 }
 

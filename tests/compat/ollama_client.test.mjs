@@ -218,6 +218,7 @@ describe('ollama client pull from the Hub', () => {
     const r = await ollama.chat({ model: 'hf.co/org/stories:Q8_0', messages: [{ role: 'user', content: 'Hi' }],
                                   options: { num_predict: 3 } });
     assert.equal(r.done, true);
+    assert.equal((await ollama.show({ model: 'hf.co/org/stories:Q8_0' })).details.family, 'llama');
     await ollama.delete({ model: 'org/stories:Q8_0' });
     assert.ok(!(await ollama.list()).models.some((m) => m.name === 'org/stories:Q8_0'));
     await assert.rejects(ollama.pull({ model: 'llama3.2' }), /hf\.co\/org\/repo/);
