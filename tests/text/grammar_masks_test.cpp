@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <random>
 
+#include "engine/text/grammar/gbnf.h"
 #include "engine/text/grammar/json_schema.h"
 #include "engine/text/grammar/token_masks.h"
 #include "engine/text/tokenizer/tokenizer.h"
@@ -114,6 +115,32 @@ TEST(GrammarMasks, MatchTheFullWalkOnASmallVocabulary) {
     for (int walk = 0; walk < 40; ++walk) {
       bool ended = false;
       const std::string text = random_walk(cg, rng, 60, true, ended);
+      if (ended) {
+        EXPECT_TRUE(matches(g, text)) << text;
+      }
+    }
+  }
+}
+
+// Past a few live stacks, allowed() checks their uncertain tokens against all of them in one
+// walk (token_masks.cpp, kGroupFrom); the mask must be the same as stack by stack.
+TEST(GrammarMasks, ManyLiveStacksMatchTheFullWalk) {
+  const auto vocab = small_vocab();
+  std::mt19937 rng(11);
+  const char* sources[] = {
+      R"(root ::= ("a"? "b"?){24} "c")",
+      R"(root ::= ("ab"? | "a"? "c"?){12} ("\"name\":" | "n")?)",
+      R"(root ::= (x | y){10} "z"
+x ::= "a"? ("é" | "e")?
+y ::= "ab"* "1"?)",
+  };
+  for (const char* source : sources) {
+    const auto g = parse_gbnf(source);
+    const auto cg = std::make_shared<CompiledGrammar>(g, vocab);
+    EXPECT_GT(Matcher(g).stacks().size(), 8u) << source;  // grouped from the first step
+    for (int walk = 0; walk < 20; ++walk) {
+      bool ended = false;
+      const std::string text = random_walk(cg, rng, 30, true, ended);
       if (ended) {
         EXPECT_TRUE(matches(g, text)) << text;
       }

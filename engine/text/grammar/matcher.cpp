@@ -27,11 +27,9 @@ uint64_t hash_stack(std::span<const uint32_t> positions, uint32_t partial) {
 // The smallest code point of each UTF-8 length (anything below is an overlong form).
 constexpr uint32_t kMinOfLength[5] = {0, 0, 0x80, 0x800, 0x10000};
 
-// Expansion steps (stack tops examined) for one start state or one byte, over all the stacks it
-// is fed to, at most (a few ms). Ambiguous nullable alternatives reach the same few stacks along
-// exponentially many paths (r1 ::= r2 | r2, r2 ::= r3 | r3, ...), and hundreds of live parses
-// of ("a"?){200} ("a"?){200} ... each expand hundreds of ways: past this the grammar is refused.
-constexpr size_t kMaxExpandSteps = size_t{1} << 18;
+// Expansion steps of one character after which Automaton::expand_more records the states it
+// expands, so that paths merging there are not expanded again.
+constexpr size_t kRecordFrom = 256;
 
 // A StackSet this large looks its stacks up through a hash index rather than a linear scan (a
 // set of n stacks built by n adds would otherwise cost n^2 comparisons). The index (open
@@ -44,7 +42,11 @@ size_t index_slot(uint64_t h, size_t mask) { return static_cast<size_t>((h * 0x9
 // ---- StackSet ----
 
 StackSet::StackSet(const StackSet& other)
-    : data_(other.data_), starts_(other.starts_), hashes_(other.hashes_), has_empty_(other.has_empty_) {
+    : data_(other.data_),
+      starts_(other.starts_),
+      hashes_(other.hashes_),
+      max_stacks_(other.max_stacks_),
+      has_empty_(other.has_empty_) {
   if (!other.slots_.empty()) build_index();
 }
 
@@ -54,6 +56,7 @@ StackSet& StackSet::operator=(const StackSet& other) {
   data_ = other.data_;
   starts_ = other.starts_;
   hashes_ = other.hashes_;
+  max_stacks_ = other.max_stacks_;
   has_empty_ = other.has_empty_;
   if (!other.slots_.empty()) build_index();
   return *this;
@@ -109,8 +112,8 @@ bool StackSet::add(std::span<const uint32_t> positions, uint32_t partial) {
   const uint64_t h = hash_stack(positions, partial);
   size_t slot = 0;
   if (find(h, positions, partial, &slot) != kNone) return false;
-  if (starts_.size() >= kMaxStacks) {
-    throw GrammarError("the grammar is too ambiguous: more than " + std::to_string(kMaxStacks) +
+  if (starts_.size() >= max_stacks_) {
+    throw GrammarError("the grammar is too ambiguous: more than " + std::to_string(max_stacks_) +
                        " parses are alive at once");
   }
   if (positions.size() > kMaxStackDepth) {
@@ -156,6 +159,7 @@ void Automaton::start_at(uint32_t position, StackSet& out) {
 void Automaton::start_root(StackSet& out) {
   out.clear();
   steps_ = 0;
+  if (!expanded_.empty()) expanded_.clear();
   for (uint32_t start : g_.alternatives(0)) {
     const uint32_t s[1] = {start};
     expand_more(s, out);
@@ -164,6 +168,7 @@ void Automaton::start_root(StackSet& out) {
 
 void Automaton::expand(std::span<const uint32_t> stack, StackSet& out) {
   steps_ = 0;
+  if (!expanded_.empty()) expanded_.clear();
   expand_more(stack, out);
 }
 
@@ -201,8 +206,15 @@ void Automaton::expand_more(std::span<const uint32_t> stack, StackSet& out) {
         scratch_.back() = i + 1;  // a star may also match nothing
         continue;
       }
-      // A rule: return to the next element (or, when this ends the alternative, straight to the
-      // caller: tail calls do not grow the stack), then one branch per alternative.
+      // A rule reference. Paths merge here (after an optional rule, or r1 ::= r2 | r2): a state
+      // already expanded into `out` adds nothing new. ("a"?){200} reaches each of its hundreds of
+      // states by hundreds of paths, which would otherwise cost n^2 steps per byte. The states
+      // are recorded only once a character's expansion has grown past kRecordFrom steps: small
+      // ones (nearly all) skip the hashing, and a state expanded before that is at worst
+      // expanded once more.
+      if (steps_ > kRecordFrom && !expanded_.add(scratch_, 0)) break;
+      // Return to the next element (or, when this ends the alternative, straight to the caller:
+      // tail calls do not grow the stack), then one branch per alternative.
       if (g_.element(i + 1).kind == Element::Kind::kEnd) {
         scratch_.pop_back();
       } else {
@@ -281,6 +293,7 @@ void Automaton::step(std::span<const uint32_t> stack, uint32_t partial, uint8_t 
 void Automaton::advance(const StackSet& in, uint8_t byte, StackSet& out) {
   out.clear();
   steps_ = 0;
+  if (!expanded_.empty()) expanded_.clear();
   for (size_t k = 0; k < in.size(); ++k) {
     const auto stack = in.positions(k);
     if (stack.empty()) continue;  // complete: nothing more can follow

@@ -21,12 +21,18 @@ namespace engine::grammar {
 // Exceeding one throws GrammarError.
 inline constexpr size_t kMaxStacks = 1024;
 inline constexpr size_t kMaxStackDepth = 4096;
+// Expansion steps (stack tops examined) for one start state or one byte, over all the stacks it
+// is fed to (a few ms). Paths that merge are expanded once (Automaton::expanded_), so this bounds
+// grammars whose distinct parses are many, not those that reach a few parses many ways.
+inline constexpr size_t kMaxExpandSteps = size_t{1} << 18;
 
 // A set of distinct stacks, stored flat: per stack [depth, partial, pos_0 ... pos_top].
 // Ownership: owns its buffers, which keep their capacity across clear().
 class StackSet {
  public:
   StackSet() = default;
+  // A set that holds at most `max_stacks` stacks (kMaxStacks unless given).
+  explicit StackSet(size_t max_stacks) : max_stacks_(max_stacks) {}
   StackSet(const StackSet& other);  // copies the index only if there is one, sized to the stacks
   StackSet& operator=(const StackSet& other);
   StackSet(StackSet&&) noexcept = default;
@@ -59,6 +65,7 @@ class StackSet {
   std::vector<uint32_t> data_;
   std::vector<uint32_t> starts_;
   std::vector<uint64_t> hashes_;
+  size_t max_stacks_ = kMaxStacks;
   bool has_empty_ = false;
   // Past a few stacks, an index: open addressing by hash, stack number + 1 (0: free); and the
   // slots in use (empty: not indexed).
@@ -97,6 +104,7 @@ class Automaton {
   std::vector<uint32_t> offsets_;     // expand(): where each pending stack starts in work_
   std::vector<uint32_t> moved_;       // step(): the stack after a matched code point
   size_t steps_ = 0;                  // expansion steps for the current start state or byte
+  StackSet expanded_{kMaxExpandSteps};  // rule-reference states expanded for the current one
   StackSet tmp_[2];
 };
 

@@ -64,6 +64,7 @@ class TokenVocab {
   const CharClass& writable() const { return writable_; }
   bool writes_everything() const { return writes_everything_; }
   int32_t sorted_id(uint32_t i) const { return sorted_[i]; }
+  size_t n_sorted() const { return sorted_.size(); }
   size_t max_depth() const { return max_depth_; }
 
  private:
@@ -148,13 +149,14 @@ class TokenConstraint {
   Matcher matcher_;
   Automaton automaton_;
   TokenBits mask_;
-  TokenBits scratch_;
-  StackSet one_, out_;
+  TokenBits grouped_bits_;           // allowed(), many stacks: the union of their uncertain tokens
+  std::vector<int32_t> grouped_ids_;  // the same, in byte order
+  StackSet one_, group_;
   std::vector<uint32_t> tops_done_;  // allowed(): stack tops whose accepted set is in the mask
   std::vector<StackSet> walk_;       // add_uncertain(): the states after each prefix of a token
 
-  // Sets the bits of the uncertain `ids` (in byte order) that the stack in one_ accepts.
-  void add_uncertain(const std::vector<int32_t>& ids);
+  // Sets the bits of the uncertain `ids` (in byte order) that the stacks in `start` accept.
+  void add_uncertain(const StackSet& start, const std::vector<int32_t>& ids);
 };
 
 }  // namespace engine::grammar
