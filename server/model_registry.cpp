@@ -738,15 +738,17 @@ namespace {
 }  // namespace
 
 net::awaitable<std::shared_ptr<ModelLease>> lease_for_body(ModelRegistry& models, HttpRequest& req, RequestContext& ctx) {
-  std::string id;
+  if (!models.router()) co_return co_await models.acquire("", ctx);
+  const RoutingFields fields = co_await models.work().run([&req] { return peek_routing(req.body); });
+  co_return co_await lease_for_fields(models, fields, ctx);
+}
+
+net::awaitable<std::shared_ptr<ModelLease>> lease_for_fields(ModelRegistry& models, const RoutingFields& fields,
+                                                             RequestContext& ctx) {
+  if (!fields.model || fields.model->empty()) throw_unnamed(models, "the \"model\" field");
   std::optional<std::chrono::milliseconds> keep_alive;
-  if (models.router()) {
-    const RoutingFields fields = co_await models.work().run([&req] { return peek_routing(req.body); });
-    if (!fields.model || fields.model->empty()) throw_unnamed(models, "the \"model\" field");
-    id = *fields.model;
-    if (fields.keep_alive) keep_alive = parse_keep_alive(*fields.keep_alive);
-  }
-  std::shared_ptr<ModelLease> lease = co_await models.acquire(id, ctx);
+  if (fields.keep_alive) keep_alive = parse_keep_alive(*fields.keep_alive);
+  std::shared_ptr<ModelLease> lease = co_await models.acquire(*fields.model, ctx);
   if (keep_alive) lease->keep_alive(*keep_alive);
   co_return lease;
 }

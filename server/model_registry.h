@@ -13,6 +13,7 @@
 
 #include "engine/runtime/thread_annotations.h"
 #include "server/api/api_error.h"
+#include "server/api/request_json.h"
 #include "server/asio.h"
 #include "server/http.h"
 #include "server/loaded_model.h"
@@ -209,6 +210,9 @@ ApiError retry_later(std::string message, std::string code);
 // a request naming none is a 400 listing the models. Shared, so a streamed response can hold it
 // (HttpResponse::hold) until its last byte. Throws what ModelRegistry::acquire throws.
 net::awaitable<std::shared_ptr<ModelLease>> lease_for_body(ModelRegistry& models, HttpRequest& req, RequestContext& ctx);
+// The same with the body's routing fields read already (router on; peek_routing).
+net::awaitable<std::shared_ptr<ModelLease>> lease_for_fields(ModelRegistry& models, const RoutingFields& fields,
+                                                             RequestContext& ctx);
 net::awaitable<std::shared_ptr<ModelLease>> lease_for_query(ModelRegistry& models, HttpRequest& req, RequestContext& ctx);
 
 }  // namespace server

@@ -171,11 +171,13 @@ namespace server {
 
 namespace {
 
-// Reads the top-level "model" and "keep_alive" of an object; stops the parse (returns false)
-// once it has both. keep_alive is kept when it is a number or a string (anything else is for the
-// router to refuse: kept as null).
+// Reads the top-level "model" and "keep_alive" of an object (and, when `want_input`, whether a
+// "prompt" or "messages" is there and not empty); stops the parse (returns false) once it has
+// them all. keep_alive is kept when it is a number or a string (anything else is for the router
+// to refuse: kept as null).
 class RoutingPeek : public nlohmann::json::json_sax_t {
  public:
+  explicit RoutingPeek(bool want_input) : want_input_(want_input) {}
   RoutingFields fields;
 
   bool null() override { return scalar(nlohmann::json()); }
@@ -190,22 +192,40 @@ class RoutingPeek : public nlohmann::json::json_sax_t {
       key_ = Key::kOther;
       return !done();
     }
+    if (depth_ == 1 && key_ == Key::kPrompt && s.empty()) {  // no prompt
+      key_ = Key::kOther;
+      return true;
+    }
     return scalar(s);
   }
-  bool start_object(std::size_t) override { return open(); }
+  bool start_object(std::size_t) override { return open(false); }
   bool end_object() override { return close(); }
-  bool start_array(std::size_t) override { return open(); }
+  bool start_array(std::size_t) override { return open(true); }
   bool end_array() override { return close(); }
   bool key(string_t& k) override {
-    key_ = depth_ != 1 ? Key::kOther : k == "model" ? Key::kModel : k == "keep_alive" ? Key::kKeepAlive : Key::kOther;
+    key_ = depth_ != 1             ? Key::kOther
+           : k == "model"          ? Key::kModel
+           : k == "keep_alive"     ? Key::kKeepAlive
+           : !want_input_          ? Key::kOther
+           : k == "prompt"         ? Key::kPrompt
+           : k == "messages"       ? Key::kMessages
+                                   : Key::kOther;
     return true;
   }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
 
  private:
-  enum class Key { kOther, kModel, kKeepAlive };
-  bool done() const { return fields.model && fields.keep_alive; }
+  enum class Key { kOther, kModel, kKeepAlive, kPrompt, kMessages };
+  bool done() const { return fields.model && fields.keep_alive && (!want_input_ || fields.has_input); }
+  // A prompt or messages of any other value than null, "" or [] counts as input: a request to
+  // generate from (whose own parse refuses what is not a prompt or a list of messages).
   bool scalar(nlohmann::json v) {
+    if (inside_messages()) return !done();
+    if (depth_ == 1 && (key_ == Key::kPrompt || key_ == Key::kMessages) && !v.is_null()) {
+      fields.has_input = true;
+      key_ = Key::kOther;
+      return !done();
+    }
     if (depth_ == 1 && key_ == Key::kKeepAlive) {
       fields.keep_alive = v.is_number() || v.is_string() ? std::move(v) : nlohmann::json();
       key_ = Key::kOther;
@@ -214,24 +234,39 @@ class RoutingPeek : public nlohmann::json::json_sax_t {
     key_ = Key::kOther;
     return depth_ > 0;  // a top-level scalar: not an object
   }
-  bool open() {
+  bool open(bool array) {
     if (depth_ == 1 && key_ == Key::kKeepAlive) fields.keep_alive = nlohmann::json();  // an object or array
+    const bool element = inside_messages();
+    if (depth_ == 1 && (key_ == Key::kPrompt || key_ == Key::kMessages)) {
+      messages_open_ = key_ == Key::kMessages && array;  // its first element will say it is not empty
+      fields.has_input |= !messages_open_;
+    }
     key_ = Key::kOther;
     ++depth_;
-    return true;
+    return !element || !done();
   }
   bool close() {
     --depth_;
+    messages_open_ = false;
     return true;
   }
+  // Any value inside the top-level "messages" array (its first element) makes it non-empty.
+  bool inside_messages() {
+    if (!messages_open_ || depth_ != 2) return false;
+    messages_open_ = false;
+    fields.has_input = true;
+    return true;
+  }
+  const bool want_input_;
   int depth_ = 0;
   Key key_ = Key::kOther;
+  bool messages_open_ = false;  // the top-level "messages" array just opened, nothing in it yet
 };
 
 }  // namespace
 
-RoutingFields peek_routing(std::string_view body) {
-  RoutingPeek peek;
+RoutingFields peek_routing(std::string_view body, bool want_input) {
+  RoutingPeek peek(want_input);
   nlohmann::json::sax_parse(body.begin(), body.end(), &peek, nlohmann::json::input_format_t::json, false);
   return peek.fields;
 }

@@ -46,12 +46,15 @@ std::string excerpt(std::string_view s, size_t max = 64);
 // string and "keep_alive" (Ollama's: a number or a string; null when it is of another type),
 // without building the document: the parse stops once both are read. Each is nullopt when the body
 // lacks it or is not JSON (the request's own parse then says what is wrong). Iterative: no
-// recursion on deep nesting.
+// recursion on deep nesting. With `want_input`, it also reads whether the body has something to
+// generate from (Ollama's load and unload requests have none): a top-level "prompt" that is a
+// non-empty string or "messages" that is a non-empty array; the parse then goes on until it knows.
 struct RoutingFields {
   std::optional<std::string> model;
   std::optional<nlohmann::json> keep_alive;
+  bool has_input = false;  // read only with want_input
 };
-RoutingFields peek_routing(std::string_view body);
+RoutingFields peek_routing(std::string_view body, bool want_input = false);
 
 // JSON text with invalid UTF-8 replaced (model output can be any bytes).
 std::string dump_json(const nlohmann::json& j);

@@ -3,6 +3,7 @@
 // /api/embed and the legacy /api/embeddings. Errors are Ollama's {"error": "..."}; bodies need no
 // Content-Type (Ollama's clients and curl -d send none or a form type). The model endpoints are
 // in ollama_models.cpp.
+#include "server/api/keep_alive.h"
 #include "server/api/ollama/ollama_request.h"
 #include "server/api/ollama/ollama_response.h"
 #include "server/api/embedding_response.h"
@@ -16,17 +17,45 @@ namespace {
 
 constexpr const char* kNdjson = "application/x-ndjson";
 
+// Ollama's unload request: nothing to generate and keep_alive 0 (router on). A loaded model is
+// released at once with keep_alive 0, so it unloads as soon as no request holds it; an unloaded
+// one is not loaded to be unloaded. Answered done_reason "unload", as application/json like Ollama.
+bool is_unload(const RoutingFields& fields) {
+  return !fields.has_input && fields.model && !fields.model->empty() && fields.keep_alive &&
+         parse_keep_alive(*fields.keep_alive) == std::chrono::milliseconds(0);
+}
+HttpResponse ollama_unload(ModelRegistry& models, const std::string& model, bool chat) {
+  if (std::optional<ModelLease> held = models.try_acquire(model)) held->keep_alive(std::chrono::milliseconds(0));
+  return HttpResponse::json(200, ndjson_line(ollama_done_json(model, chat, "unload")));
+}
+
+// The lease of the model the body names; with the router, null when the request is an unload,
+// answered in `unloaded` (the routing fields, with whether there is input, are read once).
+net::awaitable<std::shared_ptr<ModelLease>> ollama_lease(ModelRegistry& models, HttpRequest& req, RequestContext& ctx,
+                                                         bool chat, std::optional<HttpResponse>& unloaded) {
+  if (!models.router()) co_return co_await lease_for_body(models, req, ctx);
+  const RoutingFields fields = co_await models.work().run([&req] { return peek_routing(req.body, true); });
+  if (is_unload(fields)) {
+    unloaded = ollama_unload(models, *fields.model, chat);
+    co_return nullptr;
+  }
+  co_return co_await lease_for_fields(models, fields, ctx);
+}
+
 // /api/chat and /api/generate: leased, translated on the work pool, served by the core; a request
 // with nothing to generate is answered at once (the lease has loaded the model).
 net::awaitable<HttpResponse> ollama_generation(ModelRegistry& models, OllamaRequest (*prepare)(const App&, std::string_view),
                                                HttpRequest& req, RequestContext& ctx) {
-  const std::shared_ptr<ModelLease> lease = co_await lease_for_body(models, req, ctx);
+  const bool chat = prepare == &prepare_ollama_chat;
+  std::optional<HttpResponse> unloaded;
+  const std::shared_ptr<ModelLease> lease = co_await ollama_lease(models, req, ctx, chat, unloaded);
+  if (!lease) co_return std::move(*unloaded);
   App& app = lease->app();
   require_generation(app);
   auto request = std::make_shared<const OllamaRequest>(
       co_await app.work->run([&app, &req, prepare] { return prepare(app, req.body); }));
   if (request->load_only) {
-    HttpResponse loaded = HttpResponse::json(200, ndjson_line(ollama_load_json(*request)));
+    HttpResponse loaded = HttpResponse::json(200, ndjson_line(ollama_done_json(request->model, request->chat, "load")));
     if (request->params.stream) loaded.content_type = kNdjson;
     co_return loaded;
   }

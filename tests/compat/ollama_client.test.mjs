@@ -142,6 +142,42 @@ describe('ollama client on the Ollama API', () => {
   });
 });
 
+// DeepSeek-R1's template opens the think block in the prompt, so with think on what the model
+// writes is thinking: the client reads it as message.thinking (chat) and thinking (generate).
+const r1Template = join(dirname(model), '..', 'templates', 'deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja');
+describe('ollama client thinking', { skip: existsSync(r1Template) ? false : missingData(`no template: ${r1Template}`) }, () => {
+  let server;
+  let ollama;
+  before(async () => {
+    server = await startServer({ ctxSize: 1024, args: ['--chat-template-file', r1Template] });
+    ollama = new Ollama({ host: server.base });
+  });
+  after(async () => assert.equal(await server.stop(), 0));
+
+  test('think: true gives thinking, streamed and not, the same text', async () => {
+    const messages = [{ role: 'user', content: 'Once upon a time' }];
+    const options = { num_predict: 8, temperature: 0 };
+    assert.ok((await ollama.show({ model: 'stories' })).capabilities.includes('thinking'));
+    const whole = await ollama.chat({ model: 'stories', messages, think: true, options });
+    assert.ok(whole.message.thinking.length > 0, JSON.stringify(whole));
+    assert.equal(whole.message.content, '');
+    let thinking = '';
+    let parts = 0;
+    for await (const part of await ollama.chat({ model: 'stories', messages, think: true, options, stream: true })) {
+      thinking += part.message.thinking ?? '';
+      parts += part.message.thinking ? 1 : 0;
+    }
+    assert.equal(thinking, whole.message.thinking);
+    assert.ok(parts > 1, `${parts} parts`);
+    const generated = await ollama.generate({ model: 'stories', prompt: 'Once upon a time', think: true, options });
+    assert.equal(generated.thinking, whole.message.thinking);
+    assert.equal(generated.response, '');
+    const off = await ollama.chat({ model: 'stories', messages, think: false, options });
+    assert.equal(off.message.thinking, undefined);
+    assert.ok(off.message.content.length > 0);
+  });
+});
+
 describe('ollama client embed', { skip: existsSync(embeddingModel) ? false : missingData(`no embedding model: ${embeddingModel}`) }, () => {
   let server;
   let ollama;
@@ -219,6 +255,10 @@ describe('ollama client pull from the Hub', () => {
                                   options: { num_predict: 3 } });
     assert.equal(r.done, true);
     assert.equal((await ollama.show({ model: 'hf.co/org/stories:Q8_0' })).details.family, 'llama');
+    // Ollama's unload request: an empty prompt with keep_alive 0
+    const unloaded = await ollama.generate({ model: 'hf.co/org/stories:Q8_0', prompt: '', keep_alive: 0 });
+    assert.equal(unloaded.done_reason, 'unload', JSON.stringify(unloaded));
+    assert.equal(unloaded.done, true);
     await ollama.delete({ model: 'org/stories:Q8_0' });
     assert.ok(!(await ollama.list()).models.some((m) => m.name === 'org/stories:Q8_0'));
     await assert.rejects(ollama.pull({ model: 'llama3.2' }), /hf\.co\/org\/repo/);

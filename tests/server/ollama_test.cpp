@@ -2,7 +2,10 @@
 // /api/show, /api/chat and /api/generate streamed (NDJSON checked byte-wise) and not, options,
 // format, think, tools (forced through the tool_choice extension) and their round trip, the
 // refused fields, the load-only requests, Ollama's error shape; embeddings on the BERT model.
+#include <algorithm>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "tests/server/fixture.h"
 #include "tests/support/json_schema_check.h"
@@ -269,6 +272,68 @@ TEST(OllamaThinking, ThinkingTemplate) {
                                                            {"stream", false}, {"options", {{"num_predict", 4}}}});
     EXPECT_EQ(r.status, 200) << think << ": " << r.body;
     EXPECT_TRUE(r.json()["message"]["content"].is_string()) << r.body;
+  }
+}
+
+// DeepSeek-R1's template opens the think block in the prompt (<｜Assistant｜><think>\n), so what
+// the model writes is thinking until it closes the block: with think on, /api/chat answers it as
+// message.thinking and /api/generate as thinking, streamed line by line and not, the same text;
+// with think off the template closes the block at once and everything is content.
+TEST(OllamaThinking, ThinkingOfATemplateThatOpensTheBlock) {
+  GGUFD_REQUIRE_SHARED(kStories);
+  GGUFD_REQUIRE_SHARED("templates/deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja");
+  const auto s = start_service([](server::ServiceOptions& o) {
+    std::ifstream in(shared_path("templates/deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    o.model.chat_template = ss.str();
+    o.model.chat_template_origin = "file";
+    o.model.engine.n_ctx = 1024;
+  });
+  ASSERT_TRUE(s->ready()) << s->service().load_error();
+  const json show = post_json(s->port(), "/api/show", {{"model", "stories"}}).json();
+  EXPECT_NE(std::find(show["capabilities"].begin(), show["capabilities"].end(), "thinking"), show["capabilities"].end())
+      << show["capabilities"];
+  const json options = {{"num_predict", 8}, {"temperature", 0}};
+  for (const char* route : {"/api/chat", "/api/generate"}) {
+    const bool chat = std::string(route) == "/api/chat";
+    json body = {{"think", true}, {"stream", false}, {"options", options}};
+    if (chat) {
+      body["messages"] = one_user_message("Once upon a time");
+    } else {
+      body["prompt"] = "Once upon a time";
+    }
+    const HttpReply whole = post_json(s->port(), route, body);
+    ASSERT_EQ(whole.status, 200) << whole.body;
+    const json w = whole.json();
+    const json& out = chat ? w["message"] : w;
+    const std::string thinking = out.value("thinking", "");
+    EXPECT_FALSE(thinking.empty()) << route << ": " << whole.body;
+    EXPECT_EQ(out[chat ? "content" : "response"], "") << whole.body;
+    EXPECT_EQ(w["eval_count"], 8) << whole.body;
+
+    body["stream"] = true;
+    const HttpReply streamed = post_json(s->port(), route, body);
+    ASSERT_EQ(streamed.status, 200) << streamed.body;
+    std::string streamed_thinking;
+    int thinking_lines = 0;
+    for (const json& line : ollama_ndjson_lines(streamed.body)) {
+      const json& o = chat ? line["message"] : line;
+      if (o.contains("thinking")) {
+        streamed_thinking += o["thinking"].get<std::string>();
+        ++thinking_lines;
+      }
+      EXPECT_EQ(o[chat ? "content" : "response"], "") << line.dump();
+    }
+    EXPECT_EQ(streamed_thinking, thinking) << route;
+    EXPECT_GT(thinking_lines, 1) << streamed.body;  // token by token, not at the end
+
+    body["think"] = false;  // the template writes <think>\n</think>: the answer is content
+    body["stream"] = false;
+    const json off = post_json(s->port(), route, body).json();
+    const json& off_out = chat ? off["message"] : off;
+    EXPECT_FALSE(off_out.contains("thinking")) << off.dump();
+    EXPECT_FALSE(off_out[chat ? "content" : "response"].get<std::string>().empty()) << off.dump();
   }
 }
 

@@ -33,6 +33,29 @@ TEST(RoutingFields, ReadsTopLevelModelAndKeepAliveOnly) {
   EXPECT_FALSE(peek_routing(R"({"a":)" + deep + R"(,"model":"m"})").keep_alive);  // iterative
 }
 
+// Ollama's load and unload requests have no input: no prompt, "" or null, no messages or [].
+TEST(RoutingFields, WhetherThereIsInputToGenerateFrom) {
+  auto input = [](const std::string& body) { return peek_routing(body, true).has_input; };
+  EXPECT_FALSE(input(R"({"model":"m","keep_alive":0})"));
+  EXPECT_FALSE(input(R"({"model":"m","prompt":"","keep_alive":0})"));
+  EXPECT_FALSE(input(R"({"model":"m","prompt":null,"messages":[]})"));
+  EXPECT_FALSE(input(R"({"model":"m","options":{"prompt":"x"},"x":{"messages":[1]}})"));  // top level only
+  EXPECT_TRUE(input(R"({"model":"m","prompt":"Hi","keep_alive":0})"));
+  EXPECT_TRUE(input(R"({"messages":[{"role":"user","content":"Hi"}],"keep_alive":0,"model":"m"})"));
+  EXPECT_TRUE(input(R"({"messages":[[]],"model":"m"})"));
+  EXPECT_TRUE(input(R"({"messages":[null],"model":"m"})"));
+  // what the request's own parse refuses is input: it gets that 400, not an unload
+  EXPECT_TRUE(input(R"({"prompt":7,"model":"m"})"));
+  EXPECT_TRUE(input(R"({"prompt":["a"],"model":"m"})"));
+  EXPECT_TRUE(input(R"({"messages":{},"model":"m"})"));
+  EXPECT_TRUE(input(R"({"messages":"Hi","model":"m"})"));
+  EXPECT_FALSE(peek_routing(R"({"prompt":"Hi","model":"m"})").has_input);  // read only when asked
+  RoutingFields f = peek_routing(R"({"messages":[],"keep_alive":"0","model":"m","prompt":"x"})", true);
+  EXPECT_EQ(f.model, "m");
+  EXPECT_EQ(f.keep_alive, json("0"));
+  EXPECT_TRUE(f.has_input);
+}
+
 TEST(RoutingFields, KeepAliveIsOllamasDuration) {
   EXPECT_EQ(parse_keep_alive(json(0)), milliseconds(0));
   EXPECT_EQ(parse_keep_alive(json(300)), milliseconds(300000));

@@ -258,6 +258,51 @@ TEST(Router, KeepAliveOfARequestOverridesTheIdleTimeout) {
   }
 }
 
+// Ollama's load and unload requests: no prompt (or no messages) loads the model; with keep_alive 0
+// too it unloads it once no request holds it, and a model that is not loaded is not loaded to be
+// unloaded. Both answer at once, done_reason "load" or "unload".
+TEST(Router, OllamaUnloadRequestUnloadsWithoutLoading) {
+  GGUFD_REQUIRE_SHARED(kStories);
+  const ModelsDir dir;
+  RunningService s(router_options(dir));
+  ASSERT_TRUE(s.ready());
+  const std::string before = status_of(s.port(), "stories");
+  ASSERT_NE(before, "loaded");
+  HttpReply r = post_json(s.port(), "/api/generate", {{"model", "stories"}, {"keep_alive", 0}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["done_reason"], "unload") << r.body;
+  EXPECT_EQ(r.json()["response"], "") << r.body;
+  EXPECT_EQ(r.json()["model"], "stories") << r.body;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(status_of(s.port(), "stories"), before) << "not loaded to be unloaded";
+
+  r = post_json(s.port(), "/api/generate", {{"model", "stories"}, {"prompt", ""}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["done_reason"], "load") << r.body;
+  EXPECT_EQ(status_of(s.port(), "stories"), "loaded");
+
+  r = post_json(s.port(), "/api/chat", {{"model", "stories"}, {"messages", json::array()}, {"keep_alive", "0s"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["done_reason"], "unload") << r.body;
+  EXPECT_EQ(r.json()["message"]["content"], "") << r.body;
+  EXPECT_EQ(wait_for_status(s.port(), "stories", "sleeping"), "sleeping");
+
+  // with something to generate, keep_alive 0 only unloads after the answer
+  r = post_json(s.port(), "/api/chat", {{"model", "stories"}, {"messages", one_user_message("Hi")}, {"keep_alive", 0},
+                                        {"stream", false}, {"options", {{"num_predict", 2}}}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["done_reason"], "length") << r.body;
+  EXPECT_EQ(r.json()["eval_count"], 2) << r.body;
+  EXPECT_EQ(wait_for_status(s.port(), "stories", "sleeping"), "sleeping");
+
+  r = post_json(s.port(), "/api/generate", {{"model", "nope"}, {"keep_alive", 0}});
+  EXPECT_EQ(r.status, 404) << r.body;
+  EXPECT_TRUE(r.json()["error"].is_string()) << r.body;
+  r = post_json(s.port(), "/api/generate", {{"model", "stories"}, {"keep_alive", "soon"}});
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("keep_alive"), std::string::npos) << r.body;
+}
+
 TEST(Router, ExplicitLoadAndUnloadWithoutAutoload) {
   GGUFD_REQUIRE_SHARED(kStories);
   const ModelsDir dir;

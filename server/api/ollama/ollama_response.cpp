@@ -123,15 +123,15 @@ json OllamaFormatter::response(const std::vector<ChoiceResult>& choices, const U
   return final_fields(output(a.text, a.reasoning, a.calls), ollama_done_reason(c.reason, c.usage), usage);
 }
 
-json ollama_load_json(const OllamaRequest& request) {
-  json o = {{"model", request.model}, {"created_at", ollama_time(std::chrono::system_clock::now())}};
-  if (request.chat) {
+json ollama_done_json(const std::string& model, bool chat, const char* reason) {
+  json o = {{"model", model}, {"created_at", ollama_time(std::chrono::system_clock::now())}};
+  if (chat) {
     o["message"] = {{"role", "assistant"}, {"content", ""}};
   } else {
     o["response"] = "";
   }
   o["done"] = true;
-  o["done_reason"] = "load";
+  o["done_reason"] = reason;
   return o;
 }
 

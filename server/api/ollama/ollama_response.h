@@ -57,9 +57,10 @@ class OllamaFormatter : public Formatter {
   mutable const char* reason_ = "stop";
 };
 
-// The one object that answers a load-only request (OllamaRequest::load_only): done, done_reason
-// "load", and an empty message (chat) or response (generate).
-nlohmann::json ollama_load_json(const OllamaRequest& request);
+// The one object that answers a request with nothing to generate: done, done_reason ("load" for a
+// load-only request, OllamaRequest::load_only; "unload" for one with keep_alive 0 too), and an
+// empty message (chat) or response (generate).
+nlohmann::json ollama_done_json(const std::string& model, bool chat, const char* reason);
 
 // A time as Ollama writes it (RFC 3339, UTC): "2026-11-29T15:26:06.123456789Z".
 std::string ollama_time(std::chrono::system_clock::time_point t);
