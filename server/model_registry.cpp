@@ -75,24 +75,6 @@ void stat_file(ModelEntry& e) {
 
 }  // namespace
 
-FileFacts read_file_facts(const std::string& path) {
-  FileFacts f;
-  try {
-    const gguf::FileSet files = gguf::FileSet::open(path);
-    const gguf::Summary sum = gguf::summarize(files);
-    f.architecture = sum.architecture;
-    f.n_params = sum.n_params;
-    f.size_label = sum.size_label;
-    f.quantization = sum.file_type_name.rfind("MOSTLY_", 0) == 0 ? sum.file_type_name.substr(7) : sum.file_type_name;
-    if (auto name = files.first().find_string("general.name")) f.name = std::string(*name);
-    if (!f.architecture.empty()) {
-      if (auto n = files.first().find_u64(f.architecture + ".context_length")) f.context_length = static_cast<int64_t>(*n);
-    }
-  } catch (const std::exception&) {  // unreadable, or a key of the wrong type: the load says what
-  }
-  return f;
-}
-
 ApiError retry_later(std::string message, std::string code) {
   ApiError e(503, std::move(message), "server_error", std::nullopt, std::move(code));
   e.retry_after = 1;

@@ -13,6 +13,7 @@
 
 #include "engine/runtime/thread_annotations.h"
 #include "server/api/api_error.h"
+#include "server/api/file_facts.h"
 #include "server/api/request_json.h"
 #include "server/asio.h"
 #include "server/http.h"
@@ -25,18 +26,6 @@ namespace server {
 
 enum class ModelState { kUnloaded, kLoading, kLoaded, kUnloading, kSleeping, kFailed };
 const char* state_name(ModelState s);
-
-// What a model's file says before it is loaded, from its GGUF header (fields stay empty when
-// the file can't be read: its load will say why).
-struct FileFacts {
-  std::string architecture;    // general.architecture
-  std::string name;            // general.name
-  uint64_t n_params = 0;       // elements of every tensor
-  std::string size_label;      // general.size_label, else from n_params ("7.6B")
-  std::string quantization;    // general.file_type's name without MOSTLY_ ("Q4_K_M"), or ""
-  int64_t context_length = 0;  // <architecture>.context_length, 0 when absent
-};
-FileFacts read_file_facts(const std::string& path);
 
 // A snapshot of one model for listings (/v1/models, /models).
 struct ModelStatus {

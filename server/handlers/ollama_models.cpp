@@ -1,12 +1,10 @@
 // Ollama's model endpoints: GET /api/tags (every model the registry knows), GET /api/ps (the
 // loaded ones) and POST /api/show (one model's details, metadata, template and capabilities).
-// Details come from each model's GGUF header (mapped and parsed on the work pool per request).
+// Details come from each model's GGUF header, as the registry read it when it found the file
+// (ModelStatus::facts); /api/show reads the header on the work pool.
 // A model's digest is the SHA-256 of its path, file size and modification time: stable while the
 // file is, cheap (the file's own hash would read gigabytes), not the content hash Ollama gives.
-#include <openssl/evp.h>
-
 #include <algorithm>
-#include <cstdio>
 
 #include "gguf/file_set.h"
 #include "server/api/ollama/ollama_models.h"
@@ -14,6 +12,7 @@
 #include "server/api/ollama/ollama_response.h"
 #include "server/api/request_json.h"
 #include "server/handlers/handlers.h"
+#include "server/hub/store.h"
 
 namespace server {
 
@@ -27,32 +26,12 @@ namespace {
 constexpr int64_t kNeverExpires = 7258118400;  // 2200-01-01
 
 std::string model_digest(const ModelStatus& m) {
-  const std::string key = m.path + "\n" + std::to_string(m.file_bytes) + "\n" + std::to_string(m.created);
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_Digest(key.data(), key.size(), md, &n, EVP_sha256(), nullptr);
-  std::string hex;
-  char byte[3];
-  for (unsigned int i = 0; i < n; ++i) {
-    std::snprintf(byte, sizeof byte, "%02x", md[i]);
-    hex += byte;
-  }
-  return hex;
-}
-
-// The model's details, or "unknown" fields when its file cannot be read now.
-json details_of(const ModelStatus& m) {
-  try {
-    return ollama_details(gguf::FileSet::open(m.path));
-  } catch (const std::exception&) {
-    return {{"parent_model", ""}, {"format", "gguf"}, {"family", "unknown"}, {"families", json::array({"unknown"})},
-            {"parameter_size", "unknown"}, {"quantization_level", "unknown"}};
-  }
+  return hub::detail::sha256_hex(m.path + "\n" + std::to_string(m.file_bytes) + "\n" + std::to_string(m.created));
 }
 
 json entry(const ModelStatus& m) {
   return {{"name", m.id}, {"model", m.id}, {"modified_at", ollama_time_of(m.created)}, {"size", m.file_bytes},
-          {"digest", model_digest(m)}, {"details", details_of(m)}};
+          {"digest", model_digest(m)}, {"details", ollama_details(m.facts)}};
 }
 
 // The model's lease when it is loaded (not waiting, not loading), else nullopt.

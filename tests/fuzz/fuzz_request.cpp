@@ -207,6 +207,9 @@ void check_ollama(int endpoint, const server::App& app, std::string_view body, b
       check_ignored_fields(r.ignored_fields, strict);
       if (!r.load_only && r.prompts.size() != 1) bug("Ollama request without its prompt", std::to_string(r.prompts.size()));
       if (r.model.empty()) bug("Ollama request without a model name", "");
+      // the router's unload check (a keep_alive 0 request without input) never takes a request
+      // that has something to generate
+      if (!r.load_only && !server::peek_routing(body, true).has_input) bug("input the router's peek missed", "");
     } else {
       const server::EmbeddingRequest r = server::prepare_ollama_embed(app, body, endpoint == 3);
       check_ignored_fields(r.ignored_fields, strict);

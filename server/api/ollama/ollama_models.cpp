@@ -4,7 +4,6 @@
 
 #include "engine/model/arch.h"
 #include "gguf/summary.h"
-#include "gguf/types.h"
 #include "server/api/gguf_json.h"
 #include "server/api/ollama/ollama_response.h"
 
@@ -18,21 +17,6 @@ std::string file_template(const gguf::File& file) {
   return std::string(file.find_string("tokenizer.chat_template").value_or(""));
 }
 
-// general.file_type's name without its prefix ("MOSTLY_Q4_K_M" -> "Q4_K_M", "ALL_F32" -> "F32");
-// without one, the tensor type holding the most bytes ("F32").
-std::string quantization_level(const gguf::Summary& s) {
-  std::string name = s.file_type_name;
-  for (const char* prefix : {"MOSTLY_", "ALL_"}) {
-    if (name.rfind(prefix, 0) == 0) name = name.substr(std::string(prefix).size());
-  }
-  if (!name.empty()) return name;
-  const gguf::TypeTotal* most = nullptr;
-  for (const gguf::TypeTotal& t : s.by_type) {
-    if (most == nullptr || t.n_bytes > most->n_bytes) most = &t;
-  }
-  return most == nullptr ? "unknown" : std::string(gguf::type_info(most->type).name);
-}
-
 bool thinking_template(const std::string& t) {
   return t.find("<think>") != std::string::npos || t.find("enable_thinking") != std::string::npos ||
          t.find("<|channel|>") != std::string::npos;
@@ -40,15 +24,14 @@ bool thinking_template(const std::string& t) {
 
 }  // namespace
 
-json ollama_details(const gguf::FileSet& files) {
-  const gguf::Summary s = gguf::summarize(files);
-  const std::string family = s.architecture.empty() ? "unknown" : s.architecture;
+json ollama_details(const FileFacts& facts) {
+  const std::string family = facts.architecture.empty() ? "unknown" : facts.architecture;
   return {{"parent_model", ""},
           {"format", "gguf"},
           {"family", family},
           {"families", json::array({family})},
-          {"parameter_size", s.size_label},
-          {"quantization_level", quantization_level(s)}};
+          {"parameter_size", facts.size_label.empty() ? "unknown" : facts.size_label},
+          {"quantization_level", facts.quantization.empty() ? "unknown" : facts.quantization}};
 }
 
 json ollama_model_info(const gguf::FileSet& files, bool verbose) {
@@ -102,7 +85,7 @@ json ollama_show_json(const gguf::FileSet& files, const std::string& path, int64
           {"modelfile", modelfile},
           {"parameters", params.str()},
           {"template", tmpl},
-          {"details", ollama_details(files)},
+          {"details", ollama_details(file_facts(files))},
           {"model_info", ollama_model_info(files, verbose)},
           {"capabilities", ollama_capabilities(files, app)},
           {"modified_at", ollama_time_of(modified)}};

@@ -12,13 +12,15 @@
 
 #include "gguf/file_set.h"
 #include "server/api/app.h"
+#include "server/api/file_facts.h"
 
 namespace server {
 
 // {"parent_model": "", "format": "gguf", "family": general.architecture, "families": [it],
 // "parameter_size": general.size_label or the count ("260K", "0.6B"), "quantization_level": the
-// file type ("Q4_K_M", "F16"; "unknown" without general.file_type)}.
-nlohmann::json ollama_details(const gguf::FileSet& files);
+// file type ("Q4_K_M", "F16"; without general.file_type, the type of most of the weights)};
+// "unknown" for what the file does not say.
+nlohmann::json ollama_details(const FileFacts& facts);
 
 // The metadata as "key": value, plus general.parameter_count. Arrays (the vocabulary, merges) are
 // null unless `verbose`, as in Ollama.
