@@ -3,6 +3,7 @@
 #include <set>
 
 #include "engine/text/tokenizer/tokenizer.h"
+#include "engine/text/tokenizer/vocab.h"
 #include "server/api/generation_params.h"
 #include "server/api/output_constraint.h"
 #include "server/api/request_fields.h"
@@ -98,9 +99,6 @@ void read_ollama_think(const json& body, const App& app, const std::string& mode
 void refuse_ollama_unsupported(const json& body) {
   if (auto i = body.find("images"); i != body.end() && !i->is_null() && !(i->is_array() && i->empty())) {
     throw invalid_field("images", "'images' is not supported: this server takes text input only (images are not supported yet)");
-  }
-  if (auto s = body.find("suffix"); s != body.end() && !s->is_null() && !(s->is_string() && s->get<std::string>().empty())) {
-    throw invalid_field("suffix", "'suffix' is not supported: this server has no fill-in-the-middle completion");
   }
   if (auto t = body.find("template"); t != body.end() && !t->is_null() && !(t->is_string() && t->get<std::string>().empty())) {
     throw invalid_field("template", "'template' is not supported: the prompt is built with the model's chat template "
@@ -221,6 +219,30 @@ OllamaRequest prepare_ollama_chat(const App& app, std::string_view text) {
   return r;
 }
 
+// Ollama's `suffix`: the code between `prompt` and `suffix`, written by a model trained to fill in
+// the middle, as llama.cpp's infill builds it (prefix, suffix, middle order): [BOS] <fim_pre>
+// prompt <fim_suf> suffix <fim_mid>; the user's text is never read for special tokens. A model
+// whose vocabulary lacks those tokens cannot: a 400 naming the field.
+namespace {
+std::vector<int32_t> fill_in_the_middle(const App& app, const std::string& model, const std::string& prompt,
+                                        const std::string& suffix) {
+  const engine::tokenizer::SpecialIds& special = app.tokenizer->vocab().special();
+  const int32_t none = engine::tokenizer::kNoToken;
+  if (special.fim_pre == none || special.fim_suf == none || special.fim_mid == none) {
+    throw invalid_field("suffix", "\"" + excerpt(model) + "\" cannot fill in the middle: its vocabulary has no "
+                                  "fill-in-the-middle tokens (prefix, suffix and middle, as code models have)");
+  }
+  std::vector<int32_t> ids;
+  if (app.tokenizer->add_bos() && app.tokenizer->bos() >= 0) ids.push_back(app.tokenizer->bos());
+  ids.push_back(special.fim_pre);
+  for (int32_t id : app.tokenizer->encode(prompt, false, false)) ids.push_back(id);
+  ids.push_back(special.fim_suf);
+  for (int32_t id : app.tokenizer->encode(suffix, false, false)) ids.push_back(id);
+  ids.push_back(special.fim_mid);
+  return ids;
+}
+}  // namespace
+
 OllamaRequest prepare_ollama_generate(const App& app, std::string_view text) {
   const json body = parse_object(text, app.settings.max_json_depth);
   OllamaRequest r;
@@ -233,7 +255,11 @@ OllamaRequest prepare_ollama_generate(const App& app, std::string_view text) {
     r.load_only = true;
     return r;
   }
-  if (raw) {
+  const std::string suffix = get_string(body, "suffix").value_or("");
+  if (!suffix.empty()) {
+    if (!system.empty()) core.ignored_fields.push_back("system");  // a fill-in-the-middle prompt has no turns
+    core.raw_prompts.push_back(fill_in_the_middle(app, r.model, prompt, suffix));
+  } else if (raw) {
     if (!system.empty()) core.ignored_fields.push_back("system");  // a raw prompt is sent as it is
     core.raw_prompts.push_back(app.tokenizer->encode(prompt, true, true));
   } else {
