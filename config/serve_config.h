@@ -24,6 +24,7 @@ struct ModelConfig {
   std::string pooling;              // --pooling: embeddings' pooling; "": the model's pooling_type
   std::string draft;                // --model-draft: a small model of the same vocabulary drafting tokens
   std::string hf;                   // --hf org/repo[:QUANT]: a model from the Hugging Face Hub (server/hub)
+  bool repack = true;               // --repack / --no-repack: weights copied into the kernels' packed layout
   bool load_on_startup = false;     // preset-only load-on-startup: the router loads it at start
 };
 

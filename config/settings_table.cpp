@@ -35,6 +35,11 @@ std::vector<Setting> model_settings(ModelConfig& m) {
       {"hf", "--hf", g, "model",
        "serve org/repo[:QUANT] from the Hugging Face Hub (Q4_K_M by default), downloaded into --hub-cache",
        &m.hf},
+      {"repack", "--repack,!--no-repack", g, "model",
+       "copy the weights of the types the kernels have a faster layout for (Q4_0, Q8_0, Q4_K, Q6_K, ...) into it "
+       "at load: faster prompt processing; --no-repack reads every weight in place from the mapped file, so a "
+       "model loads (and the router switches to it) in about the time its file takes to read (default: on)",
+       &m.repack},
   };
   for (Setting& s : rows) {
     const bool names_model = s.name == "model" || s.name == "alias" || s.name == "hf";

@@ -139,8 +139,12 @@ void log_memory(const LoadedModel& m, const ModelOptions& o) {
     ring = fmt::format("; sliding-window layers in a ring of {} cells, {:.1f} MiB without it", kv.kv_window_cells,
                        mib(kv.kv_bytes_without_window));
   }
-  spdlog::info("{}: memory: weights {:.1f} MiB (mapped from the file), KV cache {:.1f} MiB ({}, {} cells{})",
-               m.app.model_id, mib(m.model->weight_bytes()), mib(kv.kv_bytes), m.app.settings.kv_type,
+  const std::string packed = m.model->packed_bytes() > 0
+                                 ? fmt::format("; {:.1f} MiB of them copied into the kernels' packed layout",
+                                               mib(m.model->packed_bytes()))
+                                 : o.repack ? "" : "; not repacked: --no-repack";
+  spdlog::info("{}: memory: weights {:.1f} MiB (mapped from the file{}), KV cache {:.1f} MiB ({}, {} cells{})",
+               m.app.model_id, mib(m.model->weight_bytes()), packed, mib(kv.kv_bytes), m.app.settings.kv_type,
                kv.kv_cells_total, ring);
   if (kv.recurrent_slot_bytes > 0) {
     spdlog::info("recurrent state (Gated DeltaNet layers): {:.2f} MiB per slot, {:.1f} MiB for {} slots",
@@ -208,7 +212,7 @@ std::unique_ptr<LoadedModel> load_model(const ModelOptions& o, const std::string
   app.work = shared.work;
   app.responses = shared.responses;
   app.settings = shared.settings;
-  m->model.emplace(engine::Model::load(o.path));
+  m->model.emplace(engine::Model::load(o.path, o.repack));
   if (progress) m->model->page_in(progress);
   m->tokenizer.emplace(engine::Tokenizer::from_gguf(m->model->file()));
   const std::string tmpl = pick_template(o, m->model->file(), app.settings.chat_template_source);
@@ -218,7 +222,7 @@ std::unique_ptr<LoadedModel> load_model(const ModelOptions& o, const std::string
   if (so.spec == engine::SpecMode::kDraft) {
     if (o.draft_model_path.empty()) throw std::runtime_error("speculative decoding by a draft model needs --model-draft");
     try {
-      m->draft_model.emplace(engine::Model::load(o.draft_model_path));
+      m->draft_model.emplace(engine::Model::load(o.draft_model_path, o.repack));
       if (progress) m->draft_model->page_in(progress);
     } catch (const std::exception& e) {
       throw std::runtime_error(std::string("the draft model (--model-draft): ") + e.what());

@@ -292,7 +292,7 @@ net::awaitable<std::shared_ptr<ModelLease>> ModelRegistry::acquire(const std::st
     }
     timer.expires_after(pause);
     co_await timer.async_wait(net::use_awaitable);
-    pause = std::min(pause * 2, std::chrono::milliseconds(100));
+    pause = std::min(pause * 2, std::chrono::milliseconds(20));  // a loaded model is found within 20 ms
   }
 }
 

@@ -26,6 +26,7 @@ struct ModelOptions {
   std::string chat_template_origin;   // for /props: where the override came from
   std::string pooling;                // --pooling: mean | cls | last | rank; "": the model's pooling_type
   std::string draft_model_path;       // with engine.spec kDraft: the draft model (same vocabulary)
+  bool repack = true;                 // weights copied into the kernels' packed layout at load (engine/model/repack.h)
   // --spec auto without a draft model (engine.spec kNone): mtp when the model has NextN / MTP
   // layers, else none; with mtp so chosen, each slot drafts only while its drafts pay
   // (engine.spec_auto, engine::DraftGate).

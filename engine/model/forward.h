@@ -2,6 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <new>
+#include <utility>
 #include <vector>
 
 #include "engine/kernels/thread_pool.h"
@@ -11,6 +14,29 @@
 #include "engine/model/model.h"
 
 namespace engine {
+
+// An allocator whose resize() leaves new elements uninitialized (default-initialized), for the
+// largest scratch rows of a forward pass: each eval writes them before reading them, and zeroing
+// them (hundreds of MiB at a prefill chunk of 2048) was a fifth of a model's load time.
+template <class T>
+struct UninitializedAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  UninitializedAllocator() = default;
+  template <class U>
+  UninitializedAllocator(const UninitializedAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+using ScratchRows = std::vector<float, UninitializedAllocator<float>>;
 
 // Sees the activations of a forward pass between its steps (`ggufd logits --dump-layers`). Called
 // on the thread driving Forward::eval(), once per chunk and step, in execution order:
@@ -190,12 +216,12 @@ class Forward {
   std::vector<float> x_;        // (B, n_embd) residual stream
   std::vector<float> xb_;       // (B, n_embd) normed input of a block
   std::vector<float> xb2_;      // (B, n_embd) block output before the residual add
-  std::vector<float> q_;        // (B, n_head * head_k(il)), sized for the widest layer
-  std::vector<float> k_;        // (B, n_head_kv * head_k(il))
-  std::vector<float> v_;        // (B, n_head_kv * head_v(il))
-  std::vector<float> att_;      // (B, n_head * head_v(il)) attention output per head
-  std::vector<float> hb_;       // (B, n_ff) gate, then act(gate) * up (MoE: the shared expert's, n_ff_shexp)
-  std::vector<float> hb2_;      // (B, n_ff) up (MoE: n_ff_shexp)
+  ScratchRows q_;               // (B, n_head * head_k(il)), sized for the widest layer
+  ScratchRows k_;               // (B, n_head_kv * head_k(il))
+  ScratchRows v_;               // (B, n_head_kv * head_v(il))
+  ScratchRows att_;             // (B, n_head * head_v(il)) attention output per head
+  ScratchRows hb_;              // (B, n_ff) gate, then act(gate) * up (MoE: the shared expert's, n_ff_shexp)
+  ScratchRows hb2_;             // (B, n_ff) up (MoE: n_ff_shexp)
   std::vector<float> rope_;     // (B, n_rot/2, 2) cos, sin per token
   std::vector<float> rope_swa_; // (B, n_rot_swa/2, 2) the same with the sliding layers' base and dims
   std::vector<int32_t> cells_;  // (B,) the cache cell of each token (full pool)
@@ -211,10 +237,10 @@ class Forward {
   std::vector<int64_t> first_;  // (n_expert + 1,) first row of each expert in xe (counting sort)
   std::vector<int64_t> cursor_; // (n_expert,) next free row of each expert while gathering
   std::vector<int32_t> rows_;   // (B * n_expert_used,) the choice (t * k + j) behind each row of xe
-  std::vector<float> xe_;       // (B * n_expert_used, n_embd) xb's rows, gathered by expert
-  std::vector<float> he_;       // (B * n_expert_used, n_ff_exp) gate, then act(gate) * up
-  std::vector<float> he2_;      // (B * n_expert_used, n_ff_exp) up
-  std::vector<float> ye_;       // (B * n_expert_used, n_embd) the experts' outputs
+  ScratchRows xe_;              // (B * n_expert_used, n_embd) xb's rows, gathered by expert
+  ScratchRows he_;              // (B * n_expert_used, n_ff_exp) gate, then act(gate) * up
+  ScratchRows he2_;             // (B * n_expert_used, n_ff_exp) up
+  ScratchRows ye_;              // (B * n_expert_used, n_embd) the experts' outputs
   std::vector<float> ys_;       // (B, n_embd) the shared expert's output (qwen2moe), the dense branch's (gemma4)
   std::vector<float> xr_;       // (B, n_embd) the router's input, when not xb (gemma4)
   // Per-layer inputs (gemma4; empty otherwise), P = n_embd_per_layer.

@@ -483,10 +483,21 @@ void Model::page_in(const std::function<void(uint64_t, uint64_t)>& progress) con
     const auto base = reinterpret_cast<uintptr_t>(r.data()) & ~(kPage - 1);
     ::madvise(reinterpret_cast<void*>(base), r.size() + (reinterpret_cast<uintptr_t>(r.data()) - base), MADV_WILLNEED);
   }
+  // Each 64 MiB piece is mapped in by the kernel at once (MADV_POPULATE_READ, Linux 5.14): one
+  // call rather than a page fault per 4 KiB page, which costs about as much as the disk read itself
+  // when the pages are cached (and more in a VM). Where the kernel lacks it, each page is touched.
   uint8_t sum = 0;
   uint64_t done = 0, next_report = kReport;
   for (const std::span<const uint8_t> r : ranges) {
-    for (uint64_t off = 0; off < r.size(); off += kPage) sum = static_cast<uint8_t>(sum + r[off]);
+    for (uint64_t off = 0; off < r.size(); off += kReport) {
+      const uint64_t n = std::min<uint64_t>(kReport, r.size() - off);
+      const auto at = reinterpret_cast<uintptr_t>(r.data() + off);
+      const auto base = at & ~(kPage - 1);
+#ifdef MADV_POPULATE_READ
+      if (::madvise(reinterpret_cast<void*>(base), n + (at - base), MADV_POPULATE_READ) == 0) continue;
+#endif
+      for (uint64_t i = 0; i < n; i += kPage) sum = static_cast<uint8_t>(sum + r[off + i]);
+    }
     done += r.size();
     if (done >= next_report) {
       progress(done, total);

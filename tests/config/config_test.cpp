@@ -155,7 +155,7 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
                                  "--idle-timeout", "6", "--request-timeout", "7", "--max-connections", "8",
                                  "--shutdown-grace", "9", "--strict-api", "--keep-billing-header", "--threads", "2", "--ctx-size", "128", "--parallel", "3",
                                  "--queue-limit", "4", "--prefill-chunk", "32", "--kv-type", "f32", "--cache-ram", "64",
-                                 "--cache-dir", "/tmp/kv", "--cache-dir-size", "512", "--model-draft", m, "--spec", "draft", "--draft-max", "8", "--draft-min", "2",
+                                 "--cache-dir", "/tmp/kv", "--cache-dir-size", "512", "--model-draft", m, "--no-repack", "--spec", "draft", "--draft-max", "8", "--draft-min", "2",
                                  "--temperature", "0", "--top-p", "0.5", "--top-k", "5", "--min-p", "0.1",
                                  "--repeat-penalty", "1.1", "--max-tokens", "99", "--reasoning-effort", "none", "--log-level", "debug",
                                  "--log-format", "json", "--no-metrics", "--models-dir", dir_.string(),
@@ -165,6 +165,7 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
   EXPECT_EQ(cfg.model.path, m);
   EXPECT_EQ(cfg.model.alias, "a");
   EXPECT_EQ(cfg.model.chat_template_file, t);
+  EXPECT_FALSE(cfg.model.repack);
   EXPECT_EQ(cfg.http.host, "0.0.0.0");
   EXPECT_EQ(cfg.http.port, 1);
   EXPECT_EQ(cfg.http.ollama_listen, "127.0.0.1:11434");

@@ -185,5 +185,22 @@ TEST_F(Generation, DisconnectFreesTheSlot) {
   EXPECT_TRUE(freed);
 }
 
+// --no-repack (ModelOptions::repack false): the weights a packed layout exists for stay in the
+// mapped file and matmul reads them there; the model serves as with its packed copies.
+TEST(Loading, WithoutRepackingTheModelServesFromTheMappedFile) {
+  constexpr const char* kQ4 = "models/synth/synth-llama-Q4_0.gguf";
+  GGUFD_REQUIRE_SHARED(kQ4);
+  for (const bool repack : {false, true}) {
+    server::ServiceOptions o = test_options(kQ4);
+    o.model.repack = repack;
+    RunningService s(std::move(o));
+    ASSERT_TRUE(s.ready()) << s.service().load_error();
+    const HttpReply r = post_json(s.port(), "/v1/completions",
+                                  {{"prompt", "Once upon a time"}, {"max_tokens", 8}, {"temperature", 0}, {"ignore_eos", true}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.json()["usage"]["completion_tokens"], 8) << "repack " << repack << ": " << r.body;
+  }
+}
+
 }  // namespace
 }  // namespace ggufd::test

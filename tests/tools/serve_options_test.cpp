@@ -65,7 +65,9 @@ TEST_F(ServeOptionsTest, SingleModelIsTheCommandLineAsBefore) {
   EXPECT_EQ(row(o.model, "alias"), "x");
   EXPECT_EQ(row(o.model, "port"), "(missing)") << "server-wide rows are not a model's";
   EXPECT_EQ(o.model.settings.front().first, "model");
-  EXPECT_EQ(o.model.settings.size(), 25u);
+  EXPECT_EQ(o.model.settings.size(), 26u);
+  EXPECT_TRUE(o.model.repack);
+  EXPECT_EQ(row(o.model, "repack"), "true");
 }
 
 TEST_F(ServeOptionsTest, RouterOptionsFromTheRows) {

@@ -133,6 +133,7 @@ server::ModelOptions model_options(const config::ServeConfig& c) {
     o.chat_template_origin = "file " + c.model.chat_template_file;
   }
   o.pooling = c.model.pooling;
+  o.repack = c.model.repack;
   set_engine(c.engine, o.engine);
   set_speculation(c, o);
   set_sampling(c.sampling, o);
