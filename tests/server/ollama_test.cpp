@@ -251,18 +251,23 @@ TEST_F(Ollama, RefusedAndMalformed) {
   EXPECT_NE(ctx.headers.at("x-ggufd-ignored-fields").find("options.num_ctx"), std::string::npos);
 }
 
-// With a template that thinks (Qwen3's): capabilities say so, and think true or an effort is taken.
-TEST(OllamaThinking, ThinkingTemplate) {
-  GGUFD_REQUIRE_SHARED(kStories);
-  GGUFD_REQUIRE_SHARED("templates/Qwen-Qwen3-0.6B.jinja");
-  const auto s = start_service([](server::ServiceOptions& o) {
-    std::ifstream in(shared_path("templates/Qwen-Qwen3-0.6B.jinja"));
+// The stories model served with a shared chat template (a path below ../shared) and 1024 tokens.
+std::unique_ptr<RunningService> service_with_template(const std::string& shared_template) {
+  return start_service([&shared_template](server::ServiceOptions& o) {
+    std::ifstream in(shared_path(shared_template));
     std::stringstream ss;
     ss << in.rdbuf();
     o.model.chat_template = ss.str();
     o.model.chat_template_origin = "file";
     o.model.engine.n_ctx = 1024;
   });
+}
+
+// With a template that thinks (Qwen3's): capabilities say so, and think true or an effort is taken.
+TEST(OllamaThinking, ThinkingTemplate) {
+  GGUFD_REQUIRE_SHARED(kStories);
+  GGUFD_REQUIRE_SHARED("templates/Qwen-Qwen3-0.6B.jinja");
+  const auto s = service_with_template("templates/Qwen-Qwen3-0.6B.jinja");
   ASSERT_TRUE(s->ready()) << s->service().load_error();
   const json show = post_json(s->port(), "/api/show", {{"model", "stories"}}).json();
   EXPECT_EQ(show["capabilities"], json::array({"completion", "tools", "thinking"}));
@@ -282,14 +287,7 @@ TEST(OllamaThinking, ThinkingTemplate) {
 TEST(OllamaThinking, ThinkingOfATemplateThatOpensTheBlock) {
   GGUFD_REQUIRE_SHARED(kStories);
   GGUFD_REQUIRE_SHARED("templates/deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja");
-  const auto s = start_service([](server::ServiceOptions& o) {
-    std::ifstream in(shared_path("templates/deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    o.model.chat_template = ss.str();
-    o.model.chat_template_origin = "file";
-    o.model.engine.n_ctx = 1024;
-  });
+  const auto s = service_with_template("templates/deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja");
   ASSERT_TRUE(s->ready()) << s->service().load_error();
   const json show = post_json(s->port(), "/api/show", {{"model", "stories"}}).json();
   EXPECT_NE(std::find(show["capabilities"].begin(), show["capabilities"].end(), "thinking"), show["capabilities"].end())
