@@ -8,7 +8,6 @@
 #include <filesystem>
 
 #include "gguf/naming.h"
-#include "gguf/summary.h"
 #include "server/api/api_error.h"
 #include "server/api/keep_alive.h"
 #include "server/api/request_json.h"

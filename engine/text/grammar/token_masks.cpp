@@ -324,11 +324,15 @@ const TokenBits& TokenConstraint::allowed() {
   for (size_t k = 0; k < stacks.size(); ++k) {
     const auto stack = stacks.positions(k);
     if (stack.empty()) continue;  // complete: handled by the end-of-generation tokens below
-    one_.clear();
-    one_.add(stack, stacks.partial(k));
+    // this stack alone, for the walks of one stack (a grouped stack goes into group_ instead)
+    auto alone = [&]() -> const StackSet& {
+      one_.clear();
+      one_.add(stack, stacks.partial(k));
+      return one_;
+    };
     const CompiledGrammar::PositionMask* pm = stacks.partial(k) == 0 ? compiled_->at(stack.back()) : nullptr;
     if (pm == nullptr) {  // inside a character: few tokens can continue it; walk them all
-      walk_vocab(automaton_, vocab, one_, false, mask_, nullptr);
+      walk_vocab(automaton_, vocab, alone(), false, mask_, nullptr);
       continue;
     }
     if (std::find(tops_done_.begin(), tops_done_.end(), stack.back()) == tops_done_.end()) {
@@ -340,7 +344,7 @@ const TokenBits& TokenConstraint::allowed() {
     }
     if (pm->uncertain.empty()) continue;
     if (!grouped) {
-      add_uncertain(one_, pm->uncertain);
+      add_uncertain(alone(), pm->uncertain);
       continue;
     }
     // A token uncertain for one stack and refused by another's top is refused by that whole
