@@ -46,6 +46,7 @@ struct HttpConfig {
   int shutdown_grace = 30;          // seconds in-flight requests get on SIGTERM
   bool strict_api = false;          // unknown request fields and other model ids: errors, not ignored
   bool keep_billing_header = false; // /v1/messages: keep Claude Code's nonce block in the system prompt
+  bool webui = true;                // the chat page at / (webui/)
   std::string ollama_listen;        // HOST:PORT of a second listener (Ollama's port); "": none
 };
 

@@ -84,6 +84,9 @@ std::vector<Setting> http_settings(HttpConfig& h) {
       {"strict-api", "--strict-api", g, "http",
        "refuse unknown request fields (400) and model ids other than the served one (404) instead of ignoring them",
        &h.strict_api},
+      {"webui", "--webui,!--no-webui", g, "http",
+       "serve the chat page at / to browsers (other clients get Ollama's \"ggufd is running\"; default: on)",
+       &h.webui},
       {"keep-billing-header", "--keep-billing-header", g, "http",
        "leave Claude Code's per-request x-anthropic-billing-header block in /v1/messages' system prompt (by default "
        "it is dropped: its nonce would defeat the prefix cache on every turn)",

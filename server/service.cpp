@@ -170,6 +170,7 @@ void Service::start() {
   add_responses_routes(d.router, models);
   add_messages_routes(d.router, models);
   add_ollama_routes(d.router, models);
+  add_root_routes(d.router, d.options.webui);
   d.http = std::make_unique<HttpServer>(d.io, d.router, d.options.http,
                                         [&d](const AccessRecord& r) { d.log_access(r); });
   d.http->start();

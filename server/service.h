@@ -82,6 +82,7 @@ struct ServiceOptions {
   int64_t request_timeout_s = 600;
   int shutdown_grace_s = 30;
   bool metrics = true;
+  bool webui = true;                  // the chat page at / for browsers (--no-webui: off)
   int io_threads = 1;
   int work_threads = 2;               // CPU work of requests (parsing, templates, tokenizing)
   int work_queue = 64;                // requests being prepared at most; more: 503 server_busy

@@ -2,6 +2,7 @@
 
 #include <exception>
 
+#include "engine/model/arch.h"
 #include "gguf/file_set.h"
 #include "gguf/summary.h"
 #include "gguf/types.h"
@@ -33,6 +34,8 @@ FileFacts file_facts(const gguf::FileSet& files) {
   f.size_label = sum.size_label;
   f.quantization = quantization_of(sum);
   if (auto name = files.first().find_string("general.name")) f.name = std::string(*name);
+  const engine::ArchTraits* traits = engine::find_arch(f.architecture);
+  f.generates = traits == nullptr || !traits->encoder;
   if (!f.architecture.empty()) {
     if (auto n = files.first().find_u64(f.architecture + ".context_length")) f.context_length = static_cast<int64_t>(*n);
   }

@@ -19,6 +19,7 @@ struct FileFacts {
   std::string quantization;    // general.file_type's name without MOSTLY_ / ALL_ ("Q4_K_M"), else
                                // the type of the tensors holding the most bytes ("F32")
   int64_t context_length = 0;  // <architecture>.context_length, 0 when absent
+  bool generates = true;       // not an encoder (an embedding or rerank model); unknown architectures: true
 };
 
 // Throws gguf's errors on a key of the wrong type.

@@ -24,7 +24,9 @@ void add_chat_completions_routes(Router& router, ModelRegistry& models);
 void add_responses_routes(Router& router, ModelRegistry& models);
 void add_messages_routes(Router& router, ModelRegistry& models);
 void add_embeddings_routes(Router& router, ModelRegistry& models);
-// Ollama's API (/, /api/version, /api/chat, /api/generate, /api/embed, /api/embeddings) and, through
+// GET / (the chat page for browsers when `webui`, else Ollama's "is running") and GET /webui/{file}.
+void add_root_routes(Router& router, bool webui);
+// Ollama's API (/api/version, /api/chat, /api/generate, /api/embed, /api/embeddings) and, through
 // add_ollama_model_routes, its model endpoints (/api/tags, /api/ps, /api/show).
 void add_ollama_routes(Router& router, ModelRegistry& models);
 void add_ollama_model_routes(Router& router, ModelRegistry& models);

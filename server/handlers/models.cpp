@@ -23,7 +23,11 @@ nlohmann::json model_object(const ModelStatus& m) {
   if (m.facts.n_params > 0) o["parameters"] = m.facts.n_params;
   if (!m.facts.quantization.empty()) o["quantization"] = m.facts.quantization;
   if (m.facts.context_length > 0) o["context_length"] = m.facts.context_length;
-  if (m.kind.is_object()) o.update(m.kind);
+  if (m.kind.is_object()) {
+    o.update(m.kind);
+  } else if (!m.facts.architecture.empty()) {  // not loaded: what its architecture serves
+    o["capabilities"] = m.facts.generates ? nlohmann::json{"completion", "chat"} : nlohmann::json{"embeddings"};
+  }
   return o;
 }
 

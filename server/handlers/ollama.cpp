@@ -1,4 +1,4 @@
-// Ollama's API over the request core: GET|HEAD / (a liveness text), GET /api/version, POST
+// Ollama's API over the request core (its liveness answer at / is in webui.cpp): GET /api/version, POST
 // /api/chat and /api/generate (NDJSON streams, application/x-ndjson, or one object), POST
 // /api/embed and the legacy /api/embeddings. Errors are Ollama's {"error": "..."}; bodies need no
 // Content-Type (Ollama's clients and curl -d send none or a form type). The model endpoints are
@@ -95,20 +95,11 @@ net::awaitable<HttpResponse> ollama_embed(ModelRegistry& models, bool legacy, Ht
   co_return response;
 }
 
-net::awaitable<HttpResponse> running(HttpRequest& req, RequestContext&) {
-  HttpResponse r;
-  r.content_type = "text/plain; charset=utf-8";
-  if (req.method != "HEAD") r.body = "ggufd is running";
-  co_return r;
-}
-
 }  // namespace
 
 void add_ollama_routes(Router& router, ModelRegistry& models) {
   const RouteOptions options = RouteOptions{}.with_errors(ollama_error_json);
   RouteOptions open = RouteOptions::open().with_errors(ollama_error_json);
-  router.add("GET", "/", running, open);
-  router.add("HEAD", "/", running, open);
   router.add("GET", "/api/version", [](HttpRequest&, RequestContext&) -> net::awaitable<HttpResponse> {
     co_return HttpResponse::json(200, nlohmann::json{{"version", GGUFD_VERSION}}.dump());
   }, open);

@@ -153,7 +153,7 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
                                  "--body-limit", "2048", "--header-limit", "4K", "--tokenize-limit", "3K",
                                  "--max-json-depth", "16", "--header-timeout", "4", "--read-timeout", "5",
                                  "--idle-timeout", "6", "--request-timeout", "7", "--max-connections", "8",
-                                 "--shutdown-grace", "9", "--strict-api", "--keep-billing-header", "--threads", "2", "--ctx-size", "128", "--parallel", "3",
+                                 "--shutdown-grace", "9", "--strict-api", "--no-webui", "--keep-billing-header", "--threads", "2", "--ctx-size", "128", "--parallel", "3",
                                  "--queue-limit", "4", "--prefill-chunk", "32", "--kv-type", "f32", "--cache-ram", "64",
                                  "--cache-dir", "/tmp/kv", "--cache-dir-size", "512", "--model-draft", m, "--no-repack", "--spec", "draft", "--draft-max", "8", "--draft-min", "2",
                                  "--temperature", "0", "--top-p", "0.5", "--top-k", "5", "--min-p", "0.1",
@@ -182,6 +182,7 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
   EXPECT_EQ(cfg.http.max_connections, 8);
   EXPECT_EQ(cfg.http.shutdown_grace, 9);
   EXPECT_TRUE(cfg.http.strict_api);
+  EXPECT_FALSE(cfg.http.webui);
   EXPECT_TRUE(cfg.http.keep_billing_header);
   EXPECT_EQ(cfg.sampling.reasoning_effort, "none");
   EXPECT_EQ(cfg.model.pooling, "mean");
