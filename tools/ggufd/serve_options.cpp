@@ -161,6 +161,7 @@ server::ServiceOptions service_options(const config::ServeConfig& c) {
   o.model = model_options(c);
   set_http(c.http, o);
   o.metrics = c.log.metrics;
+  o.webui = c.http.webui;
   set_router(c, o);
   return o;
 }
