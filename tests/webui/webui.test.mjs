@@ -5,7 +5,8 @@
 // output holding <script> and event handlers stays text, and the API-key prompt works.
 // GGUFD_WEBUI_SCREENSHOTS=DIR saves the main views there (docs/ holds the README's).
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, symlinkSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer, request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { test, after } from 'node:test';
@@ -189,6 +190,189 @@ test('a server with --api-key: the page asks for the key once and keeps it', asy
     assert.deepEqual(page.problems.filter((p) => !/401/.test(p)), []);
   } finally {
     assert.equal(await keyed.stop(), 0);
+  }
+});
+
+// Answers POST v1/chat/completions in the page with `deltas` as a stream, and records the request
+// bodies it was sent.
+async function fakeAnswers(page, deltas) {
+  const sent = [];
+  await page.setRequestInterception(true);
+  page.on('request', (req) => {
+    if (!req.url().endsWith('/v1/chat/completions')) return req.continue();
+    sent.push(JSON.parse(req.postData()));
+    const chunk = (delta) => `data: ${JSON.stringify({ choices: [{ index: 0, delta }] })}\n\n`;
+    const usage = { prompt_tokens: 30, completion_tokens: 5, total_tokens: 35, prompt_tokens_details: { cached_tokens: 12 } };
+    const body = deltas.map(chunk).join('') + `data: ${JSON.stringify({ choices: [], usage })}\n\n` + 'data: [DONE]\n\n';
+    return req.respond({ status: 200, contentType: 'text/event-stream', body });
+  });
+  return sent;
+}
+
+test('settings and attached files reach the request; reasoning and tool calls are shown as such', async () => {
+  const page = await openPage();
+  await page.select('#model', 'stories');
+  const sent = await fakeAnswers(page, [
+    { role: 'assistant', reasoning_content: 'The user wants ' }, { reasoning_content: 'the weather.' },
+    { content: 'Let me look.' },
+    { tool_calls: [{ index: 0, id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{"city":' } }] },
+    { tool_calls: [{ index: 0, function: { arguments: '"Paris"}' } }] }]);
+  await page.click('#settings-button');
+  await page.waitForSelector('#settings[open]');
+  await page.type('#system-prompt', 'You are terse.');
+  await page.type('input[name="temperature"]', '0.3');
+  await page.type('input[name="max_tokens"]', '7');
+  await page.click('#settings-save');
+  const file = join(dir, 'notes.txt');
+  writeFileSync(file, 'line one\nline two\n');
+  await (await page.$('#attach-file')).uploadFile(file);
+  await page.waitForFunction(() => document.querySelector('#attachments').textContent.includes('notes.txt'));
+  await ask(page, 'Weather?');
+  const body = sent.at(-1);
+  assert.deepEqual(body.messages[0], { role: 'system', content: 'You are terse.' });
+  assert.equal(body.messages[1].role, 'user');
+  assert.ok(body.messages[1].content.startsWith('Weather?'), body.messages[1].content);
+  assert.ok(body.messages[1].content.includes('notes.txt') && body.messages[1].content.includes('line one\nline two'));
+  assert.equal(body.temperature, 0.3);
+  assert.equal(body.max_tokens, 7);
+  assert.equal(body.stream, true);
+  assert.equal(body.model, 'stories');
+  const shown = await page.$eval('.message.assistant:last-of-type', (e) => ({
+    reasoning: e.querySelector('details.reasoning .reasoning-text')?.textContent,
+    open: e.querySelector('details.reasoning')?.open,
+    content: e.querySelector('.content').textContent,
+    tool: e.querySelector('.tool-call')?.textContent, figures: e.querySelector('.figures')?.textContent }));
+  assert.equal(shown.reasoning, 'The user wants the weather.');
+  assert.equal(shown.open, false, 'reasoning is collapsed once the answer is done');
+  assert.equal(shown.content.trim(), 'Let me look.');
+  assert.equal(shown.tool, 'Tool call: get_weather{"city":"Paris"}');
+  assert.match(shown.figures, /5 tokens · context 35 \/ 2048 · 12 prompt tokens cached/);
+  assert.equal(await page.$eval('.message.user ul.attached', (e) => e.textContent), '📎 notes.txt');
+  // The settings stay with the conversation: the next request carries them too.
+  await ask(page, 'And tomorrow?');
+  assert.equal(sent.at(-1).temperature, 0.3);
+  assert.equal(sent.at(-1).messages.length, 4);
+  assert.deepEqual(page.problems, []);
+});
+
+test('regenerate, edit and resend, branch', async () => {
+  const page = await openPage();
+  await page.select('#model', 'stories');
+  const sent = await fakeAnswers(page, [{ role: 'assistant', content: 'An answer.' }]);
+  await ask(page, 'First question');
+  await ask(page, 'Second question');
+  const count = () => page.$$eval('.message', (l) => l.length);
+  assert.equal(await count(), 4);
+  // Regenerate the last answer: the same request again, the conversation no longer.
+  await page.click('.message.assistant:last-of-type .actions button:last-child');
+  await page.waitForFunction(() => !document.querySelector('.message.streaming'));
+  assert.equal(sent.length, 3);
+  assert.deepEqual(sent[2].messages, sent[1].messages);
+  assert.equal(await count(), 4);
+  // Edit the first question and send it: what followed it is replaced.
+  const edit = await page.$$('.message.user .actions button');
+  await edit[1].click();
+  await page.waitForSelector('.message.user textarea.edit');
+  await page.$eval('.message.user textarea.edit', (e) => { e.value = 'First question, edited'; });
+  await page.click('.message.user .editing .actions button:last-child');
+  await page.waitForFunction(() => document.querySelectorAll('.message').length === 2 &&
+                                   !document.querySelector('.message.streaming'));
+  assert.deepEqual(sent.at(-1).messages.map((m) => m.content), ['First question, edited']);
+  // Branch from the answer: a new conversation with the same two messages.
+  await page.click('.message.assistant .actions button:nth-child(3)');
+  await page.waitForFunction(() => document.querySelectorAll('#conversations li').length === 2);
+  assert.match(await page.$eval('#conversations li.current', (e) => e.textContent), /\(branch\)/);
+  assert.equal(await count(), 2);
+  assert.deepEqual(page.problems, []);
+});
+
+test('conversations: search, rename, delete, export and import', async () => {
+  const page = await openPage();
+  const conversations = ['apples', 'pears', 'plums'].map((fruit, i) => ({
+    id: `c${i}`, title: '', created: i, updated: i, model: 'stories', system: '', params: {},
+    messages: [{ id: `m${i}`, role: 'user', content: `About ${fruit}` }, { id: `a${i}`, role: 'assistant', content: `${fruit} are fruit` }] }));
+  await page.evaluate((list) => {
+    for (const c of list) localStorage.setItem(`ggufd.conversation.${c.id}`, JSON.stringify(c));
+  }, conversations);
+  await page.reload({ waitUntil: 'networkidle0' });
+  const titles = () => page.$$eval('#conversations li .open', (l) => l.map((e) => e.textContent));
+  assert.deepEqual(await titles(), ['About plums', 'About pears', 'About apples']);
+  await page.type('#search', 'PEAR');
+  assert.deepEqual(await titles(), ['About pears']);
+  await page.$eval('#search', (e) => { e.value = ''; e.dispatchEvent(new Event('input')); });
+  // rename the first
+  await page.click('#conversations li:first-child button[title="Rename"]');
+  await page.$eval('#conversations li:first-child input', (e) => { e.value = 'Plum notes'; });
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => document.querySelector('#conversations li .open')?.textContent === 'Plum notes');
+  // delete the last (confirm answered yes)
+  page.once('dialog', (d) => d.accept());
+  await page.click('#conversations li:last-child button[title="Delete"]');
+  await page.waitForFunction(() => document.querySelectorAll('#conversations li').length === 2);
+  assert.deepEqual(await titles(), ['Plum notes', 'About pears']);
+  // export: what the download link holds (its click is caught: headless Chromium has no save dialog)
+  await page.evaluate(() => {
+    window.downloads = [];
+    const createObjectURL = URL.createObjectURL;
+    URL.createObjectURL = (blob) => { window.downloads.push({ blob }); return createObjectURL(blob); };
+    HTMLAnchorElement.prototype.click = function click() { window.downloads.at(-1).name = this.download; };
+  });
+  await page.click('#export');
+  const download = await page.evaluate(async () => ({ name: window.downloads[0]?.name,
+                                                      text: await window.downloads[0]?.blob.text() }));
+  assert.match(download.name ?? '', /^ggufd-conversations-\d{4}-\d\d-\d\d\.json$/);
+  const exported = JSON.parse(download.text);
+  const downloads = mkdtempSync(join(tmpdir(), 'ggufd-webui-dl-'));
+  assert.ok(exported, 'an export was downloaded');
+  assert.deepEqual(exported.conversations.map((c) => c.title || c.messages[0].content).sort(), ['About pears', 'Plum notes']);
+  // import into an empty browser: both come back, and a crafted file cannot plant fields
+  const fresh = await openPage();
+  exported.conversations[0].messages[1].onload = 'x';
+  exported.conversations[0].evil = '<img src=x onerror=alert(1)>';
+  const file = join(downloads, 'import.json');
+  writeFileSync(file, JSON.stringify(exported));
+  await (await fresh.$('#import-file')).uploadFile(file);
+  await fresh.waitForFunction(() => document.querySelectorAll('#conversations li').length === 2);
+  const stored = await fresh.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith('ggufd.conversation.'))
+    .map((k) => JSON.parse(localStorage.getItem(k))));
+  assert.equal(stored.length, 2);
+  for (const c of stored) {
+    assert.equal(c.evil, undefined);
+    for (const m of c.messages) assert.equal(m.onload, undefined);
+  }
+  // a file that is not an export is refused with a message
+  writeFileSync(file, '{"nope": 1}');
+  await (await fresh.$('#import-file')).uploadFile(file);
+  await fresh.waitForFunction(() => /Import failed/.test(document.querySelector('#model-status').textContent));
+  assert.deepEqual(page.problems, []);
+  assert.deepEqual(fresh.problems, []);
+});
+
+test('behind a path prefix (a proxy that maps /ggufd/ to the server)', async () => {
+  const upstream = new URL(server.base);
+  const proxy = createServer((req, res) => {
+    if (!req.url.startsWith('/ggufd/')) {
+      res.writeHead(404).end('not under /ggufd/');
+      return;
+    }
+    const forward = httpRequest({ host: upstream.hostname, port: upstream.port, method: req.method,
+                                  path: req.url.slice('/ggufd'.length), headers: req.headers }, (up) => {
+      res.writeHead(up.statusCode, up.headers);
+      up.pipe(res);
+    });
+    req.pipe(forward);
+  });
+  await new Promise((ok) => proxy.listen(0, '127.0.0.1', ok));
+  try {
+    const page = await openPage(`http://127.0.0.1:${proxy.address().port}/ggufd`);
+    await page.waitForFunction(() => document.querySelectorAll('#model option').length === 2);
+    await page.select('#model', 'stories');
+    await ask(page, 'Once upon a time');
+    assert.ok((await lastAnswer(page)).text.length > 10);
+    assert.deepEqual(page.problems, []);
+  } finally {
+    proxy.closeAllConnections();
+    proxy.close();
   }
 });
 

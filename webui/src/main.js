@@ -133,6 +133,7 @@ async function generate(conv) {
   renderMessages();
   const list = $('messages');
   const el = list.querySelector(`[data-id="${msg.id}"]`);
+  updateMessageView(el, msg, actions, isLast, true);  // no actions until the answer is done
   const controller = new AbortController();
   state.running = { controller, conv, msg, el };
   setRunning(true);

@@ -6,9 +6,17 @@ import DOMPurify from 'dompurify';
 import hljs from 'highlight.js';
 import katex from 'katex';
 
+// KaTeX writes a console warning for each character its fonts lack (any script but Latin and
+// Greek); the text is still shown, so those warnings are dropped rather than repeated per chunk.
 function math(tex, displayMode) {
-  return katex.renderToString(tex, { displayMode, throwOnError: false, strict: 'ignore', maxSize: 50,
-                                     maxExpand: 1000, trust: false });
+  const warn = console.warn;
+  console.warn = () => {};
+  try {
+    return katex.renderToString(tex, { displayMode, throwOnError: false, strict: 'ignore', maxSize: 50,
+                                       maxExpand: 1000, trust: false });
+  } finally {
+    console.warn = warn;
+  }
 }
 
 // Marked extensions: tried before marked's own rules, so `\[` is math rather than an escape.
