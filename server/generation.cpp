@@ -104,6 +104,7 @@ void TokenTimer::on_token() {
   } else {
     metrics_.observe_token_latency(std::chrono::duration<double>(now - last_).count());
   }
+  stats_.last_token_ms = std::chrono::duration<double, std::milli>(now - start_).count();
   last_ = now;
 }
 
@@ -162,6 +163,8 @@ UsageTotals usage_totals(RequestStats& stats, const std::vector<engine::Usage>& 
   }
   stats.prompt_tokens = u.prompt_tokens;
   stats.completion_tokens = u.completion_tokens;
+  u.ttft_ms = stats.ttft_ms;
+  u.last_token_ms = stats.last_token_ms;
   return u;
 }
 

@@ -107,6 +107,7 @@ struct RequestStats {
   int64_t prompt_tokens = -1;
   int64_t completion_tokens = -1;
   double ttft_ms = -1;            // time to first generated token
+  double last_token_ms = -1;      // time to the last generated token (so far)
 };
 
 // What a handler may use besides the request.

@@ -175,6 +175,9 @@ void Service::start() {
                                         [&d](const AccessRecord& r) { d.log_access(r); });
   d.http->start();
   spdlog::info("listening on http://{}:{}", d.options.http.host, d.http->port());
+  if (d.options.webui) {
+    spdlog::info("chat page: open http://{}:{}/ in a browser (--no-webui: off)", d.options.http.host, d.http->port());
+  }
   if (!d.options.second_host.empty()) {
     HttpOptions second = d.options.http;
     second.host = d.options.second_host;

@@ -107,6 +107,36 @@ TEST_F(Generation, StreamedCompletionChunksAndUsage) {
   EXPECT_EQ(streamed_text(r), plain["choices"][0]["text"].get<std::string>());
 }
 
+// llama-server's `timings` (the web page's tokens/s): on the streamed usage chunk and the whole
+// response; predicted_n counts every generated token, the rates match the counts and times.
+TEST_F(Generation, ChatCompletionTimings) {
+  const json body = {{"messages", {{{"role", "user"}, {"content", "Tell a story"}}}}, {"max_tokens", 8},
+                     {"temperature", 0}};
+  json streamed = body;
+  streamed["stream"] = true;
+  streamed["stream_options"] = {{"include_usage", true}};
+  const HttpReply r = post_json(port(), "/v1/chat/completions", streamed);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto events = r.events();
+  ASSERT_GE(events.size(), 3u);
+  const json last = json::parse(events[events.size() - 2]);
+  const json whole = post_json(port(), "/v1/chat/completions", body).json();
+  for (const json& j : {last, whole}) {
+    const json& t = j["timings"];
+    ASSERT_TRUE(t.is_object()) << j.dump();
+    EXPECT_EQ(t["predicted_n"], 8) << t.dump();
+    EXPECT_EQ(t["prompt_n"].get<int64_t>() + t["cache_n"].get<int64_t>(), j["usage"]["prompt_tokens"]) << j.dump();
+    EXPECT_GT(t["prompt_ms"].get<double>(), 0) << t.dump();
+    EXPECT_GE(t["predicted_ms"].get<double>(), 0) << t.dump();
+    if (t["predicted_ms"].get<double>() > 0) {
+      EXPECT_NEAR(t["predicted_per_second"].get<double>(), 7 * 1000 / t["predicted_ms"].get<double>(), 1e-6);
+    }
+    EXPECT_NEAR(t["prompt_per_second"].get<double>(),
+                t["prompt_n"].get<double>() * 1000 / t["prompt_ms"].get<double>(), 1e-6);
+  }
+  for (size_t i = 0; i + 2 < events.size(); ++i) EXPECT_FALSE(json::parse(events[i]).contains("timings")) << events[i];
+}
+
 TEST_F(Generation, ChatCompletionWithFallbackTemplate) {
   const HttpReply r = post_json(port(), "/v1/chat/completions",
                                 {{"model", "stories"}, {"messages", {{{"role", "user"}, {"content", "Tell a story"}}}},

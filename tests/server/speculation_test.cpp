@@ -67,6 +67,7 @@ json answer(uint16_t port, const std::string& endpoint, const json& body) {
   j.erase("id");
   j.erase("created");
   j.erase("system_fingerprint");
+  j.erase("timings");
   for (json& c : j["choices"]) {  // tool call ids are made up per call
     if (c.contains("message") && c["message"].contains("tool_calls")) {
       for (json& t : c["message"]["tool_calls"]) t.erase("id");

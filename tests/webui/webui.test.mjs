@@ -80,16 +80,22 @@ test('the page loads without console errors and lists the chat models only', asy
 test('an answer streams in with its figures, and the conversation survives a reload', async () => {
   const page = await openPage();
   await page.select('#model', 'stories');
+  await page.click('#settings-button');
+  await page.type('input[name="max_tokens"]', '60');
+  await page.click('#settings-save');
   await ask(page, 'Once upon a time');
   const answer = await lastAnswer(page);
   assert.ok(answer.text.length > 20, answer.text);
-  assert.match(answer.figures, /tokens\/s · first token \d+ ms · \d+ tokens · context \d+ \/ 2048/);
+  const figures = /tokens\/s · first token \d+ ms · (\d+) tokens · context (\d+) \/ 2048/.exec(answer.figures);
+  assert.ok(figures, answer.figures);
+  assert.ok(Number(figures[1]) <= 60 && Number(figures[2]) > Number(figures[1]), answer.figures);
   await page.reload({ waitUntil: 'networkidle0' });
   await page.waitForSelector('.message.assistant');
   assert.equal((await lastAnswer(page)).text, answer.text);
   assert.equal(await page.$eval('#conversations li.current .open', (e) => e.textContent), 'Once upon a time');
   assert.equal(await page.$eval('.message.user .content', (e) => e.textContent), 'Once upon a time');
   assert.deepEqual(page.problems, []);
+  if (shots) await page.screenshot({ path: join(shots, 'webui-chat.png') });
 });
 
 test('Stop ends a streaming answer', async () => {
@@ -166,7 +172,6 @@ test('model output with <script>, event handlers and javascript: links stays tex
   assert.equal(shown.code.trim(), 'const x = "<script>";');
   assert.equal(shown.math, 1, 'math is typeset');
   assert.deepEqual(page.problems, []);
-  if (shots) await page.screenshot({ path: join(shots, 'webui-chat.png') });
 });
 
 test('a server with --api-key: the page asks for the key once and keeps it', async () => {
@@ -253,6 +258,30 @@ test('settings and attached files reach the request; reasoning and tool calls ar
   assert.equal(sent.at(-1).temperature, 0.3);
   assert.equal(sent.at(-1).messages.length, 4);
   assert.deepEqual(page.problems, []);
+});
+
+test('Markdown: highlighted code with a copy button, tables, math', async () => {
+  const page = await openPage();
+  await page.select('#model', 'stories');
+  const answer = 'Here is **Euler**: $e^{i\\pi} + 1 = 0$, and the sum\n\n$$\\sum_{k=1}^{n} k = \\frac{n(n+1)}{2}$$\n\n' +
+                 '| n | sum |\n|---|---|\n| 3 | 6 |\n| 4 | 10 |\n\n```python\ndef total(n):\n    return n * (n + 1) // 2\n```\n';
+  await fakeAnswers(page, [{ role: 'assistant', reasoning_content: 'Gauss summed 1..100 as 50 pairs of 101.' },
+                           ...[...answer.matchAll(/.{1,9}/gs)].map((m) => ({ content: m[0] }))]);
+  await page.evaluate(() => { window.copied = []; navigator.clipboard.writeText = async (t) => { window.copied.push(t); }; });
+  await ask(page, 'What is the sum of 1..n?');
+  const shown = await page.$eval('.message.assistant:last-of-type .content', (e) => ({
+    cells: [...e.querySelectorAll('td')].map((c) => c.textContent), math: e.querySelectorAll('.katex').length,
+    display: e.querySelectorAll('.katex-display').length, keywords: e.querySelectorAll('pre code .hljs-keyword').length,
+    strong: e.querySelector('strong')?.textContent }));
+  assert.deepEqual(shown.cells, ['3', '6', '4', '10']);
+  assert.equal(shown.math, 2);
+  assert.equal(shown.display, 1);
+  assert.ok(shown.keywords >= 2, 'python is highlighted');
+  assert.equal(shown.strong, 'Euler');
+  await page.click('.message.assistant:last-of-type pre .copy-code');
+  assert.deepEqual(await page.evaluate(() => window.copied), ['def total(n):\n    return n * (n + 1) // 2\n']);
+  assert.deepEqual(page.problems, []);
+  if (shots) await page.screenshot({ path: join(shots, 'webui-markdown.png') });
 });
 
 test('regenerate, edit and resend, branch', async () => {
@@ -378,12 +407,19 @@ test('behind a path prefix (a proxy that maps /ggufd/ to the server)', async () 
 
 test('dark theme and a phone-sized layout', async () => {
   const page = await openPage(server.base, { width: 390, height: 800, isMobile: true, hasTouch: true });
+  await page.evaluate(() => localStorage.setItem('ggufd.conversation.p1', JSON.stringify({
+    id: 'p1', title: '', created: 1, updated: 1, model: 'stories', system: '', params: {},
+    messages: [{ id: 'u', role: 'user', content: 'Sum 1..n in Python?' },
+               { id: 'a', role: 'assistant', model: 'stories', content: 'Use Gauss: $n(n+1)/2$.\n\n```python\ndef total(n):\n    return n * (n + 1) // 2\n```' }] })));
+  await page.reload({ waitUntil: 'networkidle0' });
+  await page.waitForSelector('.message.assistant pre');
   await page.click('#theme');
   const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
   assert.notEqual(bg, 'rgb(255, 255, 255)');
   assert.equal(await page.$eval('#sidebar', (e) => e.getBoundingClientRect().right <= 0), true, 'the list is hidden');
+  assert.equal(await page.evaluate(() => document.documentElement.scrollWidth), 390, 'nothing wider than the phone');
+  if (shots) await page.screenshot({ path: join(shots, 'webui-phone-dark.png') });
   await page.click('#open-sidebar');
   await page.waitForFunction(() => document.querySelector('#sidebar').getBoundingClientRect().left >= 0);
   assert.deepEqual(page.problems, []);
-  if (shots) await page.screenshot({ path: join(shots, 'webui-phone-dark.png') });
 });

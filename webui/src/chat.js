@@ -27,6 +27,7 @@ export async function streamAnswer(conv, msg, model, signal, update) {
   const started = performance.now();
   let first = 0;
   let usage = null;
+  let timings = null;  // the server's own (llama-server's shape): exact where the network batches chunks
   let chunks = 0;
   const calls = [];
   try {
@@ -34,6 +35,7 @@ export async function streamAnswer(conv, msg, model, signal, update) {
     for await (const ev of events(res)) {
       if (ev.error) throw new Error(ev.error.message ?? String(ev.error));
       if (ev.usage) usage = ev.usage;
+      if (ev.timings) timings = ev.timings;
       const delta = ev.choices?.[0]?.delta;
       if (!delta) continue;
       if (delta.reasoning_content) msg.reasoning = (msg.reasoning ?? '') + delta.reasoning_content;
@@ -54,16 +56,21 @@ export async function streamAnswer(conv, msg, model, signal, update) {
     if (e.name !== 'AbortError') throw e;
     msg.stopped = true;
   } finally {
-    msg.stats = await figures(model, started, first, performance.now(), usage, chunks);
+    msg.stats = await figures(model, started, first, performance.now(), usage, timings, chunks);
   }
 }
 
-async function figures(model, started, first, ended, usage, chunks) {
+// Time to first token and tokens/s as the server measured them when it says (timings), else as
+// this page saw the chunks arrive.
+async function figures(model, started, first, ended, usage, timings, chunks) {
   const s = {};
   if (first) s.ttft_ms = first - started;
   const generated = usage?.completion_tokens ?? chunks;
   if (usage) s.completion_tokens = usage.completion_tokens;
   if (first && generated > 1 && ended > first) s.tokens_per_second = (generated - 1) / ((ended - first) / 1000);
+  if (timings && timings.predicted_n > 1 && timings.predicted_per_second > 0) {
+    s.tokens_per_second = timings.predicted_per_second;
+  }
   if (usage) {
     s.context_used = usage.prompt_tokens + usage.completion_tokens;
     const cached = usage.prompt_tokens_details?.cached_tokens;

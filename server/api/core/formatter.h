@@ -32,6 +32,8 @@ struct UsageTotals {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   int64_t cached_tokens = 0;  // prompt tokens taken from the prefix cache
+  double ttft_ms = -1;        // from the request's start to its first generated token (-1: none)
+  double last_token_ms = -1;  // ... to its last generated token
 };
 
 // Thread-safety: one call at a time (a formatter is built per request and used from the

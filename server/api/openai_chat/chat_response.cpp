@@ -164,6 +164,7 @@ std::string ChatFormatter::stream_close(const UsageTotals& usage, bool failed) c
   if (request_->params.include_usage && !failed) {
     json c = chunk(json::array());
     c["usage"] = openai_usage_json(usage);
+    if (const json t = openai_timings_json(usage); !t.is_null()) c["timings"] = t;
     out += sse_data(c);
   }
   return out + "data: [DONE]\n\n";
@@ -180,8 +181,10 @@ json ChatFormatter::response(const std::vector<ChoiceResult>& choices, const Usa
                    {"logprobs", request_->params.n_logprobs >= 0 ? logprobs(c.tokens) : json(nullptr)},
                    {"finish_reason", finish_name(c.reason, has_calls)}});
   }
-  return {{"id", id_}, {"object", "chat.completion"}, {"created", created_}, {"model", app_.model_id},
-          {"system_fingerprint", "ggufd"}, {"choices", std::move(out)}, {"usage", openai_usage_json(usage)}};
+  json body = {{"id", id_}, {"object", "chat.completion"}, {"created", created_}, {"model", app_.model_id},
+               {"system_fingerprint", "ggufd"}, {"choices", std::move(out)}, {"usage", openai_usage_json(usage)}};
+  if (json t = openai_timings_json(usage); !t.is_null()) body["timings"] = std::move(t);
+  return body;
 }
 
 }  // namespace server
