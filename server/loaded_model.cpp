@@ -7,10 +7,12 @@
 #include <cstdio>
 
 #include <chrono>
+#include <future>
 
 #include "engine/kernels/cpu_features.h"
 #include "engine/kernels/dispatch.h"
 #include "engine/model/arch.h"
+#include "gguf/file_set.h"
 #include "server/api/chat_prompt.h"
 
 namespace server {
@@ -173,6 +175,32 @@ void log_memory(const LoadedModel& m, const ModelOptions& o) {
   }
 }
 
+// The model's text side, from its file's metadata alone: tokenizer, chat template (and where it
+// came from), what the template does, and the vocabulary constrained decoding masks.
+struct TextParts {
+  engine::Tokenizer tokenizer;
+  std::string template_text;
+  std::string template_source;
+  engine::ChatTemplate chat_template;
+  ChatFeatures features;
+  std::unique_ptr<engine::grammar::GrammarCache> grammars;
+  double build_ms = 0;
+};
+
+TextParts build_text_parts(const ModelOptions& o) {
+  const auto start = Clock::now();
+  const gguf::FileSet files = gguf::FileSet::open(o.path);  // the header again: cheap, pages shared
+  engine::Tokenizer tokenizer = engine::Tokenizer::from_gguf(files.first());
+  std::string source;
+  std::string text = pick_template(o, files.first(), source);
+  engine::ChatTemplate tmpl = engine::ChatTemplate::parse(text, template_options());
+  const ChatFeatures features = detect_chat_features(tmpl, &tokenizer);
+  auto grammars = std::make_unique<engine::grammar::GrammarCache>(
+      engine::grammar::TokenVocab::from_tokenizer(tokenizer, features.marker_tokens));
+  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  return {std::move(tokenizer), std::move(text), std::move(source), std::move(tmpl), features, std::move(grammars), ms};
+}
+
 void fill_settings(ServeSettings& s, const ModelOptions& o, const engine::SchedulerOptions& so) {
   s.n_ctx = so.n_ctx;
   s.n_slots = so.n_slots;
@@ -212,11 +240,17 @@ std::unique_ptr<LoadedModel> load_model(const ModelOptions& o, const std::string
   app.work = shared.work;
   app.responses = shared.responses;
   app.settings = shared.settings;
+  // The text side needs the file's metadata only: it is built on a second thread while this one
+  // reads (and repacks) the weights, which mostly waits on the disk.
+  std::future<TextParts> text = std::async(std::launch::async, [&o] { return build_text_parts(o); });
   m->model.emplace(engine::Model::load(o.path, o.repack));
   if (progress) m->model->page_in(progress);
-  m->tokenizer.emplace(engine::Tokenizer::from_gguf(m->model->file()));
-  const std::string tmpl = pick_template(o, m->model->file(), app.settings.chat_template_source);
-  m->chat_template.emplace(engine::ChatTemplate::parse(tmpl, template_options()));
+  const double weights_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  TextParts t = text.get();
+  m->tokenizer.emplace(std::move(t.tokenizer));
+  m->chat_template.emplace(std::move(t.chat_template));
+  const std::string& tmpl = t.template_text;
+  app.settings.chat_template_source = t.template_source;
   set_pooling(*m->model, o.pooling, app);
   const engine::SchedulerOptions so = scheduler_options(o, *m->model, app, shared);
   if (so.spec == engine::SpecMode::kDraft) {
@@ -238,9 +272,8 @@ std::unique_ptr<LoadedModel> load_model(const ModelOptions& o, const std::string
   app.tokenizer = &*m->tokenizer;
   app.chat_template = &*m->chat_template;
   app.scheduler = m->scheduler.get();
-  app.chat_features = detect_chat_features(app);
-  m->grammars = std::make_unique<engine::grammar::GrammarCache>(
-      engine::grammar::TokenVocab::from_tokenizer(*m->tokenizer, app.chat_features.marker_tokens));
+  app.chat_features = t.features;
+  m->grammars = std::move(t.grammars);
   app.grammars = m->grammars.get();
   fill_settings(app.settings, o, so);
   app.settings.chat_template = tmpl;
@@ -251,6 +284,8 @@ std::unique_ptr<LoadedModel> load_model(const ModelOptions& o, const std::string
   spdlog::info("model {}: {} layers, embedding {}, vocab {}, context {} x {} slots, loaded in {:.0f} ms", id,
                hp.n_layer, hp.n_embd, hp.n_vocab, so.n_ctx, so.n_slots,
                std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+  spdlog::debug("model {}: weights {:.0f} ms; tokenizer, template and grammar vocabulary {:.0f} ms beside them", id,
+                weights_ms, t.build_ms);
   std::string arch;
   for (const engine::HParamField& f : engine::describe_hparams(hp)) {
     if (f.name != "n_layer" && f.name != "n_embd") arch += (arch.empty() ? "" : ", ") + f.name + " " + f.value;
