@@ -49,6 +49,10 @@ struct FlashQuery {
   // index when the keys have no positions) is lowered by alibi[r] * |pos[r] - k_pos|, after the
   // soft-cap.
   const float* alibi = nullptr;
+  // (n,) or null: the last key position row r sees, when not pos[r] (an image's tokens in gemma3
+  // see the whole image: their span's last position). The window still counts from pos[r].
+  const int32_t* see = nullptr;
+  int32_t see_at(int r) const { return see != nullptr ? see[r] : pos[r]; }
 };
 
 // The cached keys/values of one K/V head, in position order: key j's K row (d_k elements) is at

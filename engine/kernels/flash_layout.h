@@ -78,8 +78,9 @@ inline int64_t flash_block_end(const FlashKv& kv, int64_t j0, int64_t k1) {
 }
 
 // Whether a query at q_pos sees the key at k_pos.
-inline bool flash_visible(const FlashParams& p, int32_t q_pos, int32_t k_pos) {
-  return k_pos <= q_pos && (p.window == 0 || static_cast<int64_t>(q_pos) - k_pos < p.window);
+// q_see: the last position it sees (q_pos but for non-causal spans, FlashQuery::see).
+inline bool flash_visible(const FlashParams& p, int32_t q_pos, int32_t q_see, int32_t k_pos) {
+  return k_pos <= q_see && (p.window == 0 || static_cast<int64_t>(q_pos) - k_pos < p.window);
 }
 
 inline const uint8_t* flash_k_row(const FlashKv& kv, int64_t j) {

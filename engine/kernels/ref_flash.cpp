@@ -38,7 +38,7 @@ void scores(const FlashParams& p, const FlashQuery& q, const FlashKv& kv, int64_
     if (kv.elem != KvElem::kQ8_0) kv_load(kv.elem, k, kf, p.d_k);
     for (int r = 0; r < q.n; ++r) {
       float& out = s[r * kFlashKeys + (j - j0)];
-      if (kv.pos != nullptr && !flash_visible(p, q.pos[r], kv.pos[j])) {
+      if (kv.pos != nullptr && !flash_visible(p, q.pos[r], q.see_at(r), kv.pos[j])) {
         out = kNegInf;
         continue;
       }

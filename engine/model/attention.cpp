@@ -23,6 +23,7 @@ FlashWorker::FlashWorker(const kernels::FlashParams& p)
       q_rows(kernels::kFlashRows),
       out_rows(kernels::kFlashRows),
       q_pos(kernels::kFlashRows),
+      q_see(kernels::kFlashRows),
       sinks(kernels::kFlashRows),
       slopes(kernels::kFlashRows) {
   const auto addr = reinterpret_cast<uintptr_t>(raw.get());
@@ -36,13 +37,16 @@ Attention::Attention(const HParams& hp) : hp_(hp), group_(hp.n_head / hp.n_head_
   params_.scale = hp.attn_softcap != 0.0f ? hp.kq_scale / hp.attn_softcap : hp.kq_scale;
 }
 
-void Attention::prepare(int64_t n, const SeqId* seq, const int32_t* pos, const KvCache& cache) {
+void Attention::prepare(int64_t n, const SeqId* seq, const int32_t* pos, const KvCache& cache, const int32_t* see) {
   seqs_.clear();
+  non_causal_ = false;
   for (int64_t t = 0; t < n; ++t) {
     auto it = std::find_if(seqs_.rbegin(), seqs_.rend(), [&](const Seq& s) { return s.id == seq[t]; });
-    Seq* s = it != seqs_.rend() ? &*it : &seqs_.emplace_back(Seq{seq[t], {}, {}, {0, 0}, {0, 0}});
+    Seq* s = it != seqs_.rend() ? &*it : &seqs_.emplace_back(Seq{seq[t], {}, {}, {}, {0, 0}, {0, 0}});
     s->tokens.push_back(static_cast<int32_t>(t));
     s->tok_pos.push_back(pos[t]);
+    s->tok_see.push_back(see != nullptr ? std::max(see[t], pos[t]) : pos[t]);
+    non_causal_ |= s->tok_see.back() != pos[t];
   }
   for (KvCache::Pool pool : {KvCache::Pool::kFull, KvCache::Pool::kWindow}) {
     const int p = pool_index(pool);
@@ -88,7 +92,7 @@ void Attention::plan(int64_t il, const KvCache& cache, int n_threads) {
         int64_t t = row0 / G + 1;
         while (t < t_end && f16_accum(s.tok_pos[sz(t)]) == f16) ++t;
         row1 = std::min(t * G, row0 + tile);
-        const int64_t q_min = s.tok_pos[sz(row0 / G)], q_max = s.tok_pos[sz((row1 - 1) / G)];
+        const int64_t q_min = s.tok_pos[sz(row0 / G)], q_max = s.tok_see[sz((row1 - 1) / G)];
         const int64_t k1 = std::upper_bound(kpos, kpos + n_kv, q_max) - kpos;
         const int64_t k0 =
             window == 0 ? 0 : std::lower_bound(kpos, kpos + k1, q_min - window + 1, [](int32_t a, int64_t b) { return a < b; }) - kpos;
@@ -142,6 +146,7 @@ void Attention::bind_rows(const Item& it, const kernels::FlashParams& p, const f
     w.q_rows[r] = q + (t * hp_.n_head + h) * p.d_k;    // (d_k,)
     w.out_rows[r] = att + (t * hp_.n_head + h) * p.d_v;  // (d_v,)
     w.q_pos[r] = s.tok_pos[sz(i / group_)];
+    w.q_see[r] = s.tok_see[sz(i / group_)];
     w.sinks[r] = sinks.empty() ? 0.0f : sinks[sz(h)];
   }
 }
@@ -179,7 +184,9 @@ void Attention::run(int64_t il, const std::vector<float>& sinks, const float* q,
       kernels::flash_init(st, n_rows, d_v);
       kernels::FlashParams item_params = params;
       item_params.f16_accum = it.f16_accum;
-      flash(item_params, w.query(n_rows), kv, it.k0, it.k1, st, w.scratch);
+      kernels::FlashQuery query = w.query(n_rows);
+      if (non_causal_) query.see = w.q_see.data();
+      flash(item_params, query, kv, it.k0, it.k1, st, w.scratch);
       if (it.partial < 0) kernels::flash_finish(st, n_rows, d_v, sinks.empty() ? nullptr : w.sinks.data(), w.out_rows.data());
     }
     if (leaders_.empty()) return;

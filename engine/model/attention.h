@@ -26,6 +26,7 @@ struct FlashWorker {
   std::vector<const float*> q_rows;       // (kFlashRows,) each (d_k,)
   std::vector<float*> out_rows;           // (kFlashRows,) each (d_v,)
   std::vector<int32_t> q_pos;             // (kFlashRows,)
+  std::vector<int32_t> q_see;             // (kFlashRows,) the last position each row sees
   std::vector<float> sinks;               // (kFlashRows,)
   std::vector<float> slopes;              // (kFlashRows,) ALiBi slopes (the encoder's jina-bert-v2)
 };
@@ -67,8 +68,10 @@ class Attention {
   }
 
   // Groups the chunk's n tokens by sequence and reads their sequences' cache entries (every
-  // pool); call once per chunk, after the tokens' cells are assigned. seq, pos: (n,).
-  void prepare(int64_t n, const SeqId* seq, const int32_t* pos, const KvCache& cache);
+  // pool); call once per chunk, after the tokens' cells are assigned. seq, pos: (n,). see: (n,)
+  // or null: the last position each token sees when it is not its own (an image's tokens that
+  // see their whole image, Batch::see); never below pos, never decreasing within a sequence.
+  void prepare(int64_t n, const SeqId* seq, const int32_t* pos, const KvCache& cache, const int32_t* see = nullptr);
 
   // Layer il: q (n, n_head * head_k(il)) the chunk's queries -> att (n, n_head * head_v(il)), over
   // the K/V rows the cache gives layer il (another layer's, when it reuses them).
@@ -83,6 +86,7 @@ class Attention {
     SeqId id;
     std::vector<int32_t> tokens;   // chunk indices
     std::vector<int32_t> tok_pos;  // their positions
+    std::vector<int32_t> tok_see;  // the last position each sees (= tok_pos but in non-causal spans)
     int64_t kv_begin[2];
     int64_t kv_n[2];
   };
@@ -118,6 +122,7 @@ class Attention {
   std::vector<float> partials_;   // (n_partial, kFlashRows * (2 + d_v)): split states m, l, o
   std::vector<FlashWorker> workers_;  // one per thread
   bool f16_cache_ = false;
+  bool non_causal_ = false;  // some token of the chunk sees past its own position
   int32_t f32_begin_ = kF16AccumPositions, f32_end_ = INT32_MAX;  // see set_f32_accum_range()
   bool f16_accum(int32_t pos) const { return f16_cache_ && (pos < f32_begin_ || pos >= f32_end_); }
 };

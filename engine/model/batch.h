@@ -17,6 +17,13 @@ struct Batch {
   std::vector<int32_t> pos;
   std::vector<uint8_t> logits;  // 1: compute this token's logits
   std::vector<uint8_t> hidden;  // 1: keep this token's final hidden state (after the output norm)
+  // Rows that are not tokens (an image's, from engine/vision): per entry null for a token, else
+  // n_embd floats that stand in for its embedding (unscaled; the caller keeps them alive through
+  // eval). Empty when the batch has none; `tokens` then holds 0 at those entries.
+  std::vector<const float*> embd;
+  // Per entry the last position it attends to when that is past its own (an image's tokens that
+  // see each other both ways: the image's last position); empty when every entry is causal.
+  std::vector<int32_t> see;
 
   void add(int32_t token, SeqId s, int32_t p, bool want_logits, bool want_hidden = false) {
     tokens.push_back(token);
@@ -24,8 +31,29 @@ struct Batch {
     pos.push_back(p);
     logits.push_back(want_logits ? 1 : 0);
     hidden.push_back(want_hidden ? 1 : 0);
+    if (!embd.empty()) {
+      embd.push_back(nullptr);
+      see.push_back(p);
+    }
   }
+  // An embedding row in place of a token, seeing up to position see_to (>= p).
+  void add_row(const float* row, SeqId s, int32_t p, int32_t see_to, bool want_logits) {
+    if (embd.empty()) {  // the entries so far are tokens, each seeing up to itself
+      embd.assign(tokens.size(), nullptr);
+      see = pos;
+    }
+    tokens.push_back(0);
+    seq.push_back(s);
+    pos.push_back(p);
+    logits.push_back(want_logits ? 1 : 0);
+    hidden.push_back(0);
+    embd.push_back(row);
+    see.push_back(see_to);
+  }
+  const float* row(int64_t i) const { return static_cast<size_t>(i) < embd.size() ? embd[static_cast<size_t>(i)] : nullptr; }
   void clear() {
+    embd.clear();
+    see.clear();
     tokens.clear();
     seq.clear();
     pos.clear();

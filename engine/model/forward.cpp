@@ -123,10 +123,22 @@ void Forward::check_tokens(const Batch& batch) const {
   if (sz(n) != batch.seq.size() || sz(n) != batch.pos.size() || sz(n) != batch.logits.size()) {
     throw std::invalid_argument("batch: tokens, seq, pos and logits differ in length");
   }
+  if (!batch.embd.empty() && (batch.embd.size() != sz(n) || batch.see.size() != sz(n))) {
+    throw std::invalid_argument("batch: embedding rows and positions seen differ in length from the tokens");
+  }
   for (int64_t i = 0; i < n; ++i) {
-    if (batch.tokens[sz(i)] < 0 || batch.tokens[sz(i)] >= hp_.n_vocab) {
+    if (batch.row(i) == nullptr && (batch.tokens[sz(i)] < 0 || batch.tokens[sz(i)] >= hp_.n_vocab)) {
       throw std::invalid_argument("batch: token id " + std::to_string(batch.tokens[sz(i)]) +
                                   " is outside the vocabulary [0, " + std::to_string(hp_.n_vocab) + ")");
+    }
+    // a token that sees past itself: the rest of its span follows it in the same chunk
+    if (!batch.see.empty() && batch.see[sz(i)] != batch.pos[sz(i)]) {
+      const int64_t last = i + (batch.see[sz(i)] - batch.pos[sz(i)]);
+      if (batch.see[sz(i)] < batch.pos[sz(i)] || last >= n || last / max_batch_ != i / max_batch_ ||
+          batch.seq[sz(last)] != batch.seq[sz(i)] || batch.pos[sz(last)] != batch.see[sz(i)]) {
+        throw std::invalid_argument("batch: entry " + std::to_string(i) + " sees up to position " +
+                                    std::to_string(batch.see[sz(i)]) + ", which does not follow it in its chunk");
+      }
     }
     if (batch.pos[sz(i)] < 0) {
       throw std::invalid_argument("batch: negative position " + std::to_string(batch.pos[sz(i)]));
@@ -163,8 +175,13 @@ void Forward::eval_chunk(const Batch& batch, int64_t begin, int64_t end, KvCache
   const int32_t* pos = batch.pos.data() + begin;
   for (int64_t t = 0; t < n; ++t) {
     // x[t] = token_embd[token] * embd_scale      token_embd (n_vocab, E) -> x (E,)
-    dequantize_row(model_.tok_embd, tokens[t], x_.data() + t * E);
-    if (hp_.embd_scale != 1.0f) scale(x_.data() + t * E, hp_.embd_scale, E);
+    //   or the row given in its place (an image's: not scaled, as llama.cpp's graphs skip it)
+    if (const float* row = batch.row(begin + t)) {
+      std::copy_n(row, E, x_.data() + t * E);
+    } else {
+      dequantize_row(model_.tok_embd, tokens[t], x_.data() + t * E);
+      if (hp_.embd_scale != 1.0f) scale(x_.data() + t * E, hp_.embd_scale, E);
+    }
     // the token's cache cell, and its rope angles (n_rot/2, 2): global and sliding layers'
     cells_[sz(t)] = cache.cell_for(seq[t], pos[t]);
     if (cache.n_window_cells() > 0) {
@@ -175,7 +192,8 @@ void Forward::eval_chunk(const Batch& batch, int64_t begin, int64_t end, KvCache
   }
   observe("inp_embd", -1, n, E, x_.data());
   if (hp_.n_embd_per_layer > 0) per_layer_inputs(tokens, n, pool);
-  attention_.prepare(n, seq, pos, cache);  // the chunk's sequences and their cached keys
+  // the chunk's sequences and their cached keys (and what an image's tokens see)
+  attention_.prepare(n, seq, pos, cache, batch.see.empty() ? nullptr : batch.see.data() + begin);
   if (hp_.ssm.enabled()) plan_recurrent(n, seq, pos, cache);
   for (int64_t il = 0; il < hp_.n_layer; ++il) {
     if (hp_.recurrent(il) && hp_.ssm.short_conv) {

@@ -1,0 +1,185 @@
+// Image decoding through Debian's libstb (PNG, JPEG, GIF) and libwebp, with the declared size
+// checked first; then the fit to the encoder's square input.
+#include "engine/vision/image.h"
+
+#include <stb_image.h>
+#include <webp/decode.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+
+namespace engine {
+
+namespace {
+
+bool starts_with(std::span<const uint8_t> b, size_t at, const char* magic) {
+  const size_t n = std::strlen(magic);
+  return b.size() >= at + n && std::memcmp(b.data() + at, magic, n) == 0;
+}
+
+void check_size(int64_t w, int64_t h, const ImageLimits& limits, const char* format) {
+  if (w <= 0 || h <= 0) throw ImageError(std::string("the ") + format + " image declares no pixels");
+  if (w > limits.max_pixels / h) {
+    throw ImageError(std::string("the ") + format + " image declares " + std::to_string(w) + " x " +
+                     std::to_string(h) + " pixels, over the limit of " + std::to_string(limits.max_pixels));
+  }
+}
+
+uint32_t be16(const uint8_t* p) { return static_cast<uint32_t>(p[0]) << 8 | p[1]; }
+uint32_t be32(const uint8_t* p) { return be16(p) << 16 | be16(p + 2); }
+
+// The size the header declares, read here rather than by stb (which refuses anything over a
+// gigabyte of pixels with "unknown image type"): PNG's IHDR, GIF's logical screen, JPEG's first
+// start-of-frame. False when the header is too short to say.
+bool declared_size(std::span<const uint8_t> b, const std::string& format, int64_t& w, int64_t& h) {
+  if (format == "png" && b.size() >= 24) {
+    w = be32(&b[16]);
+    h = be32(&b[20]);
+    return true;
+  }
+  if (format == "gif" && b.size() >= 10) {
+    w = b[6] | b[7] << 8;
+    h = b[8] | b[9] << 8;
+    return true;
+  }
+  if (format == "jpeg") {
+    for (size_t i = 2; i + 9 < b.size();) {  // markers FF xx, each segment with its 2-byte length
+      if (b[i] != 0xff) return false;
+      const uint8_t m = b[i + 1];
+      if (m == 0xff) {
+        ++i;
+        continue;
+      }
+      if (m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc) {
+        h = be16(&b[i + 5]);
+        w = be16(&b[i + 7]);
+        return true;
+      }
+      if (m == 0xda || m == 0xd9) return false;  // scan data or the end before any frame
+      i += 2 + be16(&b[i + 2]);
+    }
+  }
+  return false;
+}
+
+RgbImage decode_stb(std::span<const uint8_t> bytes, const ImageLimits& limits, const std::string& format_name) {
+  const char* format = format_name.c_str();
+  int64_t dw = 0, dh = 0;
+  if (declared_size(bytes, format_name, dw, dh)) check_size(dw, dh, limits, format);
+  const auto len = static_cast<int>(bytes.size());
+  int w = 0, h = 0, channels = 0;
+  if (!stbi_info_from_memory(bytes.data(), len, &w, &h, &channels)) {
+    throw ImageError(std::string("the ") + format + " image's header is truncated or corrupt (" +
+                     stbi_failure_reason() + ")");
+  }
+  check_size(w, h, limits, format);
+  std::unique_ptr<stbi_uc, void (*)(void*)> px(stbi_load_from_memory(bytes.data(), len, &w, &h, &channels, 3),
+                                               stbi_image_free);
+  if (!px) {
+    throw ImageError(std::string("the ") + format + " image is truncated or corrupt (" + stbi_failure_reason() + ")");
+  }
+  RgbImage img{w, h, {}};
+  img.rgb.assign(px.get(), px.get() + static_cast<size_t>(w) * static_cast<size_t>(h) * 3);
+  return img;
+}
+
+RgbImage decode_webp(std::span<const uint8_t> bytes, const ImageLimits& limits) {
+  int w = 0, h = 0;
+  if (!WebPGetInfo(bytes.data(), bytes.size(), &w, &h)) throw ImageError("the webp image's header is truncated or corrupt");
+  check_size(w, h, limits, "webp");
+  std::unique_ptr<uint8_t, void (*)(void*)> px(WebPDecodeRGB(bytes.data(), bytes.size(), &w, &h), WebPFree);
+  if (!px) throw ImageError("the webp image is truncated or corrupt");
+  RgbImage img{w, h, {}};
+  img.rgb.assign(px.get(), px.get() + static_cast<size_t>(w) * static_cast<size_t>(h) * 3);
+  return img;
+}
+
+float lerp(float a, float b, float t) { return a + (b - a) * t; }
+
+// dst (th, tw, 3) = src scaled by mtmd's bilinear filter: corners aligned (output x samples
+// x * (src_w - 1) / (tw - 1)), truncated to 8 bits.
+RgbImage resize_bilinear(const RgbImage& src, int64_t tw, int64_t th) {
+  RgbImage dst{tw, th, std::vector<uint8_t>(static_cast<size_t>(tw * th * 3))};
+  const float xr = tw > 1 ? static_cast<float>(src.width - 1) / static_cast<float>(tw - 1) : 0.0f;
+  const float yr = th > 1 ? static_cast<float>(src.height - 1) / static_cast<float>(th - 1) : 0.0f;
+  const auto at = [&](int64_t y, int64_t x, int c) {
+    return static_cast<float>(src.rgb[static_cast<size_t>((y * src.width + x) * 3 + c)]);
+  };
+  for (int64_t y = 0; y < th; ++y) {
+    const float py = yr * static_cast<float>(y);
+    const int64_t y0 = std::min(static_cast<int64_t>(py), src.height - 1), y1 = std::min(y0 + 1, src.height - 1);
+    const float fy = py - static_cast<float>(y0);
+    for (int64_t x = 0; x < tw; ++x) {
+      const float px = xr * static_cast<float>(x);
+      const int64_t x0 = std::min(static_cast<int64_t>(px), src.width - 1), x1 = std::min(x0 + 1, src.width - 1);
+      const float fx = px - static_cast<float>(x0);
+      for (int c = 0; c < 3; ++c) {
+        const float top = lerp(at(y0, x0, c), at(y0, x1, c), fx);
+        const float bottom = lerp(at(y1, x0, c), at(y1, x1, c), fx);
+        dst.rgb[static_cast<size_t>((y * tw + x) * 3 + c)] = static_cast<uint8_t>(lerp(top, bottom, fy));
+      }
+    }
+  }
+  return dst;
+}
+
+}  // namespace
+
+const char* sniff_image(std::span<const uint8_t> b) {
+  if (starts_with(b, 0, "\x89PNG\r\n\x1a\n")) return "png";
+  if (starts_with(b, 0, "\xff\xd8\xff")) return "jpeg";
+  if (starts_with(b, 0, "GIF87a") || starts_with(b, 0, "GIF89a")) return "gif";
+  if (starts_with(b, 0, "RIFF") && starts_with(b, 8, "WEBP")) return "webp";
+  return "";
+}
+
+RgbImage decode_image(std::span<const uint8_t> bytes, const ImageLimits& limits) {
+  if (static_cast<int64_t>(bytes.size()) > limits.max_bytes) {
+    throw ImageError("the image has " + std::to_string(bytes.size()) + " bytes, over the limit of " +
+                     std::to_string(limits.max_bytes));
+  }
+  const std::string format = sniff_image(bytes);
+  if (format.empty()) throw ImageError("the data is not a PNG, JPEG, WebP or GIF image");
+  if (bytes.size() > static_cast<size_t>(INT32_MAX)) throw ImageError("the image is too large");
+  return format == "webp" ? decode_webp(bytes, limits) : decode_stb(bytes, limits, format);
+}
+
+std::vector<float> fit_image(const RgbImage& img, const VisionHParams& hp, ImageFit fit) {
+  const int64_t S = hp.image_size;
+  RgbImage square{S, S, std::vector<uint8_t>(static_cast<size_t>(S * S * 3), 0)};  // black
+  switch (fit) {
+    case ImageFit::kLetterbox: {
+      // scale = min(S / w, S / h) in f32; the scaled size rounds up, capped at S (as mtmd)
+      if (img.width == S && img.height == S) {  // already the input's size: copied as is (mtmd)
+        square.rgb = img.rgb;
+        break;
+      }
+      const RgbImage& src = img;
+      const float scale = std::min(static_cast<float>(S) / static_cast<float>(src.width),
+                                   static_cast<float>(S) / static_cast<float>(src.height));
+      const auto w = std::min<int64_t>(static_cast<int64_t>(std::ceil(static_cast<float>(src.width) * scale)), S);
+      const auto h = std::min<int64_t>(static_cast<int64_t>(std::ceil(static_cast<float>(src.height) * scale)), S);
+      const RgbImage scaled = resize_bilinear(src, w, h);  // (even to its own size, as mtmd)
+      const int64_t ox = (S - w) / 2, oy = (S - h) / 2;
+      for (int64_t y = 0; y < h; ++y) {
+        std::memcpy(&square.rgb[static_cast<size_t>(((y + oy) * S + ox) * 3)], &scaled.rgb[static_cast<size_t>(y * w * 3)],
+                    static_cast<size_t>(w * 3));
+      }
+      break;
+    }
+  }
+  // planar (3, S, S): (v / 255 - mean[c]) / std[c]
+  std::vector<float> out(static_cast<size_t>(3 * S * S));
+  for (int c = 0; c < 3; ++c) {
+    for (int64_t i = 0; i < S * S; ++i) {
+      const float v = static_cast<float>(square.rgb[static_cast<size_t>(i * 3 + c)]) / 255.0f;
+      out[static_cast<size_t>(c * S * S + i)] = (v - hp.mean[c]) / hp.std[c];
+    }
+  }
+  return out;
+}
+
+}  // namespace engine

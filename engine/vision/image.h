@@ -1,0 +1,50 @@
+// Images as they arrive (PNG, JPEG, WebP, GIF bytes) decoded into RGB pixels, and fitted to a
+// vision encoder's input.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/vision/projector.h"
+
+namespace engine {
+
+// An 8-bit RGB image, rows top to bottom: rgb (height, width, 3).
+struct RgbImage {
+  int64_t width = 0;
+  int64_t height = 0;
+  std::vector<uint8_t> rgb;
+};
+
+// What a decode may cost. The declared size is checked before any pixel is decoded, so an image
+// that claims 100000 x 100000 pixels is refused without allocating them.
+struct ImageLimits {
+  int64_t max_bytes = 20 << 20;   // encoded size
+  int64_t max_pixels = 1 << 25;   // width * height (33.5 megapixels)
+};
+
+// A bad image: the message says what is wrong (format, size, corruption) without a location;
+// callers add which part of which request held it.
+class ImageError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// "png", "jpeg", "webp", "gif", or "" for anything else, from the first bytes.
+const char* sniff_image(std::span<const uint8_t> bytes);
+
+// Decodes PNG (any bit depth; alpha dropped), JPEG (baseline and progressive), WebP (lossy and
+// lossless) and GIF (the first frame) into RGB. Throws ImageError for another format, bytes or
+// declared pixels over `limits`, and truncated or corrupt data. Thread-safe.
+RgbImage decode_image(std::span<const uint8_t> bytes, const ImageLimits& limits);
+
+// The encoder's input for `img`: planar f32 (3, image_size, image_size), each channel
+// (pixel / 255 - mean) / std, after fitting the image as the projector's row says (gemma3:
+// scaled into the square keeping its aspect, centred on black, as llama.cpp's mtmd does with
+// its bilinear filter).
+std::vector<float> fit_image(const RgbImage& img, const VisionHParams& hp, ImageFit fit);
+
+}  // namespace engine

@@ -1,0 +1,127 @@
+// The image chat references of llama.cpp b10108's libmtmd (../shared/golden/vision, format and
+// tolerances in its README): the projector's embeddings of the test image, then the text model's
+// logits after a prompt holding the image and along a greedy continuation.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/kernels/thread_pool.h"
+#include "engine/model/forward.h"
+#include "engine/model/model.h"
+#include "engine/vision/image.h"
+#include "engine/vision/vit.h"
+#include "tests/support/shared.h"
+
+namespace engine {
+namespace {
+
+using ggufd::test::shared_path;
+
+std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+double cosine(const float* a, const std::vector<float>& b) {
+  double ab = 0, aa = 0, bb = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    ab += a[i] * b[i];
+    aa += a[i] * a[i];
+    bb += b[i] * b[i];
+  }
+  return ab / std::sqrt(aa * bb);
+}
+
+// Checks our logits row against a reference top-k list with the golden tolerances.
+void expect_close(const float* row, int64_t n_vocab, const nlohmann::json& top, double abs_tol, double rel_tol,
+                  const std::string& where, double& max_err) {
+  for (const auto& pair : top) {
+    const double r = pair[1].get<double>(), o = row[pair[0].get<int32_t>()];
+    max_err = std::max(max_err, std::abs(o - r));
+    ASSERT_LE(std::abs(o - r), abs_tol + rel_tol * std::abs(r)) << where << " token " << pair[0] << ": ours " << o
+                                                                 << ", reference " << r;
+  }
+  const double top1 = top[0][1].get<double>(), top2 = top[1][1].get<double>();
+  if (top1 - top2 > 2 * (abs_tol + rel_tol * std::abs(top1))) {
+    ASSERT_EQ(std::max_element(row, row + n_vocab) - row, top[0][0].get<int64_t>()) << where << ": argmax";
+  }
+}
+
+class VisionGolden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(VisionGolden, EmbeddingsAndLogitsMatchLibmtmd) {
+  const std::string text = GetParam();  // "synth-gemma3-F32"
+  const std::string golden_rel = "golden/vision/" + text + "+mmproj-gemma3.json";
+  GGUFD_REQUIRE_SHARED(golden_rel);
+  GGUFD_REQUIRE_SHARED("models/synth/" + text + ".gguf");
+  std::ifstream in(shared_path(golden_rel));
+  const nlohmann::json g = nlohmann::json::parse(in);
+  const Model model = Model::load(shared_path("models/synth/" + text + ".gguf"));
+  const VisionModel vision = VisionModel::load(shared_path("models/vision/" + g["mmproj"].get<std::string>()));
+  const RgbImage img = decode_image(read_bytes(shared_path("models/vision/" + g["image"].get<std::string>())), {});
+  ASSERT_EQ(img.width, g["image_nx"].get<int64_t>());
+  ASSERT_EQ(img.height, g["image_ny"].get<int64_t>());
+  ASSERT_EQ(vision.traits().non_causal, g["non_causal_image"].get<bool>());
+  ThreadPool pool(1);
+
+  // The image's rows: each within cosine 0.9999 of libmtmd's.
+  VisionEncoder encoder(vision);
+  const std::vector<float> rows = encoder.encode(fit_image(img, vision.hparams(), vision.traits().fit), pool);
+  const int64_t E = model.hparams().n_embd;
+  ASSERT_EQ(vision.hparams().n_embd_text, E);
+  double worst_cos = 1.0;
+  Batch b;
+  int32_t pos = 0;
+  for (const auto& chunk : g["chunks"]) {
+    if (chunk["type"] == "text") {
+      for (const auto& t : chunk["tokens"]) b.add(t.get<int32_t>(), 0, pos++, false);
+      continue;
+    }
+    const int64_t n = chunk["n_tokens"].get<int64_t>();
+    ASSERT_EQ(n, vision.hparams().n_tokens());
+    ASSERT_EQ(rows.size(), static_cast<size_t>(n * E));
+    for (int64_t i = 0; i < n; ++i) {
+      const double c = cosine(rows.data() + i * E, chunk["embd"][static_cast<size_t>(i)].get<std::vector<float>>());
+      worst_cos = std::min(worst_cos, c);
+      EXPECT_GE(c, 0.9999) << "image row " << i;
+    }
+    const int32_t last = pos + static_cast<int32_t>(n) - 1;
+    for (int64_t i = 0; i < n; ++i) b.add_row(rows.data() + i * E, 0, pos++, last, false);
+  }
+  ASSERT_EQ(pos, g["n_past"].get<int32_t>());
+  b.logits.back() = 1;
+  for (const auto& t : g["greedy"]) b.add(t.get<int32_t>(), 0, pos++, true);
+
+  // The logits after the prompt and after each greedy token (teacher-forced).
+  KvCache cache(model.hparams(), pos, KvType::kF16);
+  Forward fwd(model, 512);
+  fwd.eval(b, cache, pool);
+  const bool f32 = text.ends_with("F32");
+  const double abs_tol = f32 ? 0.01 : 0.06, rel_tol = f32 ? 0.004 : 0.02;
+  const int64_t V = model.hparams().n_vocab;
+  double max_err = 0;
+  expect_close(fwd.logits(0), V, g["last_top"], abs_tol, rel_tol, "after the prompt", max_err);
+  for (size_t i = 0; i < g["gen_top"].size(); ++i) {
+    expect_close(fwd.logits(static_cast<int64_t>(i) + 1), V, g["gen_top"][i], abs_tol, rel_tol,
+                 "after greedy token " + std::to_string(i), max_err);
+  }
+  std::printf("[ vision   ] %-18s worst image row cosine %.6f, max |ours - reference| = %.5f\n", text.c_str(),
+              worst_cos, max_err);
+}
+
+INSTANTIATE_TEST_SUITE_P(Gemma3, VisionGolden, ::testing::Values("synth-gemma3-F32", "synth-gemma3-Q8_0"),
+                         [](const auto& p) {
+                           std::string s = p.param;
+                           std::replace(s.begin(), s.end(), '-', '_');
+                           return s;
+                         });
+
+}  // namespace
+}  // namespace engine
