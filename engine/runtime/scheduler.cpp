@@ -183,6 +183,7 @@ void Scheduler::Impl::start(Slot& slot, GenerationRequest&& req) {
     if (req.pooling != PoolingType::kNone && eval.n_embd() == 0) {
       throw std::invalid_argument("this model gives no embeddings");
     }
+    check_images(req);
     const auto n_prompt = static_cast<int64_t>(req.prompt.size());
     slot.seq.emplace(std::move(req), tokenizer, keep);
     if (slot.seq->embedding()) slot.seq->pooler.emplace(slot.seq->req.pooling, eval.rank_pools_last(), eval.n_embd(), n_prompt);
@@ -232,13 +233,14 @@ void Scheduler::Impl::build_batch(std::vector<std::pair<Slot*, int64_t>>& prefil
     if (!s.active() || s.seq->generating || budget <= 0) continue;
     const GenerationRequest& req = s.seq->req;
     const int64_t done = static_cast<int64_t>(s.cached.size());
-    const int64_t n = prefill_count(s, budget, batch.size() == 0);
-    if (n == 0) continue;
+    int64_t n = prefill_count(s, budget, batch.size() == 0);
+    if (!req.images.empty()) n = image_cut(s, done, n, budget);  // (an image goes in whole)
+    if (n == 0 || (!req.images.empty() && !encode_images(s, done, n))) continue;
     for (int64_t i = done; i < done + n; ++i) {
       const bool last = i + 1 == static_cast<int64_t>(req.prompt.size());
       const bool pooled = s.seq->pooler && s.seq->pooler->wants(i);
       const bool logits = !s.seq->embedding() && (last || req.prompt_logprobs);
-      batch.add(req.prompt[i], s.id(), static_cast<int32_t>(i), logits, pooled);
+      add_prompt_entry(s, i, logits, pooled);
       s.cached.push_back(req.prompt[i]);
       if (logits) outputs.push_back({&s, last ? -1 : i});
       if (pooled) hidden.push_back({&s, i});
@@ -267,6 +269,7 @@ int32_t Scheduler::Impl::draft_room(const Slot& s) const {
 void Scheduler::Impl::propose_drafts(const std::vector<Slot*>& generating) {
   draft_slots.clear();
   for (Slot* s : generating) {
+    if (!s->seq->req.images.empty()) continue;  // (drafters know no image positions)
     const int32_t room = draft_room(*s);
     if (room < std::max(opt.draft_min, 1)) continue;
     if (opt.spec_auto && s->gate.paused()) {

@@ -21,6 +21,7 @@ namespace engine {
 
 class Model;
 class Tokenizer;
+class VisionModel;
 
 // Why a request ended: an end-of-generation token or a stop string; max_tokens or the context;
 // its client went away (or everything was cancelled); its deadline passed; a failure.
@@ -61,8 +62,24 @@ class TokenSink {
   virtual void on_embedding(std::vector<float>&& pooled) { (void)pooled; }
 };
 
+// An image in a prompt (engine/vision): its n_tokens rows stand at prompt[at, at + n_tokens), where
+// the prompt holds image_token_id(hash) for each (ids past the vocabulary: two prompts share those
+// positions' cache only when they hold the same image). The scheduler encodes `pixels` (the
+// encoder's input, engine::fit_image's) when the prefill reaches the image, and puts the whole
+// image into one batch.
+struct PromptImage {
+  int64_t at = 0;
+  int64_t n_tokens = 0;
+  std::shared_ptr<const std::vector<float>> pixels;
+};
+// The id of an image's positions in a prompt: n_vocab + (hash mod the ids left up to INT32_MAX).
+int32_t image_token_id(uint64_t hash, int64_t n_vocab);
+
 struct GenerationRequest {
   std::vector<int32_t> prompt;       // token ids, BOS included when the model wants it
+  // Images in the prompt, in order, not overlapping (needs SchedulerOptions::vision). A request
+  // with images is never drafted for and cannot score its prompt (prompt_logprobs).
+  std::vector<PromptImage> images;
   SamplingParams sampling;
   int64_t max_tokens = -1;           // -1: until the context is full; 0: no token is generated
   bool prompt_logprobs = false;      // score every prompt token after the first (sampling.n_logprobs
@@ -117,6 +134,9 @@ struct SchedulerOptions {
   // otherwise. False: every slot drafts whatever its acceptance (an explicit --spec).
   bool spec_auto = false;
   DraftGateParams draft_gate;
+  // The vision projector of the model (an mmproj file): requests may then hold images. Its
+  // encoder runs on the same threads, in the step whose batch first reaches an image.
+  std::shared_ptr<const VisionModel> vision;
 };
 
 // kTooLarge: more requests in one submit_all() than the scheduler can ever hold (capacity()).

@@ -18,6 +18,7 @@
 #include "engine/runtime/speculation.h"
 #include "engine/runtime/thread_annotations.h"
 #include "engine/runtime/throughput.h"
+#include "engine/vision/vit.h"
 
 namespace engine {
 
@@ -87,6 +88,11 @@ struct Scheduler::Impl {
   void publish(Slot& slot);
   // How many prompt tokens of slot s go into this batch, given the budget left.
   int64_t prefill_count(const Slot& s, int64_t budget, bool batch_empty) const;
+  // Images (scheduler_images.cpp): throws std::invalid_argument for a request's bad images.
+  void check_images(const GenerationRequest& r) const;
+  int64_t image_cut(const Slot& s, int64_t done, int64_t n, int64_t budget) const;
+  bool encode_images(Slot& s, int64_t done, int64_t n);
+  void add_prompt_entry(Slot& s, int64_t i, bool logits, bool pooled);
   void finish(Slot& slot, FinishReason reason, const std::string& error = {}, bool flush = true);
   // The slot's request has ended (its sequence already reset): the slot is free for the next
   // request and holds nothing the running requests use.
@@ -114,6 +120,7 @@ struct Scheduler::Impl {
   uint64_t tick = 0;
   int32_t prefix_block = 0;  // tokens per block the evaluator shares; 0: none
   std::vector<DraftSlot> draft_slots;  // propose_drafts()'s
+  std::unique_ptr<VisionEncoder> vision_encoder;  // made at the first image (SchedulerOptions::vision)
   int64_t step_generated = 0;          // tokens sampled in this step
   int64_t step_drafts = 0, step_accepted = 0, step_paused = 0;
 

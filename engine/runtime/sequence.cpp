@@ -18,7 +18,9 @@ Sequence::Sequence(GenerationRequest&& r, const Tokenizer& tok, size_t cached)
   const size_t window = req.sampling.penalty_last_n < 0
                             ? req.prompt.size()
                             : std::min<size_t>(req.sampling.penalty_last_n, req.prompt.size());
-  for (size_t i = req.prompt.size() - window; i < req.prompt.size(); ++i) sampler.accept(req.prompt[i]);
+  for (size_t i = req.prompt.size() - window; i < req.prompt.size(); ++i) {
+    if (req.prompt[i] < tok.n_vocab()) sampler.accept(req.prompt[i]);  // (not an image's positions)
+  }
   usage.prompt_tokens = static_cast<int64_t>(req.prompt.size());
   usage.cached_tokens = static_cast<int64_t>(cached);
   if (req.grammar) {

@@ -52,6 +52,7 @@ struct Sequence {
   bool generating = false;  // the whole prompt is cached: next_token goes in at the next step
   int32_t next_token = -1;
   NgramIndex ngram;  // empty until the n-gram drafter first looks (speculation.h)
+  std::vector<std::vector<float>> image_rows;  // per req.images: (n_tokens, n_embd) once encoded
 };
 
 }  // namespace engine
