@@ -25,6 +25,8 @@ struct ModelConfig {
   std::string draft;                // --model-draft: a small model of the same vocabulary drafting tokens
   std::string hf;                   // --hf org/repo[:QUANT]: a model from the Hugging Face Hub (server/hub)
   bool repack = true;               // --repack / --no-repack: weights copied into the kernels' packed layout
+  std::string mmproj;               // --mmproj: the vision projector file
+  bool mmproj_auto = true;          // --no-mmproj: no projector found beside the model
   bool load_on_startup = false;     // preset-only load-on-startup: the router loads it at start
 };
 
@@ -35,6 +37,9 @@ struct HttpConfig {
   int64_t header_limit = 16 << 10;  // bytes
   int64_t tokenize_limit = 1 << 20; // bytes: the largest /tokenize or /detokenize body
   int max_json_depth = 64;          // nesting of request JSON (objects and arrays)
+  int64_t image_max_bytes = 20 << 20;  // an image's encoded bytes
+  int64_t image_max_pixels = 1 << 25;  // an image's width x height
+  int image_max_count = 8;             // images in one request
   int header_timeout = 10;          // seconds for a new connection to send its request head
   int read_timeout = 30;            // seconds to receive a request body
   int idle_timeout = 60;            // keep-alive seconds

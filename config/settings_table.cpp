@@ -40,6 +40,13 @@ std::vector<Setting> model_settings(ModelConfig& m) {
        "at load: faster prompt processing; --no-repack reads every weight in place from the mapped file, so a "
        "model loads (and the router switches to it) in about the time its file takes to read (default: on)",
        &m.repack},
+      {"mmproj", "--mmproj", g, "model",
+       "vision projector GGUF of the model (its mmproj file): image input (default: the one mmproj*.gguf beside "
+       "the model whose width fits it)",
+       &m.mmproj},
+      {"mmproj-auto", "--mmproj-auto,!--no-mmproj", g, "model",
+       "use an mmproj*.gguf found beside the model when --mmproj names none (--no-mmproj: no image input)",
+       &m.mmproj_auto},
   };
   for (Setting& s : rows) {
     const bool names_model = s.name == "model" || s.name == "alias" || s.name == "hf";
@@ -70,6 +77,12 @@ std::vector<Setting> http_settings(HttpConfig& h) {
        &h.tokenize_limit, 1024, 1 << 30},
       {"max-json-depth", "--max-json-depth", g, "http", "deepest nesting of objects and arrays in request JSON",
        &h.max_json_depth, 2, 1024},
+      {"image-max-bytes", "--image-max-bytes", g, "http", "largest encoded image (suffix K, M allowed)",
+       &h.image_max_bytes, 1024, 1 << 30},
+      {"image-max-pixels", "--image-max-pixels", g, "http",
+       "largest image in pixels (width x height), checked before decoding", &h.image_max_pixels, 1, int64_t{1} << 32},
+      {"image-max-count", "--image-max-count", g, "http", "images in one request at most", &h.image_max_count, 0,
+       256},
       {"header-timeout", "--header-timeout", g, "http", "seconds a new connection has to send its request head",
        &h.header_timeout, 1, 3600},
       {"read-timeout", "--read-timeout", g, "http", "seconds to receive a request body", &h.read_timeout, 1, 3600},

@@ -57,6 +57,7 @@ std::shared_ptr<Channel> submit_generations(App& app, RequestContext& ctx,
       req.grammar = params.grammar;
       req.grammar_triggers = params.grammar_triggers;
       req.shown_tokens = params.shown_tokens;
+      req.images = params.images;  // (the pixels are shared)
       req.deadline = deadline;
       req.sink = channel->sink(index);
       requests.push_back(std::move(req));

@@ -1,5 +1,7 @@
 #include "server/loaded_model.h"
 
+#include "engine/vision/projector.h"
+
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -7,6 +9,7 @@
 #include <cstdio>
 
 #include <chrono>
+#include <filesystem>
 #include <future>
 
 #include "engine/kernels/cpu_features.h"
@@ -65,6 +68,7 @@ void set_pooling(const engine::Model& model, const std::string& option, App& app
   const engine::HParams& hp = model.hparams();
   app.generates = !engine::arch_traits(hp.arch).encoder;
   app.n_embd = hp.n_embd;
+  app.n_vocab = hp.n_vocab;
   app.architecture = hp.arch_name;
   app.pooling = hp.pooling;
   if (!option.empty()) {
@@ -217,6 +221,50 @@ void fill_settings(ServeSettings& s, const ModelOptions& o, const engine::Schedu
   s.build_info = "ggufd " GGUFD_VERSION;
 }
 
+// The one mmproj*.gguf in the model's folder, or "" (none, or several: which one is then unclear).
+std::string mmproj_beside(const std::string& model_path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir = fs::path(model_path).parent_path();
+  std::vector<std::string> found;
+  for (fs::directory_iterator it(dir.empty() ? fs::path(".") : dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.find("mmproj") != std::string::npos && name.ends_with(".gguf") && it->is_regular_file(ec)) {
+      found.push_back(it->path().string());
+    }
+  }
+  if (found.size() > 1) {
+    spdlog::warn("{} mmproj files beside {}: none is used; name one with --mmproj", found.size(), model_path);
+    return "";
+  }
+  return found.empty() ? "" : found.front();
+}
+
+// The vision projector: --mmproj, or one found beside the model (--mmproj-auto) whose projection
+// fits the model's width. An explicit one that does not load or fit fails the load; a found one
+// is then left out with a warning.
+std::shared_ptr<const engine::VisionModel> load_vision(const ModelOptions& o, const engine::HParams& hp, bool generates) {
+  const bool named = !o.mmproj_path.empty();
+  const std::string path = named ? o.mmproj_path : o.mmproj_auto && generates ? mmproj_beside(o.path) : "";
+  if (path.empty()) return nullptr;
+  try {
+    if (!generates) throw std::runtime_error("an encoder model takes no images");
+    auto v = std::make_shared<const engine::VisionModel>(engine::VisionModel::load(path));
+    if (v->hparams().n_embd_text != hp.n_embd) {
+      throw std::runtime_error(path + ": its projection width " + std::to_string(v->hparams().n_embd_text) +
+                               " is not the model's embedding width " + std::to_string(hp.n_embd));
+    }
+    const engine::VisionHParams& vh = v->hparams();
+    spdlog::info("vision projector {}: {}, ViT {} layers x {}, {} x {} input, {} tokens per image", path,
+                 v->traits().name, vh.n_layer, vh.n_embd, vh.image_size, vh.image_size, vh.n_tokens());
+    return v;
+  } catch (const std::exception& e) {
+    if (named) throw std::runtime_error(std::string("the vision projector (--mmproj): ") + e.what());
+    spdlog::warn("not using {} found beside the model: {}", path, e.what());
+    return nullptr;
+  }
+}
+
 }  // namespace
 
 void show_load_progress(uint64_t done, uint64_t total) {
@@ -252,7 +300,9 @@ std::unique_ptr<LoadedModel> load_model(const ModelOptions& o, const std::string
   const std::string& tmpl = t.template_text;
   app.settings.chat_template_source = t.template_source;
   set_pooling(*m->model, o.pooling, app);
-  const engine::SchedulerOptions so = scheduler_options(o, *m->model, app, shared);
+  app.vision = load_vision(o, m->model->hparams(), app.generates);
+  engine::SchedulerOptions so = scheduler_options(o, *m->model, app, shared);
+  so.vision = app.vision;
   if (so.spec == engine::SpecMode::kDraft) {
     if (o.draft_model_path.empty()) throw std::runtime_error("speculative decoding by a draft model needs --model-draft");
     try {
@@ -278,7 +328,8 @@ std::unique_ptr<LoadedModel> load_model(const ModelOptions& o, const std::string
   fill_settings(app.settings, o, so);
   app.settings.chat_template = tmpl;
   const engine::SchedulerStats kv = m->scheduler->stats();
-  m->memory_bytes = m->model->weight_bytes() + (m->draft_model ? m->draft_model->weight_bytes() : 0) + kv.kv_bytes +
+  m->memory_bytes = m->model->weight_bytes() + (m->draft_model ? m->draft_model->weight_bytes() : 0) +
+                    (app.vision ? app.vision->files().data_bytes() : 0) + kv.kv_bytes +
                     kv.recurrent_bytes + kv.prefix_cache.snapshot_bytes;
   const auto& hp = m->model->hparams();
   spdlog::info("model {}: {} layers, embedding {}, vocab {}, context {} x {} slots, loaded in {:.0f} ms", id,

@@ -88,6 +88,8 @@ SharedParts Service::Impl::shared_parts() {
   s.keep_billing_header = options.keep_billing_header;
   s.request_timeout_s = options.request_timeout_s;
   s.max_json_depth = options.max_json_depth;
+  s.image_limits = options.image_limits;
+  s.max_images = options.max_images;
   s.strict_api = options.strict_api;
   return p;
 }

@@ -11,6 +11,7 @@
 
 #include "engine/runtime/sampler.h"
 #include "engine/runtime/scheduler.h"
+#include "engine/vision/image.h"
 #include "server/api/openai_responses/response_store.h"
 #include "server/http_server.h"
 #include "server/hub/hub.h"
@@ -27,6 +28,8 @@ struct ModelOptions {
   std::string pooling;                // --pooling: mean | cls | last | rank; "": the model's pooling_type
   std::string draft_model_path;       // with engine.spec kDraft: the draft model (same vocabulary)
   bool repack = true;                 // weights copied into the kernels' packed layout at load (engine/model/repack.h)
+  std::string mmproj_path;            // the vision projector ("": none, unless mmproj_auto finds one)
+  bool mmproj_auto = true;            // look for an mmproj*.gguf beside the model when mmproj_path is empty
   // --spec auto without a draft model (engine.spec kNone): mtp when the model has NextN / MTP
   // layers, else none; with mtp so chosen, each slot drafts only while its drafts pay
   // (engine.spec_auto, engine::DraftGate).
@@ -87,6 +90,8 @@ struct ServiceOptions {
   int work_threads = 2;               // CPU work of requests (parsing, templates, tokenizing)
   int work_queue = 64;                // requests being prepared at most; more: 503 server_busy
   int max_json_depth = 64;            // request JSON nesting limit
+  engine::ImageLimits image_limits;   // per image (ServeSettings)
+  int max_images = 8;                 // per request
   bool strict_api = false;            // unknown request fields and other model ids refused
   size_t tokenize_limit = 1 << 20;    // largest /tokenize and /detokenize body, bytes
 };

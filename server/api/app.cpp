@@ -71,12 +71,15 @@ std::vector<std::string> capabilities(const App& app) {
   } else if (app.pooling != engine::PoolingType::kNone) {
     c.push_back("embeddings");
   }
+  if (app.vision) c.push_back("vision");
   return c;
 }
 
 nlohmann::json model_kind_json(const App& app) {
+  nlohmann::json inputs = {"text"};
+  if (app.vision) inputs.push_back("image");
   return {{"capabilities", capabilities(app)}, {"pooling", engine::pooling_name(app.pooling)}, {"n_embd", app.n_embd},
-          {"architecture", app.architecture}};
+          {"architecture", app.architecture}, {"input_modalities", inputs}};
 }
 
 }  // namespace server

@@ -13,6 +13,7 @@
 
 #include "engine/model/model.h"
 #include "engine/runtime/sampler.h"
+#include "engine/vision/image.h"
 #include "server/api/metrics.h"
 #include "server/api/tool_request.h"
 
@@ -51,6 +52,8 @@ struct ServeSettings {
   std::string reasoning_effort;       // --reasoning-effort: the default of requests that set none ("": the template's)
   std::string chat_template_source;   // "model", "file", or "chatml (fallback)"
   std::string chat_template;          // the template text in use
+  engine::ImageLimits image_limits;   // --image-max-bytes, --image-max-pixels: per image
+  int max_images = 8;                 // --image-max-count: per request
   std::string cpu_features;
   std::string kernels;                // the kernel set chosen at start-up
   std::string build_info;
@@ -78,6 +81,9 @@ struct App {
   bool generates = true;
   engine::PoolingType pooling = engine::PoolingType::kNone;
   int64_t n_embd = 0;
+  int64_t n_vocab = 0;                // rows of the model's embedding table (image positions take ids past it)
+  // The vision projector (--mmproj, or the one found beside the model); null: no image input.
+  std::shared_ptr<const engine::VisionModel> vision;
   std::string architecture;           // general.architecture ("bert", "nomic-bert", "qwen3", ...)
   std::function<std::tm()> template_clock;  // strftime_now()'s time; empty: now (tests fix it)
   WorkPool* work = nullptr;           // the CPU work of requests runs here, off the IO threads

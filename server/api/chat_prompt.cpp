@@ -125,10 +125,22 @@ void check_message(const json& m, size_t i) {
     throw invalid_field("messages", where + ".content must be a string or an array of parts, found " +
                                         json_type_name(*content));
   }
-  for (const json& part : *content) {
-    if (!part.is_object() || !part.contains("type") || !part["type"].is_string() || part["type"] != "text" ||
-        !part.contains("text") || !part["text"].is_string()) {
-      throw invalid_field("messages", where + ".content: only {\"type\": \"text\", \"text\": ...} parts are supported");
+  for (size_t k = 0; k < content->size(); ++k) {
+    const json& part = (*content)[k];
+    const std::string at = where + ".content[" + std::to_string(k) + "]";
+    if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) {
+      throw invalid_field("messages", at + " must be an object with a string 'type'");
+    }
+    const std::string type = part["type"].get<std::string>();
+    if (type == "text") {
+      if (!part.contains("text") || !part["text"].is_string()) throw invalid_field("messages", at + ".text must be a string");
+    } else if (type == "image_url") {
+      const auto url = part.find("image_url");
+      const bool ok = url != part.end() && (url->is_string() || (url->is_object() && url->contains("url") && (*url)["url"].is_string()));
+      if (!ok) throw invalid_field("messages", at + ".image_url must be {\"url\": \"data:image/...;base64,...\"}");
+    } else {
+      throw invalid_field("messages", at + ": parts of type '" + excerpt(type) +
+                                          "' are not supported (only text and image_url)");
     }
   }
 }
@@ -177,6 +189,11 @@ std::vector<int32_t> chat_prompt_tokens(const App& app, const json& messages, co
 }
 
 std::vector<int32_t> tokenize_chat(const App& app, RenderedChat chat) {
+  chat = without_leading_bos(app, std::move(chat));
+  return app.tokenizer->encode(chat.text, true, true, chat.guarded);
+}
+
+RenderedChat without_leading_bos(const App& app, RenderedChat chat) {
   const engine::Tokenizer& tok = *app.tokenizer;
   if (tok.bos() >= 0 && tok.add_bos()) {
     const std::string_view bos = tok.token_text(tok.bos());
@@ -190,7 +207,7 @@ std::vector<int32_t> tokenize_chat(const App& app, RenderedChat chat) {
       chat.guarded.swap(shifted);
     }
   }
-  return tok.encode(chat.text, true, true, chat.guarded);
+  return chat;
 }
 
 }  // namespace server

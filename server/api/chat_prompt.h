@@ -49,6 +49,9 @@ RenderedChat render_chat(const App& app, const nlohmann::ordered_json& messages,
 
 // The prompt tokens of a rendered chat (what chat_prompt_tokens returns).
 std::vector<int32_t> tokenize_chat(const App& app, RenderedChat chat);
+// The chat without the BOS text a template renders first when the tokenizer adds BOS itself (a
+// BOS the request's own text begins with stays).
+RenderedChat without_leading_bos(const App& app, RenderedChat chat);
 
 // Whether a template source or a string a template receives from the model (BOS/EOS text) holds
 // the character that marks request strings (U+FDD0, a noncharacter); such a template cannot be

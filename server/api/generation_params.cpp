@@ -129,6 +129,9 @@ void check_generation(const GenerationParams& params, const std::vector<std::vec
     throw invalid_field(it == kRequestName.end() ? e->field : it->second, e->message);
   }
   const int64_t n_ctx = app.settings.n_ctx;
+  if (!params.images.empty() && params.prompt_logprobs) {
+    throw invalid_field("prompt_logprobs", "a prompt with images cannot be scored (prompt_logprobs, echo)");
+  }
   for (const auto& prompt : prompts) {
     if (prompt.empty()) throw invalid_field("prompt", "the prompt is empty");
     if (static_cast<int64_t>(prompt.size()) >= n_ctx) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/runtime/sampler.h"
+#include "engine/runtime/scheduler.h"
 #include "server/api/app.h"
 
 namespace engine::grammar {
@@ -33,6 +34,7 @@ struct GenerationParams {
   std::shared_ptr<const engine::grammar::CompiledGrammar> grammar;
   std::vector<std::string> grammar_triggers;  // a lazy grammar's triggers (tool calls under "auto")
   std::vector<int32_t> shown_tokens;          // control tokens whose text the output keeps (sorted)
+  std::vector<engine::PromptImage> images;    // the chat prompt's images (prompt_images.h), decoded and fitted
 };
 
 // The accepted names of an endpoint's token limit, in priority order, its default and least value

@@ -44,7 +44,9 @@ nlohmann::json router_model_object(const ModelStatus& m) {
           {"owned_by", "ggufd"},
           {"created", m.created},
           {"status", status},
-          {"architecture", {{"input_modalities", {"text"}}, {"output_modalities", {"text"}}}},
+          {"architecture", {{"input_modalities", m.kind.is_object() && m.kind.contains("input_modalities")
+                                                     ? m.kind["input_modalities"] : nlohmann::json{"text"}},
+                            {"output_modalities", {"text"}}}},
           {"source", m.source},
           {"path", m.path},
           {"size", m.file_bytes}};

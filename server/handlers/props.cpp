@@ -52,6 +52,8 @@ nlohmann::json model_props(const App& app) {
       {"cpu_features", s.cpu_features},
       {"kernels", s.kernels},
       {"settings", settings},
+      // llama-server's: what input the model takes besides text
+      {"modalities", {{"vision", app.vision != nullptr}, {"audio", false}}},
   };
   body.update(model_kind_json(app));
   return body;

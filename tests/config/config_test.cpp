@@ -151,11 +151,12 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
   const ServeConfig cfg = parse({"-m", m, "--alias", "a", "--chat-template-file", t, "--pooling", "mean", "--host", "0.0.0.0",
                                  "--port", "1", "--ollama-listen", "127.0.0.1:11434", "--api-key", "k1", "--api-key-file", k, "--cors-origin", "*",
                                  "--body-limit", "2048", "--header-limit", "4K", "--tokenize-limit", "3K",
-                                 "--max-json-depth", "16", "--header-timeout", "4", "--read-timeout", "5",
+                                 "--max-json-depth", "16", "--image-max-bytes", "2M", "--image-max-pixels", "4000000",
+                                 "--image-max-count", "3", "--header-timeout", "4", "--read-timeout", "5",
                                  "--idle-timeout", "6", "--request-timeout", "7", "--max-connections", "8",
                                  "--shutdown-grace", "9", "--strict-api", "--no-webui", "--keep-billing-header", "--threads", "2", "--ctx-size", "128", "--parallel", "3",
                                  "--queue-limit", "4", "--prefill-chunk", "32", "--kv-type", "f32", "--cache-ram", "64",
-                                 "--cache-dir", "/tmp/kv", "--cache-dir-size", "512", "--model-draft", m, "--no-repack", "--spec", "draft", "--draft-max", "8", "--draft-min", "2",
+                                 "--cache-dir", "/tmp/kv", "--cache-dir-size", "512", "--model-draft", m, "--no-repack", "--mmproj", m, "--no-mmproj", "--spec", "draft", "--draft-max", "8", "--draft-min", "2",
                                  "--temperature", "0", "--top-p", "0.5", "--top-k", "5", "--min-p", "0.1",
                                  "--repeat-penalty", "1.1", "--max-tokens", "99", "--reasoning-effort", "none", "--log-level", "debug",
                                  "--log-format", "json", "--no-metrics", "--models-dir", dir_.string(),
@@ -166,6 +167,11 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
   EXPECT_EQ(cfg.model.alias, "a");
   EXPECT_EQ(cfg.model.chat_template_file, t);
   EXPECT_FALSE(cfg.model.repack);
+  EXPECT_EQ(cfg.model.mmproj, m);
+  EXPECT_FALSE(cfg.model.mmproj_auto);
+  EXPECT_EQ(cfg.http.image_max_bytes, 2 << 20);
+  EXPECT_EQ(cfg.http.image_max_pixels, 4000000);
+  EXPECT_EQ(cfg.http.image_max_count, 3);
   EXPECT_EQ(cfg.http.host, "0.0.0.0");
   EXPECT_EQ(cfg.http.port, 1);
   EXPECT_EQ(cfg.http.ollama_listen, "127.0.0.1:11434");

@@ -100,7 +100,7 @@ TEST_F(PresetTest, RouterRowErrors) {
 TEST_F(PresetTest, ScopeOfEveryRow) {
   EXPECT_EQ(names_of(Scope::kModelId), (std::vector<std::string>{"model", "alias", "hf"}));
   EXPECT_EQ(names_of(Scope::kModel),
-            (std::vector<std::string>{"chat-template-file", "pooling", "model-draft", "repack", "threads", "ctx-size", "parallel",
+            (std::vector<std::string>{"chat-template-file", "pooling", "model-draft", "repack", "mmproj", "mmproj-auto", "threads", "ctx-size", "parallel",
                                       "queue-limit", "prefill-chunk", "kv-type", "cache-ram", "cache-dir",
                                       "cache-dir-size", "spec", "draft-max", "draft-min", "temperature", "top-p",
                                       "top-k", "min-p", "repeat-penalty", "max-tokens", "reasoning-effort"}));
@@ -149,7 +149,7 @@ TEST_F(PresetTest, ParsesSectionsQuotedIdsAliasesAndLoadOnStartup) {
 
 TEST_F(PresetTest, ErrorsNameFileLineKeyValueAndWhatIsAllowed) {
   const std::string allowed =
-      "a preset takes model, alias, chat-template-file, pooling, model-draft, hf, repack, threads, ctx-size, parallel, "
+      "a preset takes model, alias, chat-template-file, pooling, model-draft, hf, repack, mmproj, mmproj-auto, threads, ctx-size, parallel, "
       "queue-limit, prefill-chunk, kv-type, cache-ram, cache-dir, cache-dir-size, spec, draft-max, draft-min, "
       "temperature, top-p, top-k, min-p, repeat-penalty, max-tokens, reasoning-effort, load-on-startup";
   const std::string m = file("m.gguf", "GGUF");

@@ -245,7 +245,11 @@ TEST_F(Responses, UnsupportedInputIsA400NamingIt) {
   const json body = {{"input", {{{"role", "user"}, {"content", {{{"type", "input_image"}, {"image_url", "http://x/y.png"}}}}}}}};
   const HttpReply r = create(body);
   EXPECT_EQ(r.status, 400);
-  EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("input_image"), std::string::npos) << r.body;
+  EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("input[0].content[0]"), std::string::npos) << r.body;
+  EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("remote images"), std::string::npos) << r.body;
+  const HttpReply file = create({{"input", {{{"role", "user"}, {"content", {{{"type", "input_file"}, {"file_id", "f"}}}}}}}});
+  EXPECT_EQ(file.status, 400);
+  EXPECT_NE(file.body.find("input_file"), std::string::npos) << file.body;
   EXPECT_EQ(create({{"input", 5}}).status, 400);
   EXPECT_EQ(create(json::object()).status, 400);
   EXPECT_EQ(create({{"input", "x"}, {"tool_choice", {{"type", "function"}, {"name", "nope"}}}}).status, 400);

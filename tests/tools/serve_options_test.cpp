@@ -65,9 +65,12 @@ TEST_F(ServeOptionsTest, SingleModelIsTheCommandLineAsBefore) {
   EXPECT_EQ(row(o.model, "alias"), "x");
   EXPECT_EQ(row(o.model, "port"), "(missing)") << "server-wide rows are not a model's";
   EXPECT_EQ(o.model.settings.front().first, "model");
-  EXPECT_EQ(o.model.settings.size(), 26u);
+  EXPECT_EQ(o.model.settings.size(), 28u);
   EXPECT_TRUE(o.model.repack);
   EXPECT_EQ(row(o.model, "repack"), "true");
+  EXPECT_TRUE(o.model.mmproj_auto);
+  EXPECT_EQ(o.model.mmproj_path, "");
+  EXPECT_EQ(row(o.model, "mmproj-auto"), "true");
 }
 
 TEST_F(ServeOptionsTest, RouterOptionsFromTheRows) {

@@ -2,7 +2,8 @@
 // puppeteer-core of tests/compat) against a real `ggufd serve` in router mode: the page loads
 // without console errors, an answer streams in, Stop stops it, a conversation survives a reload,
 // the model picker lists the router's chat models (not its embedding model) and switches, model
-// output holding <script> and event handlers stays text, and the API-key prompt works.
+// output holding <script> and event handlers stays text, an image reaches a vision model, and
+// the API-key prompt works.
 // GGUFD_WEBUI_SCREENSHOTS=DIR saves the main views there (docs/ holds the README's).
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -29,6 +30,13 @@ const second = requireFile(join(dirname(model), 'llama-2-tiny-random.gguf'), 'se
 const bert = requireFile(join(dirname(model), 'synth', 'synth-bert-Q8_0.gguf'), 'embedding model');
 symlinkSync(second, join(dir, 'models', 'tiny-llama.gguf'));
 symlinkSync(bert, join(dir, 'models', 'bert.gguf'));
+// An image model: the gemma3 text model with its projector beside it (found there by --mmproj-auto).
+const visionModel = requireFile(join(dirname(model), 'synth', 'synth-gemma3-F32.gguf'), 'gemma3 text model');
+const projector = requireFile(join(dirname(model), 'vision', 'synth-mmproj-gemma3-F32.gguf'), 'gemma3 projector');
+const testImage = requireFile(join(dirname(model), 'vision', 'test-image-1.png'), 'test image');
+mkdirSync(join(dir, 'models', 'vision'));
+symlinkSync(visionModel, join(dir, 'models', 'vision', 'gemma3.gguf'));
+symlinkSync(projector, join(dir, 'models', 'vision', 'mmproj-gemma3.gguf'));
 const server = await startServer({ ctxSize: 2048, args: ['--models-dir', join(dir, 'models'), '--models-max', '1'] });
 const browser = await puppeteer.launch({ executablePath: chromium, headless: true,
                                          args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
@@ -72,7 +80,7 @@ test('the page loads without console errors and lists the chat models only', asy
   assert.equal(await page.title(), 'ggufd');
   await page.waitForFunction(() => document.querySelectorAll('#model option').length > 0);
   const ids = await options(page);
-  assert.deepEqual([...ids].sort(), ['stories', 'tiny-llama'], 'chat models only, not the embedding model');
+  assert.deepEqual([...ids].sort(), ['stories', 'tiny-llama', 'vision/gemma3'], 'chat models only, not the embedding model');
   assert.deepEqual(page.problems, []);
   if (shots) await page.screenshot({ path: join(shots, 'webui-empty.png') });
 });
@@ -260,6 +268,33 @@ test('settings and attached files reach the request; reasoning and tool calls ar
   assert.deepEqual(page.problems, []);
 });
 
+test('an attached image goes to a vision model as an image part, and is shown', async () => {
+  const page = await openPage();
+  await page.select('#model', 'vision/gemma3');
+  await page.waitForFunction(() => /vision\/gemma3 is loaded/.test(document.querySelector('#model-status').textContent),
+                             { timeout: 60000 });
+  const sent = [];
+  page.on('request', (req) => { if (req.url().endsWith('/v1/chat/completions')) sent.push(JSON.parse(req.postData())); });
+  await (await page.$('#attach-file')).uploadFile(testImage);
+  await page.waitForFunction(() => document.querySelector('#attachments').textContent.includes('test-image-1.png'));
+  await ask(page, 'What is in this picture?');
+  const content = sent.at(-1).messages.at(-1).content;
+  assert.equal(content[0].type, 'text');
+  assert.equal(content[0].text, 'What is in this picture?');
+  assert.equal(content[1].type, 'image_url');
+  assert.equal(content[1].image_url.url, `data:image/png;base64,${readFileSync(testImage).toString('base64')}`);
+  const answer = await lastAnswer(page);
+  assert.equal(answer.role, 'vision/gemma3');
+  assert.ok(!(await page.$('.message.assistant:last-of-type .error')), 'the server answered the image');
+  assert.match(answer.figures, /tokens/);
+  const thumb = await page.$eval('.message.user img.thumb', (i) => ({ ok: i.complete && i.naturalWidth, alt: i.alt }));
+  assert.deepEqual(thumb, { ok: 96, alt: 'test-image-1.png' });
+  if (shots) await page.screenshot({ path: join(shots, 'webui-image.png') });
+  await page.reload({ waitUntil: 'networkidle0' });  // kept with the conversation
+  await page.waitForSelector('.message.user img.thumb');
+  assert.deepEqual(page.problems, []);
+});
+
 test('Markdown: highlighted code with a copy button, tables, math', async () => {
   const page = await openPage();
   await page.select('#model', 'stories');
@@ -394,7 +429,7 @@ test('behind a path prefix (a proxy that maps /ggufd/ to the server)', async () 
   await new Promise((ok) => proxy.listen(0, '127.0.0.1', ok));
   try {
     const page = await openPage(`http://127.0.0.1:${proxy.address().port}/ggufd`);
-    await page.waitForFunction(() => document.querySelectorAll('#model option').length === 2);
+    await page.waitForFunction(() => document.querySelectorAll('#model option').length === 3);
     await page.select('#model', 'stories');
     await ask(page, 'Once upon a time');
     assert.ok((await lastAnswer(page)).text.length > 10);

@@ -4,10 +4,15 @@
 // golden tests' teacher-forced sequence). `--dump-layers OUT.json --positions 0,5,-1 [--ops a,b]`
 // also writes those positions' activations after every step of every layer (layer_dump.h), for
 // scripts/drift/compare.
+// `--mmproj PROJ --image IMG --prompt TEXT [--greedy N]` evaluates a prompt holding the marker
+// <__media__> where the image goes and prints what ../shared/tools/golden/golden_mtmd.cpp prints
+// for libmtmd (../shared/golden/README.md: chunks, the image's rows, last_top, greedy, gen_top),
+// so any model and image can be checked against llama.cpp from the command line.
 #include <algorithm>
 #include <charconv>
 #include <memory>
 #include <set>
+#include <span>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -17,6 +22,11 @@
 #include "engine/kernels/thread_pool.h"
 #include "engine/model/forward.h"
 #include "engine/model/model.h"
+#include "engine/runtime/image_prompt.h"
+#include "engine/runtime/scheduler.h"
+#include "engine/text/tokenizer/tokenizer.h"
+#include "engine/vision/image.h"
+#include "engine/vision/vit.h"
 #include "tools/ggufd/commands.h"
 #include "tools/ggufd/files.h"
 #include "tools/ggufd/layer_dump.h"
@@ -36,6 +46,10 @@ struct LogitsOptions {
   std::string dump_layers;  // output file of the layer dump; empty: no dump
   std::string positions = "-1";
   std::string ops;          // comma-separated step names; empty: all
+  std::string mmproj;       // with image and prompt: an image chat's references
+  std::string image;
+  std::string prompt;
+  int greedy = 16;
 };
 
 // The teacher-forced sequence of case `index` of a golden file: its tokens, then the greedy tokens
@@ -89,7 +103,94 @@ std::vector<int32_t> parse_token_list(const std::string& s) {
   return ids;
 }
 
+// [[id, logit] x k], best first.
+nlohmann::json top_k(const float* row, int64_t n_vocab, int64_t k) {
+  std::vector<int32_t> ids(static_cast<size_t>(n_vocab));
+  for (int32_t v = 0; v < n_vocab; ++v) ids[static_cast<size_t>(v)] = v;
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(),
+                    [&](int32_t a, int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+  nlohmann::json top = nlohmann::json::array();
+  for (int64_t j = 0; j < k; ++j) top.push_back({ids[static_cast<size_t>(j)], row[ids[static_cast<size_t>(j)]]});
+  return top;
+}
+
+std::string base_name(const std::string& p) { return p.substr(p.find_last_of('/') + 1); }
+
+// --mmproj / --image / --prompt: the image chat's references, in golden_mtmd's format.
+int run_image_logits(const LogitsOptions& o) {
+  const engine::Model model = engine::Model::load(o.model);
+  const engine::Tokenizer tok = engine::Tokenizer::from_gguf(model.file());
+  const engine::VisionModel vision = engine::VisionModel::load(o.mmproj);
+  const int64_t n_vocab = model.hparams().n_vocab, E = model.hparams().n_embd, k = std::clamp<int64_t>(o.top, 1, n_vocab);
+  if (vision.hparams().n_embd_text != E) throw std::invalid_argument("--mmproj: its projection width does not fit the model");
+  const std::string bytes = read_text_file(o.image);
+  const engine::RgbImage img = engine::decode_image(
+      std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), engine::ImageLimits{});
+  const std::string marker = "<__media__>";
+  std::vector<engine::TextPiece> pieces;
+  for (size_t from = 0;;) {
+    const size_t at = o.prompt.find(marker, from);
+    pieces.push_back({o.prompt.substr(from, at == std::string::npos ? std::string::npos : at - from), {}});
+    if (at == std::string::npos) break;
+    from = at + marker.size();
+  }
+  if (pieces.size() != 2) throw std::invalid_argument("--prompt: put the marker <__media__> in it once");
+  const int64_t n_img = vision.hparams().n_tokens();
+  std::vector<int64_t> image_at;
+  std::vector<int32_t> tokens = engine::tokenize_around_images(
+      tok, vision.traits(), n_img, pieces, {engine::image_token_id(0, n_vocab)}, image_at);
+  engine::ThreadPool pool(engine::thread_count(o.threads));
+  engine::VisionEncoder encoder(vision);
+  const std::vector<float> rows = encoder.encode(engine::fit_image(img, vision.hparams(), vision.traits().fit), pool);
+
+  const auto n = static_cast<int64_t>(tokens.size());
+  engine::KvCache cache(model.hparams(), n + o.greedy, engine::kv_type_from_name(o.kv_type));
+  engine::Forward fwd(model, n);
+  engine::Batch batch;
+  const int64_t a = image_at[0];
+  const auto last = static_cast<int32_t>(a + n_img - 1);
+  for (int64_t i = 0; i < n; ++i) {
+    const bool out = i + 1 == n;
+    if (i >= a && i < a + n_img) {
+      batch.add_row(rows.data() + (i - a) * E, 0, static_cast<int32_t>(i),
+                    vision.traits().non_causal ? last : static_cast<int32_t>(i), out);
+    } else {
+      batch.add(tokens[static_cast<size_t>(i)], 0, static_cast<int32_t>(i), out);
+    }
+  }
+  fwd.eval(batch, cache, pool);
+  const nlohmann::json last_top = top_k(fwd.logits(0), n_vocab, k);
+  nlohmann::json greedy = nlohmann::json::array(), gen_top = nlohmann::json::array();
+  const float* row = fwd.logits(0);
+  for (int g = 0; g < o.greedy; ++g) {
+    const auto t = static_cast<int32_t>(std::max_element(row, row + n_vocab) - row);
+    greedy.push_back(t);
+    batch.clear();
+    batch.add(t, 0, static_cast<int32_t>(n + g), true);
+    fwd.eval(batch, cache, pool);
+    row = fwd.logits(0);
+    gen_top.push_back(top_k(row, n_vocab, k));
+  }
+  nlohmann::json embd = nlohmann::json::array();
+  for (int64_t i = 0; i < n_img; ++i) embd.push_back(std::vector<float>(rows.begin() + i * E, rows.begin() + (i + 1) * E));
+  const nlohmann::json chunks = {
+      {{"type", "text"}, {"tokens", std::vector<int32_t>(tokens.begin(), tokens.begin() + a)}},
+      {{"type", "image"}, {"n_tokens", n_img}, {"n_pos", n_img}, {"embd", embd}},
+      {{"type", "text"}, {"tokens", std::vector<int32_t>(tokens.begin() + a + n_img, tokens.end())}}};
+  const nlohmann::json out = {{"model", base_name(o.model)}, {"mmproj", base_name(o.mmproj)}, {"image", base_name(o.image)},
+                              {"image_nx", img.width},       {"image_ny", img.height},        {"n_vocab", n_vocab},
+                              {"topk", k},                   {"non_causal_image", vision.traits().non_causal},
+                              {"chunks", chunks},            {"last_top", last_top},          {"n_past", n},
+                              {"greedy", greedy},            {"gen_top", gen_top}};
+  std::printf("%s\n", out.dump().c_str());
+  return 0;
+}
+
 int run_logits(const LogitsOptions& o) {
+  if (!o.mmproj.empty() || !o.image.empty() || !o.prompt.empty()) {
+    if (o.mmproj.empty() || o.image.empty() || o.prompt.empty()) throw std::invalid_argument("give --mmproj, --image and --prompt together");
+    return run_image_logits(o);
+  }
   if (o.tokens.empty() == o.tokens_from.empty()) throw std::invalid_argument("give --tokens or --tokens-from");
   int64_t n_prompt = 0;
   const std::vector<int32_t> tokens =
@@ -114,16 +215,9 @@ int run_logits(const LogitsOptions& o) {
 
   const int64_t k = std::clamp<int64_t>(o.top, 1, n_vocab);
   nlohmann::json positions = nlohmann::json::array();
-  std::vector<int32_t> ids(static_cast<size_t>(n_vocab));
   for (int64_t i = 0; i < n; ++i) {
     const float* row = fwd.logits(i);
-    for (int32_t v = 0; v < n_vocab; ++v) ids[static_cast<size_t>(v)] = v;
-    std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) {
-      return row[a] > row[b] || (row[a] == row[b] && a < b);
-    });
-    nlohmann::json top = nlohmann::json::array();
-    for (int64_t j = 0; j < k; ++j) top.push_back({ids[static_cast<size_t>(j)], row[ids[static_cast<size_t>(j)]]});
-    positions.push_back({{"position", i}, {"token", tokens[static_cast<size_t>(i)]}, {"top", top}});
+    positions.push_back({{"position", i}, {"token", tokens[static_cast<size_t>(i)]}, {"top", top_k(row, n_vocab, k)}});
     if (dump && dump->wants("result_output")) dump->add("result_output", -1, i, row, n_vocab);
   }
   if (dump) {
@@ -150,6 +244,10 @@ Command add_logits(CLI::App& app) {
   app.add_option("--ops", o->ops,
                  "steps to dump, comma-separated (default all): inp_embd attn_norm q k v kqv_out attn_out "
                  "ffn_inp ffn_norm ffn_act ffn_out l_out result_output");
+  app.add_option("--mmproj", o->mmproj, "vision projector GGUF: with --image and --prompt, an image chat's references");
+  app.add_option("--image", o->image, "image file (PNG, JPEG, WebP, GIF) for --mmproj");
+  app.add_option("--prompt", o->prompt, "prompt text holding the marker <__media__> where the image goes");
+  app.add_option("--greedy", o->greedy, "greedy tokens after an image prompt (default 16)");
   app.add_option("--top", o->top, "pairs shown per position (default 20)");
   app.add_option("-t,--threads", o->threads, "compute threads (default: physical cores)");
   app.add_option("--kv-type", o->kv_type, "KV cache element type (default f16)")

@@ -85,6 +85,9 @@ void set_http(const config::HttpConfig& h, server::ServiceOptions& o) {
   o.http.cors_origins = h.cors_origins;
   o.tokenize_limit = static_cast<size_t>(h.tokenize_limit);
   o.max_json_depth = h.max_json_depth;
+  o.image_limits.max_bytes = h.image_max_bytes;
+  o.image_limits.max_pixels = h.image_max_pixels;
+  o.max_images = h.image_max_count;
   o.strict_api = h.strict_api;
   o.keep_billing_header = h.keep_billing_header;
   o.request_timeout_s = h.request_timeout;
@@ -134,6 +137,8 @@ server::ModelOptions model_options(const config::ServeConfig& c) {
   }
   o.pooling = c.model.pooling;
   o.repack = c.model.repack;
+  o.mmproj_path = c.model.mmproj;
+  o.mmproj_auto = c.model.mmproj_auto;
   set_engine(c.engine, o.engine);
   set_speculation(c, o);
   set_sampling(c.sampling, o);

@@ -2,18 +2,28 @@
 // the deltas folded into an assistant message, and the figures people want measured around it.
 import { request, events, modelProps } from './api.js';
 
-// The text a user message sends: what was typed, then each attached file in a fenced block.
+// The text a user message sends: what was typed, then each attached text file in a fenced block.
 function userText(m) {
   let text = m.content;
-  for (const a of m.attachments ?? []) text += `\n\n--- ${a.name} ---\n\`\`\`\n${a.text}\n\`\`\``;
+  for (const a of m.attachments ?? []) {
+    if (a.text !== undefined) text += `\n\n--- ${a.name} ---\n\`\`\`\n${a.text}\n\`\`\``;
+  }
   return text;
+}
+
+// A user message's content: its text, or (with attached images) text and image_url parts.
+function userContent(m) {
+  const images = (m.attachments ?? []).filter((a) => a.image);
+  if (!images.length) return userText(m);
+  return [{ type: 'text', text: userText(m) },
+          ...images.map((a) => ({ type: 'image_url', image_url: { url: a.image } }))];
 }
 
 export function chatRequest(conv, model) {
   const messages = [];
   if (conv.system.trim()) messages.push({ role: 'system', content: conv.system });
   for (const m of conv.messages) {
-    if (m.role === 'user') messages.push({ role: 'user', content: userText(m) });
+    if (m.role === 'user') messages.push({ role: 'user', content: userContent(m) });
     else if (m.content) messages.push({ role: 'assistant', content: m.content });
   }
   const body = { model, messages, stream: true, stream_options: { include_usage: true } };

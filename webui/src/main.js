@@ -14,7 +14,7 @@ const state = {
   models: [],       // GET v1/models
   model: '',        // the picker's choice
   running: null,    // { controller, conv, msg, el } while an answer streams
-  attachments: [],  // files for the next message: [{name, text}]
+  attachments: [],  // files for the next message: [{name, text}] or [{name, image: data URL}]
 };
 window.ggufd = state;  // for the browser's console (and the tests)
 
@@ -221,10 +221,24 @@ function renderAttachments() {
                                              onclick: () => { state.attachments.splice(i, 1); renderAttachments(); } }, '✕'))));
 }
 
+// A file's bytes as a data: URL.
+const dataUrl = (f) => new Promise((resolve, reject) => {
+  const r = new FileReader();
+  r.onload = () => resolve(r.result);
+  r.onerror = () => reject(r.error);
+  r.readAsDataURL(f);
+});
+
+// Text files are sent inline; images (PNG, JPEG, WebP, GIF) as image parts, for a model with a
+// vision projector (the server says so for one without).
 async function attach(files) {
   for (const f of files) {
     if (f.size > 4 << 20) {
       showStatus(`${f.name}: over 4 MiB, not attached`, true);
+      continue;
+    }
+    if (/^image\/(png|jpeg|webp|gif)$/.test(f.type)) {
+      state.attachments.push({ name: f.name, image: await dataUrl(f) });
       continue;
     }
     const text = await f.text();

@@ -24,7 +24,9 @@ export function updateMessageView(el, msg, actions, isLast, streaming = false) {
   }
   if (msg.attachments?.length) {
     el.append(h('ul', { className: 'attached', 'aria-label': 'Attached files' },
-                msg.attachments.map((a) => h('li', {}, `📎 ${a.name}`))));
+                msg.attachments.map((a) => h('li', {}, a.image
+                  ? h('img', { className: 'thumb', src: a.image, alt: a.name, title: a.name })
+                  : `📎 ${a.name}`))));
   }
   const body = h('div', { className: msg.role === 'user' ? 'content plain' : 'content markdown' });
   if (msg.role === 'user') body.textContent = msg.content;

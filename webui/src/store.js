@@ -2,8 +2,8 @@
 // the list is every key with the prefix). Nothing leaves the browser but what a request sends.
 //
 // A conversation: { id, title, created, updated, model, system, params: {temperature, ...},
-//   messages: [{ id, role: 'user'|'assistant', content, reasoning?, tool_calls?, attachments?:
-//   [{name, text}], model?, stats?, error?, stopped? }] }
+//   messages: [{ id, role: 'user'|'assistant', content, reasoning?, tool_calls?, attachments? (text or image):
+//   [{name, text} or {name, image: data URL}], model?, stats?, error?, stopped? }] }
 
 const PREFIX = 'ggufd.conversation.';
 
@@ -43,6 +43,14 @@ const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined)
 
 // One imported conversation, rebuilt field by field from what the file holds: nothing but
 // known fields of the right types is kept, so a crafted file cannot plant anything else.
+// A text file's text, or an image as a data: URL of one of the four image types (nothing else
+// may reach an <img>).
+function cleanAttachment(a) {
+  const image = str(a?.image);
+  if (/^data:image\/(png|jpeg|webp|gif);base64,[A-Za-z0-9+/=]*$/.test(image)) return { name: str(a?.name, 256), image };
+  return { name: str(a?.name, 256), text: str(a?.text) };
+}
+
 function cleanConversation(c) {
   if (typeof c !== 'object' || c === null || !Array.isArray(c.messages)) return null;
   const params = {};
@@ -54,7 +62,7 @@ function cleanConversation(c) {
     id: newId(), role: m.role, content: str(m.content), reasoning: str(m.reasoning),
     model: str(m.model, 256) || undefined,
     attachments: Array.isArray(m.attachments)
-      ? m.attachments.map((a) => ({ name: str(a?.name, 256), text: str(a?.text) })) : undefined,
+      ? m.attachments.map(cleanAttachment) : undefined,
     tool_calls: Array.isArray(m.tool_calls)
       ? m.tool_calls.map((t) => ({ name: str(t?.name, 256), arguments: str(t?.arguments) })) : undefined,
   }));

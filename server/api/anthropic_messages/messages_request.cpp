@@ -5,6 +5,7 @@
 #include <set>
 
 #include "server/api/api_error.h"
+#include "server/api/prompt_images.h"
 #include "server/api/core/formatter.h"
 #include "server/api/output_constraint.h"
 #include "server/api/request_fields.h"
@@ -83,9 +84,11 @@ class MessageReader {
     const std::string type = b["type"].get<std::string>();
     if (type == "text") {
       if (!b.contains("text") || !b["text"].is_string()) throw invalid_field("messages", where + ".text must be a string");
-      msg.form = Message::Content::kText;
+      if (msg.form == Message::Content::kNone) msg.form = Message::Content::kText;
       msg.texts.push_back(b["text"].get<std::string>());
-    } else if (type == "image" || type == "document") {
+    } else if (type == "image") {
+      image(msg, b, where);
+    } else if (type == "document") {
       unsupported_block(where, type);
     } else if (type == "tool_use" && msg.role == "assistant") {
       CallRecord c;
@@ -112,6 +115,21 @@ class MessageReader {
     } else {
       ignored_.push_back("messages:" + type);  // redacted_thinking, server tool blocks, search results, ...
     }
+  }
+
+  // {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "..."}}
+  static void image(Message& msg, const ojson& b, const std::string& where) {
+    const auto src = b.find("source");
+    if (src == b.end() || !src->is_object()) throw invalid_field("messages", where + ".source must be an object");
+    const std::string kind = string_or(*src, "type");
+    if (kind != "base64") {
+      throw invalid_field("messages", where + ".source.type '" + kind + "' is not supported: send the image as base64 "
+                                              "(this server does not fetch URLs or files)");
+    }
+    if (!src->contains("data") || !(*src)["data"].is_string()) {
+      throw invalid_field("messages", where + ".source.data must be a base64 string");
+    }
+    msg.add_image(decode_base64((*src)["data"].get<std::string>(), where), where);
   }
 
   std::vector<Message>& out_;

@@ -1,5 +1,7 @@
 #include "server/api/core/conversation.h"
 
+#include "server/api/prompt_images.h"
+
 #include <algorithm>
 
 namespace server {
@@ -63,6 +65,15 @@ ojson message_json(const Message& m, const ChatFeatures& f) {
 }
 
 }  // namespace
+
+void Message::add_image(std::string bytes, std::string where) {
+  if (form != Content::kParts) {
+    if (form == Content::kNone) texts.clear();
+    form = Content::kParts;
+  }
+  texts.push_back(image_placeholder());
+  images.push_back({std::move(bytes), std::move(where)});
+}
 
 std::string Message::joined() const {
   std::string out;

@@ -21,12 +21,21 @@ struct CallRecord {
   nlohmann::ordered_json arguments = nlohmann::ordered_json::object();  // keys in the order sent
 };
 
+// One image of a request: its encoded bytes and the part that held it ("messages[1].content[0]"),
+// named in errors (prompt_images.h decodes it).
+struct ImageInput {
+  std::string bytes;
+  std::string where;
+};
+
 // One message. `role` is system, developer, user, assistant or tool (the dialects map theirs).
 struct Message {
   enum class Content { kNone, kText, kParts };
   std::string role;
   Content form = Content::kText;     // kNone: no content (an assistant turn of calls only)
   std::vector<std::string> texts;    // kText: one string; kParts: one per text part (rendered as parts)
+  // Its image parts in order (add_image); each stands in `texts` as image_placeholder() (kParts).
+  std::vector<ImageInput> images;
   std::string reasoning;             // assistant: its earlier reasoning, handed back to the template
   std::vector<CallRecord> calls;     // assistant: the calls it made
   std::optional<std::string> call_id;  // tool: the call this is the result of
@@ -42,6 +51,8 @@ struct Message {
   }
   // The content as one string (parts joined).
   std::string joined() const;
+  // Appends an image part (the content becomes parts).
+  void add_image(std::string bytes, std::string where);
 };
 
 // For dialects whose clients send several system-like messages (Responses' instructions and

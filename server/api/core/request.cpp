@@ -1,5 +1,7 @@
 #include "server/api/core/request.h"
 
+#include "server/api/prompt_images.h"
+
 #include <algorithm>
 
 #include "engine/text/grammar/grammar_cache.h"
@@ -90,13 +92,26 @@ ojson template_variables(const ReasoningOptions& reasoning, ojson vars, const st
   return vars;
 }
 
+namespace {
+
+// Every message's images, in conversation order (the order the template renders them in).
+std::vector<ImageInput> conversation_images(const std::vector<Message>& conversation) {
+  std::vector<ImageInput> images;
+  for (const Message& m : conversation) images.insert(images.end(), m.images.begin(), m.images.end());
+  return images;
+}
+
+}  // namespace
+
 void prepare_generation(const App& app, CoreRequest request, PreparedRequest& out) {
   out.params = std::move(request.params);
   out.ignored_fields = std::move(request.ignored_fields);
   if (!request.conversation.empty()) {
     RenderedChat chat = render(app, request);
     out.answer = answer_options(app, request.tools, chat.text);
-    out.prompts.push_back(tokenize_chat(app, std::move(chat)));
+    const std::vector<ImageInput> images = conversation_images(request.conversation);
+    out.prompts.push_back(images.empty() ? tokenize_chat(app, std::move(chat))
+                                         : tokenize_with_images(app, std::move(chat), images, out.params.images));
     out.tools = std::move(request.tools);
     constrain_tool_calls(app, out);
     // the markers' control tokens are text wherever the parser or a grammar may look for them
@@ -117,7 +132,10 @@ void prepare_generation(const App& app, CoreRequest request, PreparedRequest& ou
 
 std::vector<int32_t> conversation_tokens(const App& app, const CoreRequest& request) {
   if (request.conversation.empty()) return {};
-  return tokenize_chat(app, render(app, request));
+  const std::vector<ImageInput> images = conversation_images(request.conversation);
+  if (images.empty()) return tokenize_chat(app, render(app, request));
+  std::vector<engine::PromptImage> placed;
+  return tokenize_with_images(app, render(app, request), images, placed);
 }
 
 }  // namespace server

@@ -64,6 +64,7 @@ std::vector<std::string> ollama_capabilities(const gguf::FileSet& files, const A
   if (generates) c = {"completion", "tools"};
   if (generates && thinks) c.push_back("thinking");
   if (embeds) c.push_back("embedding");
+  if (app != nullptr && app->vision) c.push_back("vision");
   return c;
 }
 

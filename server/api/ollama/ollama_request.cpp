@@ -6,6 +6,7 @@
 #include "engine/text/tokenizer/vocab.h"
 #include "server/api/generation_params.h"
 #include "server/api/output_constraint.h"
+#include "server/api/prompt_images.h"
 #include "server/api/request_fields.h"
 #include "server/api/request_json.h"
 
@@ -97,9 +98,6 @@ void read_ollama_think(const json& body, const App& app, const std::string& mode
 
 // Fields this server cannot honour: a 400 naming them when they ask for something.
 void refuse_ollama_unsupported(const json& body) {
-  if (auto i = body.find("images"); i != body.end() && !i->is_null() && !(i->is_array() && i->empty())) {
-    throw invalid_field("images", "'images' is not supported: this server takes text input only (images are not supported yet)");
-  }
   if (auto t = body.find("template"); t != body.end() && !t->is_null() && !(t->is_string() && t->get<std::string>().empty())) {
     throw invalid_field("template", "'template' is not supported: the prompt is built with the model's chat template "
                                     "(send \"raw\": true with a prompt you formatted yourself)");
@@ -156,6 +154,20 @@ std::vector<CallRecord> read_ollama_calls(const ojson& calls, size_t i) {
   return out;
 }
 
+// `images`: base64 strings (no data: prefix; a data URI is taken too), into msg's image parts.
+template <class Json>
+void read_ollama_images(const Json& holder, const std::string& where, Message& msg) {
+  const auto im = holder.find("images");
+  if (im == holder.end() || im->is_null()) return;
+  if (!im->is_array()) throw invalid_field("images", where + " must be an array of base64 strings");
+  for (size_t k = 0; k < im->size(); ++k) {
+    const std::string at = where + "[" + std::to_string(k) + "]";
+    if (!(*im)[k].is_string()) throw invalid_field("images", at + " must be a base64 string");
+    const std::string data = (*im)[k].template get<std::string>();
+    msg.add_image(data.rfind("data:", 0) == 0 ? image_url_bytes(data, at) : decode_base64(data, at), at);
+  }
+}
+
 Message read_ollama_message(const ojson& m, size_t i) {
   static const std::set<std::string> kRoles = {"system", "user", "assistant", "tool"};
   if (!m.is_object()) throw invalid_field("messages", ollama_message_at(i) + " must be an object");
@@ -168,9 +180,6 @@ Message read_ollama_message(const ojson& m, size_t i) {
     throw invalid_field("messages", ollama_message_at(i) + ".content must be a string");
   }
   const std::string text = content == m.end() || content->is_null() ? "" : content->get<std::string>();
-  if (auto im = m.find("images"); im != m.end() && !im->is_null() && !(im->is_array() && im->empty())) {
-    throw invalid_field("images", ollama_message_at(i) + ".images is not supported: this server takes text input only (images are not supported yet)");
-  }
   if (auto t = m.find("thinking"); t != m.end() && t->is_string() && role == "assistant") out.reasoning = t->get<std::string>();
   if (auto c = m.find("tool_calls"); c != m.end() && !c->is_null() && role == "assistant") out.calls = read_ollama_calls(*c, i);
   if (auto n = m.find("tool_name"); n != m.end() && n->is_string()) out.name = n->get<std::string>();
@@ -178,6 +187,8 @@ Message read_ollama_message(const ojson& m, size_t i) {
   if (text.empty() && !out.calls.empty()) {
     out.form = Message::Content::kNone;
   } else {
+    // (images first, then the text, as Ollama renders them)
+    read_ollama_images(m, ollama_message_at(i) + ".images", out);
     out.texts.push_back(text);
   }
   return out;
@@ -261,10 +272,17 @@ OllamaRequest prepare_ollama_generate(const App& app, std::string_view text) {
     core.raw_prompts.push_back(fill_in_the_middle(app, r.model, prompt, suffix));
   } else if (raw) {
     if (!system.empty()) core.ignored_fields.push_back("system");  // a raw prompt is sent as it is
+    if (auto im = body.find("images"); im != body.end() && im->is_array() && !im->empty()) {
+      throw invalid_field("images", "'images' cannot go with \"raw\": true (a raw prompt has no place for them)");
+    }
     core.raw_prompts.push_back(app.tokenizer->encode(prompt, true, true));
   } else {
     if (!system.empty()) core.conversation.push_back(Message::text("system", system));
-    core.conversation.push_back(Message::text("user", prompt));
+    Message user;
+    user.role = "user";
+    read_ollama_images(body, "images", user);
+    user.texts.push_back(prompt);
+    core.conversation.push_back(std::move(user));
   }
   prepare_generation(app, std::move(core), r);
   return r;

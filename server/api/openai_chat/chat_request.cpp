@@ -4,6 +4,7 @@
 
 #include "server/api/api_error.h"
 #include "server/api/chat_prompt.h"
+#include "server/api/prompt_images.h"
 #include "server/api/output_constraint.h"
 #include "server/api/request_fields.h"
 #include "server/api/request_json.h"
@@ -83,7 +84,16 @@ Message chat_message(const ojson& m, size_t i) {
     out.texts.push_back(content->get<std::string>());
   } else {
     out.form = Message::Content::kParts;
-    for (const ojson& part : *content) out.texts.push_back(part["text"].get<std::string>());
+    for (size_t k = 0; k < content->size(); ++k) {  // (check_messages: text and image_url parts)
+      const ojson& part = (*content)[k];
+      if (part["type"] == "text") {
+        out.texts.push_back(part["text"].get<std::string>());
+        continue;
+      }
+      const ojson& url = part["image_url"];
+      const std::string where = "messages[" + std::to_string(i) + "].content[" + std::to_string(k) + "]";
+      out.add_image(image_url_bytes(url.is_string() ? url.get<std::string>() : url["url"].get<std::string>(), where), where);
+    }
   }
   for (const auto& [key, value] : m.items()) {
     if (key == "role" || key == "content") continue;

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "server/api/api_error.h"
+#include "server/api/prompt_images.h"
 #include "server/api/request_json.h"
 
 namespace server {
@@ -12,8 +13,10 @@ using ojson = nlohmann::ordered_json;
 
 namespace {
 
-// The text of content parts (input_text, output_text, refusal); `where` names them in errors.
-std::vector<std::string> part_texts(const ojson& content, const std::string& where, std::vector<std::string>& ignored) {
+// Content parts (input_text, output_text, refusal; input_image into `m`'s images when `m` is
+// given) as texts; `where` names them in errors.
+std::vector<std::string> part_texts(const ojson& content, const std::string& where, std::vector<std::string>& ignored,
+                                    Message* m = nullptr) {
   std::vector<std::string> out;
   if (content.is_string()) {
     out.push_back(content.get<std::string>());
@@ -27,9 +30,19 @@ std::vector<std::string> part_texts(const ojson& content, const std::string& whe
       throw invalid_field("input", at + " must be an object with a 'type'");
     }
     const std::string type = part["type"].get<std::string>();
+    if (type == "input_image" && m != nullptr) {
+      const auto url = part.find("image_url");
+      if (url == part.end() || !url->is_string()) {
+        throw invalid_field("input", at + ".image_url must be a data URI string (file_id images are not supported)");
+      }
+      out.push_back(image_placeholder());
+      m->images.push_back({image_url_bytes(url->get<std::string>(), at), at});
+      continue;
+    }
     static const std::set<std::string> kUnsupportedParts = {"input_image", "input_file", "input_audio"};
     if (kUnsupportedParts.count(type) != 0) {
-      throw invalid_field("input", at + ": '" + type + "' is not supported: this server takes text input only");
+      throw invalid_field("input", at + ": '" + type + "' is not supported here" +
+                                       (type == "input_image" ? "" : ": this server takes text and image input only"));
     }
     const char* key = type == "refusal" ? "refusal" : "text";
     if (type != "input_text" && type != "output_text" && type != "refusal") {
@@ -79,7 +92,8 @@ class InputReader {
     if (content == item.end()) throw invalid_field("input", where + ".content is required");
     Message m;
     m.role = role;
-    m.texts = part_texts(*content, where + ".content", ignored_);
+    m.texts = part_texts(*content, where + ".content", ignored_, &m);
+    if (!m.images.empty()) m.form = Message::Content::kParts;
     if (m.texts.empty()) m.texts.emplace_back();
     if (role == "assistant") take_reasoning(m);
     out_.push_back(std::move(m));

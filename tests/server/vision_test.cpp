@@ -1,0 +1,217 @@
+// Image chats end to end on the shared gemma3 text model with its random-weight projector
+// (../shared/models/vision): the prompt and greedy answer libmtmd gives for the test image
+// (../shared/golden/vision), the same image through every dialect (OpenAI chat, Responses,
+// Anthropic Messages, Ollama chat and generate), the cache of an image across turns, and the
+// 400s of broken, oversized and misplaced images.
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/server/fixture.h"
+
+namespace ggufd::test {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kGemma3 = "models/synth/synth-gemma3-F32.gguf";
+constexpr const char* kProjector = "models/vision/synth-mmproj-gemma3-F32.gguf";
+constexpr const char* kImage = "models/vision/test-image-1.png";
+constexpr const char* kGolden = "golden/vision/synth-gemma3-F32+mmproj-gemma3.json";
+
+// Gemma's turns, with content parts' text as it is (the golden prompt keeps its space before the image).
+const char* const kTemplate =
+    "{{ bos_token }}{% for m in messages %}{{ '<start_of_turn>' + ('model' if m.role == 'assistant' else m.role) + "
+    "'\\n' }}{% if m.content is string %}{{ m.content }}{% else %}{% for p in m.content %}{% if p.type == 'text' %}"
+    "{{ p.text }}{% endif %}{% endfor %}{% endif %}{{ '<end_of_turn>\\n' }}{% endfor %}{% if add_generation_prompt %}"
+    "{{ '<start_of_turn>model' }}{% endif %}";  // (libmtmd's prompt ends there)
+
+std::string base64(const std::string& bytes) {
+  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (unsigned char c : bytes) {
+    acc = acc << 8 | c;
+    bits += 8;
+    while (bits >= 6) out += k[(acc >> (bits -= 6)) & 63];
+  }
+  if (bits > 0) out += k[(acc << (6 - bits)) & 63];
+  while (out.size() % 4) out += '=';
+  return out;
+}
+
+std::string image_bytes() {
+  std::ifstream in(shared_path(kImage), std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+std::string data_uri(const std::string& bytes) { return "data:image/png;base64," + base64(bytes); }
+
+class VisionHttp : public testing::Test {
+ public:
+  static void SetUpTestSuite() {
+    if (!std::filesystem::exists(shared_path(kProjector))) return;
+    server::ServiceOptions o = test_options(kGemma3);
+    o.model.alias = "gemma3";
+    o.model.mmproj_path = shared_path(kProjector);
+    o.model.chat_template = kTemplate;
+    o.model.engine.n_slots = 2;
+    o.model.engine.n_ctx = 512;
+    o.max_images = 3;
+    running_ = new RunningService(std::move(o));
+  }
+  static void TearDownTestSuite() {
+    delete running_;
+    running_ = nullptr;
+  }
+  void SetUp() override {
+    GGUFD_REQUIRE_SHARED(kProjector);
+    GGUFD_REQUIRE_SHARED(kGolden);
+    ASSERT_NE(running_, nullptr);
+    ASSERT_TRUE(running_->ready()) << running_->service().load_error();
+  }
+  static uint16_t port() { return running_->port(); }
+  static inline RunningService* running_ = nullptr;
+};
+
+json chat_body(const json& content, int max_tokens = 16) {
+  return {{"messages", {{{"role", "user"}, {"content", content}}}},
+          {"max_tokens", max_tokens},
+          {"temperature", 0},
+          {"ignore_eos", true}};
+}
+
+json image_part(const std::string& bytes) { return {{"type", "image_url"}, {"image_url", {{"url", data_uri(bytes)}}}}; }
+
+// The golden prompt's text around the image, as content parts.
+json golden_content(const std::string& bytes) {
+  return json::array({{{"type", "text"}, {"text", "What is in this picture? "}}, image_part(bytes)});
+}
+
+std::string golden_answer(uint16_t port) {
+  std::ifstream in(shared_path(kGolden));
+  const json g = json::parse(in);
+  const HttpReply r = post_json(port, "/detokenize", {{"tokens", g["greedy"]}});
+  EXPECT_EQ(r.status, 200) << r.body;
+  return r.json()["content"];
+}
+
+TEST_F(VisionHttp, ModelListsImageInput) {
+  const json models = json::parse(http_request(port(), "GET", "/v1/models").body);
+  EXPECT_EQ(models["data"][0]["input_modalities"], json({"text", "image"})) << models.dump();
+  const json props = json::parse(http_request(port(), "GET", "/props").body);
+  EXPECT_TRUE(props["modalities"]["vision"].get<bool>());
+  const HttpReply show = post_json(port(), "/api/show", {{"model", "gemma3"}});
+  ASSERT_EQ(show.status, 200) << show.body;
+  const auto caps = show.json()["capabilities"];
+  EXPECT_NE(std::find(caps.begin(), caps.end(), "vision"), caps.end()) << caps.dump();
+}
+
+TEST_F(VisionHttp, ChatGivesLibmtmdsPromptAndGreedyAnswer) {
+  std::ifstream in(shared_path(kGolden));
+  const json g = json::parse(in);
+  const HttpReply r = post_json(port(), "/v1/chat/completions", chat_body(golden_content(image_bytes())));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json reply = r.json();
+  EXPECT_EQ(reply["usage"]["prompt_tokens"].get<int64_t>(), g["n_past"].get<int64_t>());
+  EXPECT_EQ(reply["choices"][0]["message"]["content"], golden_answer(port()));
+}
+
+TEST_F(VisionHttp, EveryDialectTakesTheImage) {
+  const std::string bytes = image_bytes();
+  const std::string expected = golden_answer(port());
+  // Responses: input_image
+  const json responses = {
+      {"input", {{{"role", "user"},
+                  {"content", {{{"type", "input_text"}, {"text", "What is in this picture? "}},
+                               {{"type", "input_image"}, {"image_url", data_uri(bytes)}}}}}}},
+      {"max_output_tokens", 16},
+      {"temperature", 0},
+      {"ignore_eos", true}};
+  HttpReply r = post_json(port(), "/v1/responses", responses);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["output"].back()["content"][0]["text"], expected);
+  // Anthropic Messages: an image block
+  const json messages = {
+      {"model", "gemma3"},
+      {"max_tokens", 16},
+      {"temperature", 0},
+      {"ignore_eos", true},
+      {"messages", {{{"role", "user"},
+                     {"content", {{{"type", "text"}, {"text", "What is in this picture? "}},
+                                  {{"type", "image"},
+                                   {"source", {{"type", "base64"}, {"media_type", "image/png"}, {"data", base64(bytes)}}}}}}}}}};
+  r = post_json(port(), "/v1/messages", messages);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["content"][0]["text"], expected);
+  // Ollama: images before the text; the same prompt tokens as the chat puts the image after
+  const json ollama = {{"model", "gemma3"},
+                       {"stream", false},
+                       {"options", {{"temperature", 0}, {"num_predict", 4}}},
+                       {"messages", {{{"role", "user"}, {"content", "What is this?"}, {"images", {base64(bytes)}}}}}};
+  r = post_json(port(), "/api/chat", ollama);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_GT(r.json()["prompt_eval_count"].get<int64_t>(), 16);
+  const json generate = {{"model", "gemma3"}, {"stream", false}, {"prompt", "What is this?"},
+                         {"images", {base64(bytes)}}, {"options", {{"temperature", 0}, {"num_predict", 4}}}};
+  r = post_json(port(), "/api/generate", generate);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_GT(r.json()["prompt_eval_count"].get<int64_t>(), 16);
+}
+
+// A conversation that goes on after an image reuses the slot's cache of it (the model's 8-token
+// sliding window keeps only a ring, so the reuse is of the whole conversation so far, as a chat
+// client's next turn does; a prefix cut inside the ring could not be continued).
+TEST_F(VisionHttp, TheNextTurnReusesTheImageFromTheCache) {
+  const json user = {{"role", "user"}, {"content", golden_content(image_bytes())}};
+  json body = {{"messages", {user}}, {"max_tokens", 4}, {"temperature", 0}, {"ignore_eos", true}};
+  const json first = post_json(port(), "/v1/chat/completions", body).json();
+  const int64_t n_first = first["usage"]["prompt_tokens"];
+  body["messages"].push_back({{"role", "assistant"}, {"content", first["choices"][0]["message"]["content"]}});
+  body["messages"].push_back({{"role", "user"}, {"content", "And the colours?"}});
+  const json second = post_json(port(), "/v1/chat/completions", body).json();
+  EXPECT_GE(second["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>(), n_first - 1) << second.dump();
+  EXPECT_GT(second["usage"]["prompt_tokens"].get<int64_t>(), n_first);
+}
+
+TEST_F(VisionHttp, BrokenImagesAre400sNamingThePart) {
+  const std::string bytes = image_bytes();
+  const auto status_and_message = [&](const json& content) {
+    const HttpReply r = post_json(port(), "/v1/chat/completions", chat_body(content, 1));
+    return std::make_pair(r.status, r.status == 200 ? std::string() : r.json()["error"]["message"].get<std::string>());
+  };
+  auto [s1, m1] = status_and_message(json::array({{{"type", "text"}, {"text", "hi"}},
+                                                  {{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64,%%%"}}}}}));
+  EXPECT_EQ(s1, 400);
+  EXPECT_NE(m1.find("messages[0].content[1]"), std::string::npos) << m1;
+  auto [s2, m2] = status_and_message(json::array({image_part(bytes.substr(0, bytes.size() / 2))}));
+  EXPECT_EQ(s2, 400);
+  EXPECT_NE(m2.find("truncated or corrupt"), std::string::npos) << m2;
+  auto [s3, m3] = status_and_message(json::array({{{"type", "image_url"}, {"image_url", {{"url", "https://example.com/cat.png"}}}}}));
+  EXPECT_EQ(s3, 400);
+  EXPECT_NE(m3.find("does not fetch remote images"), std::string::npos) << m3;
+  auto [s4, m4] = status_and_message(json::array({image_part("GIF89a\x10\x27\x10\x27")}));
+  EXPECT_EQ(s4, 400);
+  auto [s5, m5] = status_and_message(json::array({image_part(bytes), image_part(bytes), image_part(bytes), image_part(bytes)}));
+  EXPECT_EQ(s5, 400);
+  EXPECT_NE(m5.find("--image-max-count"), std::string::npos) << m5;
+  // The server goes on serving.
+  EXPECT_EQ(post_json(port(), "/v1/chat/completions", chat_body(golden_content(bytes), 1)).status, 200);
+}
+
+TEST(VisionHttpNoProjector, ImagesAreRefusedWithTheReason) {
+  GGUFD_REQUIRE_SHARED(kStories);
+  auto s = start_service();
+  ASSERT_TRUE(s->ready()) << s->service().load_error();
+  const HttpReply r = post_json(s->port(), "/v1/chat/completions",
+                                chat_body(json::array({image_part("\x89PNG\r\n\x1a\n")}), 1));
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(r.json()["error"]["code"], "image_input_not_supported") << r.body;
+  EXPECT_NE(r.body.find("--mmproj"), std::string::npos) << r.body;
+}
+
+}  // namespace
+}  // namespace ggufd::test
