@@ -186,6 +186,7 @@ void Scheduler::Impl::start(Slot& slot, GenerationRequest&& req) {
     check_images(req);
     const auto n_prompt = static_cast<int64_t>(req.prompt.size());
     slot.seq.emplace(std::move(req), tokenizer, keep);
+    slot.seq->image_rows.resize(slot.seq->req.images.size());
     if (slot.seq->embedding()) slot.seq->pooler.emplace(slot.seq->req.pooling, eval.rank_pools_last(), eval.n_embd(), n_prompt);
   } catch (const std::exception& e) {  // parameters the sampler refuses: this request only ends
     slot.seq.reset();
@@ -234,8 +235,8 @@ void Scheduler::Impl::build_batch(std::vector<std::pair<Slot*, int64_t>>& prefil
     const GenerationRequest& req = s.seq->req;
     const int64_t done = static_cast<int64_t>(s.cached.size());
     int64_t n = prefill_count(s, budget, batch.size() == 0);
-    if (!req.images.empty()) n = image_cut(s, done, n, budget);  // (an image goes in whole)
-    if (n == 0 || (!req.images.empty() && !encode_images(s, done, n))) continue;
+    if (!req.images.empty()) n = image_cut(s, done, n, budget);  // (an image goes in whole, once encoded)
+    if (n == 0) continue;
     for (int64_t i = done; i < done + n; ++i) {
       const bool last = i + 1 == static_cast<int64_t>(req.prompt.size());
       const bool pooled = s.seq->pooler && s.seq->pooler->wants(i);
@@ -307,6 +308,7 @@ void Scheduler::Impl::step() {
   std::vector<std::pair<Slot*, int64_t>> prefill;
   std::vector<Output> outputs, hidden;
   step_paused = 0;
+  advance_images();
   build_batch(prefill, outputs, hidden);
   if (batch.size() == 0) return;
   try {

@@ -46,14 +46,17 @@ void Scheduler::Impl::check_images(const GenerationRequest& r) const {
   }
 }
 
-// The prompt tokens [done, done + n) cut so that no image is split: an image that starts inside
-// goes in whole when the budget holds it, else the chunk ends before it; one the chunk starts in
-// (the rest of an image whose first positions were cached) goes in whole or waits for a budget
-// that holds it.
+// The prompt tokens [done, done + n) cut so that no image is split nor sent before its rows are
+// ready: the chunk ends before an image still being encoded; an image that starts inside goes in
+// whole when the budget holds it, else the chunk ends before it; one the chunk starts in (the rest
+// of an image whose first positions were cached) goes in whole or waits for a budget that holds it.
 int64_t Scheduler::Impl::image_cut(const Slot& s, int64_t done, int64_t n, int64_t budget) const {
-  for (const PromptImage& im : s.seq->req.images) {
+  const Sequence& seq = *s.seq;
+  for (size_t k = 0; k < seq.req.images.size(); ++k) {
+    const PromptImage& im = seq.req.images[k];
     const int64_t end = im.at + im.n_tokens;
     if (end <= done || im.at >= done + n) continue;
+    if (seq.image_rows[k].empty()) return im.at > done ? im.at - done : 0;
     if (end <= done + n) continue;  // wholly inside
     if (im.at > done) return im.at - done;
     return end - done <= budget ? end - done : 0;
@@ -61,25 +64,45 @@ int64_t Scheduler::Impl::image_cut(const Slot& s, int64_t done, int64_t n, int64
   return n;
 }
 
-// Encodes the images that have positions in [done, done + n) and no rows yet (on the compute
-// threads, inside the step's turn). False when it failed: the slot has then ended.
-bool Scheduler::Impl::encode_images(Slot& s, int64_t done, int64_t n) {
-  Sequence& seq = *s.seq;
-  seq.image_rows.resize(seq.req.images.size());
-  for (size_t k = 0; k < seq.req.images.size(); ++k) {
-    const PromptImage& im = seq.req.images[k];
-    if (im.at + im.n_tokens <= done || im.at >= done + n || !seq.image_rows[k].empty()) continue;
-    try {
-      if (!opt.compute) throw std::logic_error("the scheduler has no compute threads for its vision encoder");
-      if (!vision_encoder) vision_encoder = std::make_unique<VisionEncoder>(*opt.vision);
-      ThreadPool& pool = opt.compute->pool();
-      seq.image_rows[k] = vision_encoder->encode(*im.pixels, pool);
-    } catch (const std::exception& e) {
-      fail(s, std::string("encoding an image failed: ") + e.what());
-      return false;
+// One block of image encoding per step (a layer's attention or FFN: about a second for gemma3's
+// 27-layer SigLIP on two cores), inside the step's turn, so the other requests' tokens keep coming
+// while an image is encoded. Images are taken in slot order, the first a request has not cached;
+// a request that ends drops its image (vacate).
+void Scheduler::Impl::advance_images() {
+  if (!opt.vision) return;
+  if (!opt.compute) throw std::logic_error("the scheduler has no compute threads for its vision encoder");
+  ThreadPool& pool = opt.compute->pool();
+  if (encoding.slot < 0) {
+    for (Slot& s : slots) {
+      if (!s.active() || s.seq->generating) continue;
+      const Sequence& seq = *s.seq;
+      for (size_t k = 0; k < seq.req.images.size() && encoding.slot < 0; ++k) {
+        const PromptImage& im = seq.req.images[k];
+        if (!seq.image_rows[k].empty() || im.at + im.n_tokens <= static_cast<int64_t>(s.cached.size())) continue;
+        if (!vision_encoder) vision_encoder = std::make_unique<VisionEncoder>(*opt.vision);
+        encoding = {s.index, k};
+        try {
+          vision_encoder->begin(*im.pixels, pool);
+        } catch (const std::exception& e) {
+          encoding = {};
+          fail(s, std::string("encoding an image failed: ") + e.what());
+        }
+        return;  // (embedding the patches was this step's part)
+      }
     }
+    return;
   }
-  return true;
+  Slot& s = slots[static_cast<size_t>(encoding.slot)];
+  try {
+    vision_encoder->advance(pool);
+    if (vision_encoder->done()) {
+      s.seq->image_rows[encoding.image] = vision_encoder->finish(pool);
+      encoding = {};
+    }
+  } catch (const std::exception& e) {
+    encoding = {};
+    fail(s, std::string("encoding an image failed: ") + e.what());
+  }
 }
 
 // Prompt position i of slot s into the batch: its token, or its image's row seeing the image's

@@ -91,7 +91,7 @@ struct Scheduler::Impl {
   // Images (scheduler_images.cpp): throws std::invalid_argument for a request's bad images.
   void check_images(const GenerationRequest& r) const;
   int64_t image_cut(const Slot& s, int64_t done, int64_t n, int64_t budget) const;
-  bool encode_images(Slot& s, int64_t done, int64_t n);
+  void advance_images();
   void add_prompt_entry(Slot& s, int64_t i, bool logits, bool pooled);
   void finish(Slot& slot, FinishReason reason, const std::string& error = {}, bool flush = true);
   // The slot's request has ended (its sequence already reset): the slot is free for the next
@@ -121,6 +121,10 @@ struct Scheduler::Impl {
   int32_t prefix_block = 0;  // tokens per block the evaluator shares; 0: none
   std::vector<DraftSlot> draft_slots;  // propose_drafts()'s
   std::unique_ptr<VisionEncoder> vision_encoder;  // made at the first image (SchedulerOptions::vision)
+  struct Encoding {
+    int slot = -1;     // the slot whose image the encoder holds; -1: none
+    size_t image = 0;  // which of its request's images
+  } encoding;
   int64_t step_generated = 0;          // tokens sampled in this step
   int64_t step_drafts = 0, step_accepted = 0, step_paused = 0;
 

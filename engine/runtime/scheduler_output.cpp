@@ -188,6 +188,7 @@ void Scheduler::Impl::finish(Slot& slot, FinishReason reason, const std::string&
 
 void Scheduler::Impl::vacate(Slot& slot) {
   slot.last_used = ++tick;
+  if (encoding.slot == slot.index) encoding = {};  // (its image's encoding is dropped)
   MutexLock lock(mu);
   --active_count;
   held_positions[static_cast<size_t>(slot.index)] = 0;

@@ -41,6 +41,12 @@ VisionEncoder::VisionEncoder(const VisionModel& model)
 }
 
 std::vector<float> VisionEncoder::encode(const std::vector<float>& pixels, ThreadPool& pool) {
+  begin(pixels, pool);
+  while (!done()) advance(pool);
+  return finish(pool);
+}
+
+void VisionEncoder::begin(const std::vector<float>& pixels, ThreadPool& pool) {
   const int64_t S = hp_.image_size;
   if (pixels.size() != sz(3 * S * S)) {
     throw std::invalid_argument("vision encoder: pixels hold " + std::to_string(pixels.size()) + " values, expected " +
@@ -48,10 +54,22 @@ std::vector<float> VisionEncoder::encode(const std::vector<float>& pixels, Threa
   }
   while (static_cast<int>(workers_.size()) < pool.size()) workers_.emplace_back(flash_params_);
   embed_patches(pixels, pool);
-  for (const VisionLayer& l : model_.layers) {
+  block_ = 0;
+}
+
+void VisionEncoder::advance(ThreadPool& pool) {
+  if (done()) return;
+  const VisionLayer& l = model_.layers[sz(block_ / 2)];
+  if (block_ % 2 == 0) {
     attention_block(l, pool);
+  } else {
     ffn_block(l, pool);
   }
+  ++block_;
+}
+
+std::vector<float> VisionEncoder::finish(ThreadPool& pool) {
+  if (!done()) throw std::logic_error("vision encoder: finish() before the last block");
   if (!model_.post_ln.empty()) {
     const int64_t V = hp_.n_embd;
     for_rows(n_, pool, [&](int64_t t) {

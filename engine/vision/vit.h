@@ -25,6 +25,15 @@ class VisionEncoder {
   // when pixels has the wrong size.
   std::vector<float> encode(const std::vector<float>& pixels, ThreadPool& pool);
 
+  // The same in steps, so that a server can interleave an image's seconds of work with its other
+  // requests: begin() embeds the patches, each advance() runs one block (a layer's attention or
+  // its FFN) until done(), finish() gives the rows. A new begin() drops an unfinished image.
+  void begin(const std::vector<float>& pixels, ThreadPool& pool);
+  bool done() const { return block_ >= 2 * hp_.n_layer; }
+  void advance(ThreadPool& pool);
+  std::vector<float> finish(ThreadPool& pool);
+  int64_t blocks_left() const { return 2 * hp_.n_layer - block_; }
+
  private:
   void embed_patches(const std::vector<float>& pixels, ThreadPool& pool);
   void attention_block(const VisionLayer& l, ThreadPool& pool);
@@ -34,6 +43,7 @@ class VisionEncoder {
   const VisionModel& model_;
   const VisionHParams& hp_;
   int64_t n_;  // patches
+  int64_t block_ = 0;  // blocks run of the image begun (2 per layer)
   kernels::FlashParams flash_params_{};
   std::vector<FlashWorker> workers_;  // one per thread
 

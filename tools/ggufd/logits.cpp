@@ -10,6 +10,7 @@
 // so any model and image can be checked against llama.cpp from the command line.
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <memory>
 #include <set>
 #include <span>
@@ -141,7 +142,11 @@ int run_image_logits(const LogitsOptions& o) {
       tok, vision.traits(), n_img, pieces, {engine::image_token_id(0, n_vocab)}, image_at);
   engine::ThreadPool pool(engine::thread_count(o.threads));
   engine::VisionEncoder encoder(vision);
+  const auto start = std::chrono::steady_clock::now();
   const std::vector<float> rows = encoder.encode(engine::fit_image(img, vision.hparams(), vision.traits().fit), pool);
+  std::fprintf(stderr, "image %lld x %lld: %lld tokens, fitted and encoded in %.0f ms\n", static_cast<long long>(img.width),
+               static_cast<long long>(img.height), static_cast<long long>(n_img),
+               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
 
   const auto n = static_cast<int64_t>(tokens.size());
   engine::KvCache cache(model.hparams(), n + o.greedy, engine::kv_type_from_name(o.kv_type));
