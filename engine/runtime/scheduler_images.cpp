@@ -1,5 +1,6 @@
-// Images in prompts: checked when a request starts, encoded when the prefill first reaches them,
-// and put into batches whole (an image's tokens may see each other both ways).
+// Images in prompts: checked when a request starts, encoded one block per step from then on
+// (beside the other requests' tokens), and put into batches whole once encoded (an image's tokens
+// may see each other both ways).
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
