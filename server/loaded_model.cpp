@@ -255,8 +255,11 @@ std::shared_ptr<const engine::VisionModel> load_vision(const ModelOptions& o, co
                                " is not the model's embedding width " + std::to_string(hp.n_embd));
     }
     const engine::VisionHParams& vh = v->hparams();
-    spdlog::info("vision projector {}: {}, ViT {} layers x {}, {} x {} input, {} tokens per image", path,
-                 v->traits().name, vh.n_layer, vh.n_embd, vh.image_size, vh.image_size, vh.n_tokens());
+    const std::string tokens = vh.fit == engine::ImageFit::kLetterbox
+                                   ? std::to_string(vh.n_tokens(vh.image_size, vh.image_size)) + " tokens per image"
+                                   : std::to_string(vh.min_tokens) + " to " + std::to_string(vh.max_tokens) +
+                                         " tokens per image, as its aspect";
+    spdlog::info("vision projector {}: {}, ViT {} layers x {}, {}", path, v->traits().name, vh.n_layer, vh.n_embd, tokens);
     return v;
   } catch (const std::exception& e) {
     if (named) throw std::runtime_error(std::string("the vision projector (--mmproj): ") + e.what());

@@ -191,7 +191,7 @@ void Forward::eval_chunk(const Batch& batch, int64_t begin, int64_t end, KvCache
     if (has_swa_) rope_angles(rope_swa_.data() + t * hp_.rot_swa(), pos[t], rope_params_swa_);
   }
   observe("inp_embd", -1, n, E, x_.data());
-  if (hp_.n_embd_per_layer > 0) per_layer_inputs(tokens, n, pool);
+  if (hp_.n_embd_per_layer > 0) per_layer_inputs(batch, begin, n, pool);
   // the chunk's sequences and their cached keys (and what an image's tokens see)
   attention_.prepare(n, seq, pos, cache, batch.see.empty() ? nullptr : batch.see.data() + begin);
   if (hp_.ssm.enabled()) plan_recurrent(n, seq, pos, cache);

@@ -137,7 +137,7 @@ class Forward {
   // and the experts side by side, each post-normed, summed (HParams::experts_beside_ffn).
   void ffn_beside_experts(const LayerWeights& l, int64_t n, ThreadPool& pool);
   // The chunk's per-layer inputs pl_in_ (n, n_layer * P) from its tokens and embeddings x_.
-  void per_layer_inputs(const int32_t* tokens, int64_t n, ThreadPool& pool);
+  void per_layer_inputs(const Batch& batch, int64_t begin, int64_t n, ThreadPool& pool);
   // After layer il's FFN: x += its per-layer input block's output.
   void per_layer_block(int64_t il, int64_t n, ThreadPool& pool);
   // fn(t) for every token t < n of a chunk, each thread a contiguous run of them (the per-token

@@ -18,7 +18,8 @@ size_t sz(int64_t n) { return static_cast<size_t>(n); }
 
 }  // namespace
 
-void Forward::per_layer_inputs(const int32_t* tokens, int64_t n, ThreadPool& pool) {
+void Forward::per_layer_inputs(const Batch& batch, int64_t begin, int64_t n, ThreadPool& pool) {
+  const int32_t* tokens = batch.tokens.data() + begin;
   const int64_t E = hp_.n_embd, P = hp_.n_embd_per_layer, LP = hp_.n_layer * P;
   // pl_proj = x @ Wplm^T                         x (n, E) -> pl_proj (n, L * P)
   matmul(model_.per_layer_model_proj, x_.data(), n, pl_proj_.data(), pool);
@@ -33,8 +34,9 @@ void Forward::per_layer_inputs(const int32_t* tokens, int64_t n, ThreadPool& poo
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
       rmsnorm(proj + il * P, proj + il * P, model_.per_layer_proj_norm.data(), P, hp_.rms_eps);
     }
-    // in = (proj + per_layer_tok_embd[token] * sqrt(P)) / sqrt(2)
-    dequantize_row(model_.per_layer_tok_embd, tokens[t], in);
+    // in = (proj + per_layer_tok_embd[token] * sqrt(P)) / sqrt(2); an image's row (given in place
+    // of a token's embedding) takes token 0's, as llama.cpp's graph does for embeddings
+    dequantize_row(model_.per_layer_tok_embd, batch.row(begin + t) != nullptr ? 0 : tokens[t], in);
     scale(in, embd_scale, LP);
     for (int64_t i = 0; i < LP; ++i) in[i] = (proj[i] + in[i]) * sum_scale;
   });

@@ -23,10 +23,11 @@ struct TextPiece {
 // The tokens of pieces[0] <image 0> pieces[1] ... <image n-1> pieces[n], each text tokenized on
 // its own with control tokens parsed, as mtmd does (a SentencePiece vocabulary then puts its space
 // prefix before each): piece k (BOS as the model adds it with the first only), image k's begin
-// text, its n_tokens positions holding image_ids[k], its end text, piece k + 1, ... image_at
-// receives where each image's positions start. Needs pieces.size() == image_ids.size() + 1.
-std::vector<int32_t> tokenize_around_images(const Tokenizer& tok, const ProjectorTraits& traits, int64_t n_tokens,
+// text, its n_tokens[k] positions holding image_ids[k], its end text, piece k + 1, ... image_at
+// receives where each image's positions start. Needs pieces.size() == image_ids.size() + 1 ==
+// n_tokens.size() + 1.
+std::vector<int32_t> tokenize_around_images(const Tokenizer& tok, const ProjectorTraits& traits,
                                             const std::vector<TextPiece>& pieces, const std::vector<int32_t>& image_ids,
-                                            std::vector<int64_t>& image_at);
+                                            const std::vector<int64_t>& n_tokens, std::vector<int64_t>& image_at);
 
 }  // namespace engine

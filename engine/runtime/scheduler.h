@@ -19,6 +19,7 @@ class CompiledGrammar;
 
 namespace engine {
 
+struct EncoderInput;
 class Model;
 class Tokenizer;
 class VisionModel;
@@ -64,13 +65,13 @@ class TokenSink {
 
 // An image in a prompt (engine/vision): its n_tokens rows stand at prompt[at, at + n_tokens), where
 // the prompt holds image_token_id(hash) for each (ids past the vocabulary: two prompts share those
-// positions' cache only when they hold the same image). The scheduler encodes `pixels` (the
-// encoder's input, engine::fit_image's) when the prefill reaches the image, and puts the whole
-// image into one batch.
+// positions' cache only when they hold the same image). The scheduler encodes `input` (the
+// encoder's input, engine::fit_image's; n_tokens = hparams.n_tokens(its width, height)) when the
+// prefill reaches the image, and puts the whole image into one batch.
 struct PromptImage {
   int64_t at = 0;
   int64_t n_tokens = 0;
-  std::shared_ptr<const std::vector<float>> pixels;
+  std::shared_ptr<const EncoderInput> input;
 };
 // The id of an image's positions in a prompt: n_vocab + (hash mod the ids left up to INT32_MAX).
 int32_t image_token_id(uint64_t hash, int64_t n_vocab);

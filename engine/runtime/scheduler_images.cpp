@@ -25,8 +25,9 @@ void Scheduler::Impl::check_images(const GenerationRequest& r) const {
   const auto n = static_cast<int64_t>(r.prompt.size());
   int64_t end = 0;
   for (const PromptImage& im : r.images) {
-    if (im.at < end || im.n_tokens != hp.n_tokens() || im.at + im.n_tokens > n || !im.pixels ||
-        im.pixels->size() != static_cast<size_t>(3 * hp.image_size * hp.image_size)) {
+    if (im.at < end || !im.input || !hp.accepts(im.input->width, im.input->height) ||
+        im.n_tokens != hp.n_tokens(im.input->width, im.input->height) || im.at + im.n_tokens > n ||
+        im.input->pixels.size() != static_cast<size_t>(3 * im.input->width * im.input->height)) {
       throw std::invalid_argument("an image of the prompt is out of place or of the wrong size");
     }
     if (im.n_tokens > opt.prefill_chunk) {
@@ -83,7 +84,7 @@ void Scheduler::Impl::advance_images() {
         if (!vision_encoder) vision_encoder = std::make_unique<VisionEncoder>(*opt.vision);
         encoding = {s.index, k};
         try {
-          vision_encoder->begin(*im.pixels, pool);
+          vision_encoder->begin(*im.input, pool);
         } catch (const std::exception& e) {
           encoding = {};
           fail(s, std::string("encoding an image failed: ") + e.what());

@@ -147,39 +147,68 @@ RgbImage decode_image(std::span<const uint8_t> bytes, const ImageLimits& limits)
   return format == "webp" ? decode_webp(bytes, limits) : decode_stb(bytes, limits, format);
 }
 
-std::vector<float> fit_image(const RgbImage& img, const VisionHParams& hp, ImageFit fit) {
-  const int64_t S = hp.image_size;
-  RgbImage square{S, S, std::vector<uint8_t>(static_cast<size_t>(S * S * 3), 0)};  // black
-  switch (fit) {
-    case ImageFit::kLetterbox: {
-      // scale = min(S / w, S / h) in f32; the scaled size rounds up, capped at S (as mtmd)
-      if (img.width == S && img.height == S) {  // already the input's size: copied as is (mtmd)
-        square.rgb = img.rgb;
-        break;
-      }
-      const RgbImage& src = img;
-      const float scale = std::min(static_cast<float>(S) / static_cast<float>(src.width),
-                                   static_cast<float>(S) / static_cast<float>(src.height));
-      const auto w = std::min<int64_t>(static_cast<int64_t>(std::ceil(static_cast<float>(src.width) * scale)), S);
-      const auto h = std::min<int64_t>(static_cast<int64_t>(std::ceil(static_cast<float>(src.height) * scale)), S);
-      const RgbImage scaled = resize_bilinear(src, w, h);  // (even to its own size, as mtmd)
-      const int64_t ox = (S - w) / 2, oy = (S - h) / 2;
-      for (int64_t y = 0; y < h; ++y) {
-        std::memcpy(&square.rgb[static_cast<size_t>(((y + oy) * S + ox) * 3)], &scaled.rgb[static_cast<size_t>(y * w * 3)],
-                    static_cast<size_t>(w * 3));
-      }
-      break;
+void fitted_size(const RgbImage& img, const VisionHParams& hp, int64_t& width, int64_t& height) {
+  if (hp.fit == ImageFit::kLetterbox) {
+    width = height = hp.image_size;
+    return;
+  }
+  // kKeepAspect, as mtmd's calc_size_preserved_ratio (transformers' smart_resize): sides rounded
+  // to multiples of a = patch * merge; over max_pixels scaled down (floor), under min_pixels up
+  // (ceil), in f32 as mtmd computes it
+  const int64_t a = hp.align(), w = img.width, h = img.height;
+  const int64_t min_px = hp.min_tokens * a * a, max_px = hp.max_tokens * a * a;
+  const auto fa = static_cast<float>(a);
+  const auto round_by = [&](float x) { return static_cast<int64_t>(std::round(x / fa)) * a; };
+  const auto ceil_by = [&](float x) { return static_cast<int64_t>(std::ceil(x / fa)) * a; };
+  const auto floor_by = [&](float x) { return static_cast<int64_t>(std::floor(x / fa)) * a; };
+  int64_t hb = std::max(a, round_by(static_cast<float>(h))), wb = std::max(a, round_by(static_cast<float>(w)));
+  if (hb * wb > max_px) {
+    const float beta = std::sqrt(static_cast<float>(h * w) / static_cast<float>(max_px));
+    hb = std::max(a, floor_by(static_cast<float>(h) / beta));
+    wb = std::max(a, floor_by(static_cast<float>(w) / beta));
+  } else if (hb * wb < min_px) {
+    const float beta = std::sqrt(static_cast<float>(min_px) / static_cast<float>(h * w));
+    hb = ceil_by(static_cast<float>(h) * beta);
+    wb = ceil_by(static_cast<float>(w) * beta);
+  }
+  if (!hp.accepts(wb, hb)) {
+    throw ImageError("the image's aspect ratio (" + std::to_string(w) + " x " + std::to_string(h) +
+                     ") is too extreme for the vision encoder");
+  }
+  width = wb;
+  height = hb;
+}
+
+EncoderInput fit_image(const RgbImage& img, const VisionHParams& hp) {
+  EncoderInput in;
+  fitted_size(img, hp, in.width, in.height);
+  const int64_t W = in.width, H = in.height;
+  // letterbox: scale = min(W / w, H / h) in f32; the scaled size rounds up, capped (as mtmd's
+  // PAD_CEIL); an image already of the input's size is copied as is
+  RgbImage box{W, H, std::vector<uint8_t>(static_cast<size_t>(W * H * 3), 0)};  // black
+  if (img.width == W && img.height == H) {
+    box.rgb = img.rgb;
+  } else {
+    const float scale = std::min(static_cast<float>(W) / static_cast<float>(img.width),
+                                 static_cast<float>(H) / static_cast<float>(img.height));
+    const auto w = std::min<int64_t>(static_cast<int64_t>(std::ceil(static_cast<float>(img.width) * scale)), W);
+    const auto h = std::min<int64_t>(static_cast<int64_t>(std::ceil(static_cast<float>(img.height) * scale)), H);
+    const RgbImage scaled = resize_bilinear(img, w, h);  // (even to its own size, as mtmd)
+    const int64_t ox = (W - w) / 2, oy = (H - h) / 2;
+    for (int64_t y = 0; y < h; ++y) {
+      std::memcpy(&box.rgb[static_cast<size_t>(((y + oy) * W + ox) * 3)], &scaled.rgb[static_cast<size_t>(y * w * 3)],
+                  static_cast<size_t>(w * 3));
     }
   }
-  // planar (3, S, S): (v / 255 - mean[c]) / std[c]
-  std::vector<float> out(static_cast<size_t>(3 * S * S));
+  // planar (3, H, W): (v / 255 - mean[c]) / std[c]
+  in.pixels.resize(static_cast<size_t>(3 * W * H));
   for (int c = 0; c < 3; ++c) {
-    for (int64_t i = 0; i < S * S; ++i) {
-      const float v = static_cast<float>(square.rgb[static_cast<size_t>(i * 3 + c)]) / 255.0f;
-      out[static_cast<size_t>(c * S * S + i)] = (v - hp.mean[c]) / hp.std[c];
+    for (int64_t i = 0; i < W * H; ++i) {
+      const float v = static_cast<float>(box.rgb[static_cast<size_t>(i * 3 + c)]) / 255.0f;
+      in.pixels[static_cast<size_t>(c * W * H + i)] = (v - hp.mean[c]) / hp.std[c];
     }
   }
-  return out;
+  return in;
 }
 
 }  // namespace engine

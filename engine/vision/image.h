@@ -41,10 +41,21 @@ const char* sniff_image(std::span<const uint8_t> bytes);
 // declared pixels over `limits`, and truncated or corrupt data. Thread-safe.
 RgbImage decode_image(std::span<const uint8_t> bytes, const ImageLimits& limits);
 
-// The encoder's input for `img`: planar f32 (3, image_size, image_size), each channel
-// (pixel / 255 - mean) / std, after fitting the image as the projector's row says (gemma3:
-// scaled into the square keeping its aspect, centred on black, as llama.cpp's mtmd does with
-// its bilinear filter).
-std::vector<float> fit_image(const RgbImage& img, const VisionHParams& hp, ImageFit fit);
+// An image fitted to a vision encoder: planar f32 pixels (3, height, width), each channel
+// (pixel / 255 - mean) / std.
+struct EncoderInput {
+  int64_t width = 0;
+  int64_t height = 0;
+  std::vector<float> pixels;
+};
+
+// The size `img` is scaled to, as the projector's fit says (hp.accepts() holds for it). Throws
+// ImageError for an aspect ratio the encoder's position tables cannot hold.
+void fitted_size(const RgbImage& img, const VisionHParams& hp, int64_t& width, int64_t& height);
+
+// The encoder's input for `img`, fitted as hp.fit says, as llama.cpp's mtmd does with its
+// bilinear filter: gemma3 scaled into the square keeping its aspect, centred on black; gemma4v
+// scaled to fitted_size() (the same letterbox, which pads at most a pixel or two).
+EncoderInput fit_image(const RgbImage& img, const VisionHParams& hp);
 
 }  // namespace engine

@@ -1,5 +1,6 @@
 #include "engine/vision/projector.h"
 
+#include <cstring>
 #include <stdexcept>
 
 #include "engine/model/loader.h"
@@ -10,14 +11,18 @@ namespace {
 
 // The projector table: one row per kind ggufd runs.
 constexpr ProjectorTraits kProjectors[] = {
-    // kind                   name      fit                   non_causal begin               end
-    {ProjectorKind::kGemma3, "gemma3", ImageFit::kLetterbox, true,      "<start_of_image>", "<end_of_image>"},
+    // kind, name, fit, non_causal, begin, end,
+    // norm, positions, default merge, min / max tokens (kKeepAspect), rope theta, attention scaled
+    {ProjectorKind::kGemma3, "gemma3", ImageFit::kLetterbox, true, "<start_of_image>", "<end_of_image>",
+     VitNorm::kLayerNorm, VitPositions::kLearned, 4, 0, 0, 0.0f, true},
+    {ProjectorKind::kGemma4v, "gemma4v", ImageFit::kKeepAspect, true, "<|image>", "<image|>",
+     VitNorm::kRmsNorm, VitPositions::kTablesRope, 3, 40, 280, 100.0f, false},
 };
 
 // Kinds llama.cpp's mtmd knows that ggufd does not run (yet): named in the load error, so a user
 // learns the file is fine and what is missing.
 constexpr const char* kKnownElsewhere[] = {
-    "gemma4v", "qwen2vl_merger", "qwen2.5vl_merger", "qwen3vl_merger", "pixtral", "idefics3", "mlp", "mlp_norm",
+    "gemma4uv", "qwen2vl_merger", "qwen2.5vl_merger", "qwen3vl_merger", "pixtral", "idefics3", "mlp", "mlp_norm",
     "ldp", "ldpv2", "resampler", "glm_edge", "lfm2", "internvl", "llama4", "kimivl", "ultravox", "qwen2a",
     "voxtral", "gemma3nv", "lightonocr", "cogvlm", "janus_pro"};
 
@@ -41,8 +46,9 @@ void read_triple(const gguf::File& f, const std::string& key, float out[3]) {
   for (uint64_t i = 0; i < 3; ++i) out[i] = static_cast<float>(a->f64_at(i));
 }
 
-VisionHParams read_hparams(const gguf::File& f) {
+VisionHParams read_hparams(const gguf::File& f, const ProjectorTraits& traits) {
   VisionHParams hp;
+  hp.fit = traits.fit;
   hp.image_size = positive_u64(f, "clip.vision.image_size");
   hp.patch_size = positive_u64(f, "clip.vision.patch_size");
   hp.n_embd = positive_u64(f, "clip.vision.embedding_length");
@@ -51,25 +57,33 @@ VisionHParams read_hparams(const gguf::File& f) {
   hp.n_layer = positive_u64(f, "clip.vision.block_count");
   hp.n_embd_text = positive_u64(f, "clip.vision.projection_dim");
   hp.eps = static_cast<float>(f.find_f64("clip.vision.attention.layer_norm_epsilon").value_or(1e-6));
-  hp.n_merge = 4;  // gemma 3's pooling (llama.cpp's default; small test files say otherwise)
+  hp.n_merge = traits.default_merge;  // llama.cpp's default; small test files say otherwise
   if (f.find_u64("clip.vision.projector.scale_factor")) hp.n_merge = positive_u64(f, "clip.vision.projector.scale_factor");
+  hp.min_tokens = traits.min_tokens;
+  hp.max_tokens = traits.max_tokens;
+  // the FFN's activation: GELU (tanh) is what the projectors here use
+  if (!f.find_bool("clip.use_gelu").value_or(false)) {
+    fail(f, std::string("the vision FFN's activation is ") +
+                (f.find_bool("clip.use_silu").value_or(false) ? "SiLU" : "quick GELU") + ", expected GELU (clip.use_gelu)");
+  }
   read_triple(f, "clip.vision.image_mean", hp.mean);
   read_triple(f, "clip.vision.image_std", hp.std);
   for (float s : hp.std) {
     if (!(s > 0.0f)) fail(f, "metadata 'clip.vision.image_std' holds " + std::to_string(s) + ", expected > 0");
   }
-  if (hp.image_size % hp.patch_size != 0) {
+  if (hp.n_merge > 64 || hp.patch_size > 1024) fail(f, "patch size or scale factor out of range");
+  if (hp.fit == ImageFit::kLetterbox && hp.image_size % hp.align() != 0) {
     fail(f, "image size " + std::to_string(hp.image_size) + " is not a multiple of the patch size " +
-                std::to_string(hp.patch_size));
-  }
-  if (hp.patches_per_side() % hp.n_merge != 0) {
-    fail(f, std::to_string(hp.patches_per_side()) + " patches per side do not pool by " + std::to_string(hp.n_merge));
+                std::to_string(hp.patch_size) + " times the pooling " + std::to_string(hp.n_merge));
   }
   if (hp.n_embd % hp.n_head != 0) {
     fail(f, "embedding length " + std::to_string(hp.n_embd) + " is not a multiple of the head count " +
                 std::to_string(hp.n_head));
   }
   if (hp.image_size > 4096 || hp.n_layer > 256) fail(f, "image size or block count out of range");
+  if (traits.positions == VitPositions::kTablesRope && hp.head_dim() % 4 != 0) {
+    fail(f, "head size " + std::to_string(hp.head_dim()) + " does not split into two rotary halves");
+  }
   return hp;
 }
 
@@ -88,7 +102,49 @@ Matrix flat_matrix(const Loader& ld, const gguf::File& f, const std::string& nam
                 t.data.data()};
 }
 
+void read_clamp(const Loader& ld, const std::string& name, Clamp& c);
+
+// A linear and the clamps Gemma 4's vision tower may give it (scalars beside the weight).
+Linear linear(const Loader& ld, const std::string& name, int64_t rows, int64_t cols) {
+  Linear l{ld.matrix(name + ".weight", rows, cols), {}};
+  read_clamp(ld, name, l.clamp);
+  return l;
+}
+
+void read_clamp(const Loader& ld, const std::string& name, Clamp& c) {
+  const auto scalar = [&](const char* what, float& out) {
+    const std::vector<float> v = ld.vector(name + what, 1, false);
+    if (!v.empty()) out = v[0];
+  };
+  scalar(".input_min", c.in_lo);
+  scalar(".input_max", c.in_hi);
+  scalar(".output_min", c.out_lo);
+  scalar(".output_max", c.out_hi);
+}
+
+// gemma4v's position tables: GGUF [n_embd, pos_size, 2] (columns' table, then rows'), f32.
+std::vector<float> position_tables(const gguf::FileSet& files, const gguf::File& f, int64_t V, int64_t& pos_size) {
+  const gguf::TensorInfo* t = files.find_tensor("v.position_embd.weight");
+  if (t == nullptr) fail(f, "tensor 'v.position_embd.weight' is missing");
+  if (t->n_dims != 3 || static_cast<int64_t>(t->ne[0]) != V || t->ne[2] != 2 || t->ne[1] == 0 || t->ne[1] > 65536) {
+    fail(f, "tensor 'v.position_embd.weight' has shape " + shape_string(*t) + ", expected [" + std::to_string(V) +
+                ", positions, 2]");
+  }
+  if (t->type != gguf::TensorType::F32) fail(f, "tensor 'v.position_embd.weight' is not F32");
+  pos_size = static_cast<int64_t>(t->ne[1]);
+  std::vector<float> out(static_cast<size_t>(2 * pos_size * V));
+  std::memcpy(out.data(), t->data.data(), out.size() * sizeof(float));
+  return out;
+}
+
 }  // namespace
+
+bool VisionHParams::accepts(int64_t width, int64_t height) const {
+  if (fit == ImageFit::kLetterbox) return width == image_size && height == image_size;
+  if (width <= 0 || height <= 0 || width % align() != 0 || height % align() != 0) return false;
+  if (pos_size > 0 && (width / patch_size > pos_size || height / patch_size > pos_size)) return false;
+  return n_tokens(width, height) <= max_tokens;
+}
 
 const ProjectorTraits& projector_traits(ProjectorKind kind) {
   for (const ProjectorTraits& t : kProjectors) {
@@ -119,48 +175,66 @@ VisionModel VisionModel::from_files(gguf::FileSet files) {
     fail(f, "vision projector type '" + kind + "' is " + (known ? "not supported yet" : "unknown") +
                 " (supported: " + supported_projectors() + ")");
   }
-  m.hp_ = read_hparams(f);
-  const VisionHParams& hp = m.hp_;
-  const int64_t V = hp.n_embd, P = hp.patch_size;
+  m.hp_ = read_hparams(f, *m.traits_);
+  const ProjectorTraits& tr = *m.traits_;
+  const bool layer_norm = tr.norm == VitNorm::kLayerNorm;
+  const int64_t V = m.hp_.n_embd, P = m.hp_.patch_size, D = m.hp_.head_dim(), F = m.hp_.n_ff;
   const Loader ld(m.files_);
   m.patch_embd = flat_matrix(ld, f, "v.patch_embd.weight", V, 3 * P * P);
   m.patch_bias = ld.vector("v.patch_embd.bias", V, false);
-  m.pos_embd = ld.vectors("v.position_embd.weight", V, hp.n_patches(), true);
-  for (int64_t il = 0; il < hp.n_layer; ++il) {
+  if (tr.positions == VitPositions::kLearned) {
+    m.pos_embd = ld.vectors("v.position_embd.weight", V, m.hp_.max_patches(), true);
+  } else {
+    m.pos_embd = position_tables(m.files_, f, V, m.hp_.pos_size);
+  }
+  for (int64_t il = 0; il < m.hp_.n_layer; ++il) {
     const std::string b = "v.blk." + std::to_string(il) + ".";
     VisionLayer l;
     l.ln1 = ld.vector(b + "ln1.weight", V, true);
-    l.ln1_b = ld.vector(b + "ln1.bias", V, true);
-    l.wq = ld.matrix(b + "attn_q.weight", V, V);
-    l.wk = ld.matrix(b + "attn_k.weight", V, V);
-    l.wv = ld.matrix(b + "attn_v.weight", V, V);
-    l.wo = ld.matrix(b + "attn_out.weight", V, V);
+    l.ln1_b = ld.vector(b + "ln1.bias", V, layer_norm);
+    l.wq = linear(ld, b + "attn_q", V, V);
+    l.wk = linear(ld, b + "attn_k", V, V);
+    l.wv = linear(ld, b + "attn_v", V, V);
+    l.wo = linear(ld, b + "attn_out", V, V);
     l.bq = ld.vector(b + "attn_q.bias", V, false);
     l.bk = ld.vector(b + "attn_k.bias", V, false);
     l.bv = ld.vector(b + "attn_v.bias", V, false);
     l.bo = ld.vector(b + "attn_out.bias", V, false);
+    l.q_norm = ld.vector(b + "attn_q_norm.weight", D, false);
+    l.k_norm = ld.vector(b + "attn_k_norm.weight", D, false);
+    l.attn_post_norm = ld.vector(b + "attn_post_norm.weight", V, false);
     l.ln2 = ld.vector(b + "ln2.weight", V, true);
-    l.ln2_b = ld.vector(b + "ln2.bias", V, true);
-    l.ffn_up = ld.matrix(b + "ffn_up.weight", hp.n_ff, V);
-    l.ffn_up_b = ld.vector(b + "ffn_up.bias", hp.n_ff, false);
-    l.ffn_down = ld.matrix(b + "ffn_down.weight", V, hp.n_ff);
+    l.ln2_b = ld.vector(b + "ln2.bias", V, layer_norm);
+    l.ffn_up = linear(ld, b + "ffn_up", F, V);
+    if (ld.has(b + "ffn_gate.weight")) l.ffn_gate = linear(ld, b + "ffn_gate", F, V);
+    l.ffn_down = linear(ld, b + "ffn_down", V, F);
+    l.ffn_up_b = ld.vector(b + "ffn_up.bias", F, false);
     l.ffn_down_b = ld.vector(b + "ffn_down.bias", V, false);
+    l.ffn_post_norm = ld.vector(b + "ffn_post_norm.weight", V, false);
+    l.out_scale = ld.vector(b + "out_scale.weight", 1, false);
     m.layers.push_back(std::move(l));
   }
   m.post_ln = ld.vector("v.post_ln.weight", V, false);
   m.post_ln_b = ld.vector("v.post_ln.bias", V, false);
+  const int64_t T = m.hp_.n_embd_text;
+  if (tr.kind == ProjectorKind::kGemma4v) {
+    // gemma4v: standardize, RMS norm (no weight), then input_projection @ x: GGUF [V, T]
+    m.std_bias = ld.vector("v.std_bias", V, false);
+    m.std_scale = ld.vector("v.std_scale", V, false);
+    m.input_proj = linear(ld, "mm.input_projection", T, V);
+    return m;
+  }
   // gemma3: RMS norm, then x @ input_projection, stored (n_embd, n_embd_text) as llama.cpp
   // multiplies by its transpose: kept here as (n_embd_text, n_embd) rows for matmul.
   m.soft_emb_norm = ld.vector("mm.soft_emb_norm.weight", V, true);
-  const std::vector<float> proj = ld.vectors("mm.input_projection.weight", hp.n_embd_text, V, true);  // (V, T)
+  const std::vector<float> proj = ld.vectors("mm.input_projection.weight", T, V, true);  // (V, T)
   m.input_proj_rows_.resize(proj.size());
   for (int64_t v = 0; v < V; ++v) {
-    for (int64_t t = 0; t < hp.n_embd_text; ++t) {
-      m.input_proj_rows_[static_cast<size_t>(t * V + v)] = proj[static_cast<size_t>(v * hp.n_embd_text + t)];
+    for (int64_t t = 0; t < T; ++t) {
+      m.input_proj_rows_[static_cast<size_t>(t * V + v)] = proj[static_cast<size_t>(v * T + t)];
     }
   }
-  m.input_proj = Matrix{gguf::TensorType::F32, hp.n_embd_text, V, static_cast<size_t>(V) * sizeof(float),
-                        m.input_proj_rows_.data()};
+  m.input_proj.w = Matrix{gguf::TensorType::F32, T, V, static_cast<size_t>(V) * sizeof(float), m.input_proj_rows_.data()};
   return m;
 }
 

@@ -4,6 +4,7 @@
 // table (projector.cpp); its keys and tensors are those llama.cpp's tools/mtmd reads.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -17,13 +18,26 @@ namespace engine {
 
 // The projectors ggufd runs (clip.projector_type).
 enum class ProjectorKind {
-  kGemma3,  // SigLIP ViT (LayerNorm, GELU, learned positions), k x k average pooling, RMS norm,
-            // one projection to the text width: 256 tokens for 896 x 896 (gemma 3 4B-27B)
+  kGemma3,   // SigLIP ViT (LayerNorm, GELU, learned positions), k x k average pooling, RMS norm,
+             // one projection to the text width: 256 tokens for 896 x 896 (gemma 3 4B-27B)
+  kGemma4v,  // Gemma 4's ViT (RMS norms before and after each block, q/k norms, 2-D RoPE beside
+             // learned column and row tables, gated GELU, clamped linears), k x k average pooling,
+             // standardization, one projection: any aspect, 40 to 280 tokens (gemma 4)
 };
 
 // How an image is fitted to the encoder's input.
 enum class ImageFit {
   kLetterbox,  // scaled (bilinear) to fit a square of image_size, centred on black (gemma3)
+  kKeepAspect, // scaled to sides that are multiples of patch x merge, keeping the aspect, with
+               // min_tokens <= tokens <= max_tokens ("smart resize"; gemma4v)
+};
+
+// How the ViT is built (one set per projector row).
+enum class VitNorm { kLayerNorm, kRmsNorm };
+enum class VitPositions {
+  kLearned,     // position_embd (n_patches, n_embd) added to the patches of the fixed square
+  kTablesRope,  // position_embd (2, pos_size, n_embd): column and row tables added, and 2-D NeoX
+                // RoPE in attention: a head's first half turns with the column, the second with the row
 };
 
 // One row of the projector table.
@@ -34,12 +48,18 @@ struct ProjectorTraits {
   bool non_causal;           // the image's tokens see each other both ways in the decoder
   const char* image_begin;   // text put before the image's tokens (tokenized as text), or ""
   const char* image_end;     // text put after them
+  VitNorm norm;
+  VitPositions positions;
+  int64_t default_merge;     // projector.scale_factor when the file has none
+  int64_t min_tokens, max_tokens;  // kKeepAspect: the image's tokens
+  float rope_theta;          // kTablesRope
+  bool attn_scaled;          // attention scores times 1/sqrt(head_dim) (false: times 1, q/k normed)
 };
 const ProjectorTraits& projector_traits(ProjectorKind kind);
 
 // Hyperparameters (clip.vision.*).
 struct VisionHParams {
-  int64_t image_size = 0;   // image_size: the encoder's square input, in pixels
+  int64_t image_size = 0;   // image_size: the encoder's square input, in pixels (kLetterbox)
   int64_t patch_size = 0;   // patch_size
   int64_t n_embd = 0;       // embedding_length: the ViT's width
   int64_t n_ff = 0;         // feed_forward_length
@@ -50,22 +70,51 @@ struct VisionHParams {
   int64_t n_embd_text = 0;  // projection_dim: the text model's embedding width
   float mean[3] = {0.5f, 0.5f, 0.5f};  // image_mean, image_std: per channel of pixels in [0, 1]
   float std[3] = {0.5f, 0.5f, 0.5f};
+  int64_t pos_size = 0;     // kTablesRope: rows of each position table (patches per side at most)
+  ImageFit fit = ImageFit::kLetterbox;
+  int64_t min_tokens = 0, max_tokens = 0;  // kKeepAspect
 
-  int64_t patches_per_side() const { return image_size / patch_size; }
-  int64_t n_patches() const { return patches_per_side() * patches_per_side(); }
   int64_t head_dim() const { return n_embd / n_head; }
-  // The image's tokens in the decoder (gemma3: (patches / merge)^2).
-  int64_t n_tokens() const { return (patches_per_side() / n_merge) * (patches_per_side() / n_merge); }
+  int64_t align() const { return patch_size * n_merge; }  // input sides are multiples of this
+  // The image's tokens in the decoder for an input of width x height pixels: (patches / merge)^2.
+  int64_t n_tokens(int64_t width, int64_t height) const {
+    return (width / align()) * (height / align());
+  }
+  // The most patches an input may have (scratch sizes).
+  int64_t max_patches() const {
+    return fit == ImageFit::kLetterbox ? (image_size / patch_size) * (image_size / patch_size)
+                                       : max_tokens * n_merge * n_merge;
+  }
+  // Whether width x height pixels is an input this encoder takes (fit_image's output sizes).
+  bool accepts(int64_t width, int64_t height) const;
+};
+
+// A linear of Gemma 4's vision tower may clamp what goes in and what comes out (its
+// .input_min/.input_max/.output_min/.output_max scalars); infinite bounds when the file has none.
+struct Clamp {
+  float in_lo = -INFINITY, in_hi = INFINITY, out_lo = -INFINITY, out_hi = INFINITY;
+  bool clamps_input() const { return in_lo > -INFINITY || in_hi < INFINITY; }
+  bool clamps_output() const { return out_lo > -INFINITY || out_hi < INFINITY; }
+};
+
+struct Linear {
+  Matrix w;
+  Clamp clamp;
 };
 
 struct VisionLayer {
-  std::vector<float> ln1, ln1_b;  // (n_embd,) pre-attention LayerNorm
-  Matrix wq, wk, wv, wo;          // (n_embd, n_embd)
-  std::vector<float> bq, bk, bv, bo;
-  std::vector<float> ln2, ln2_b;  // (n_embd,) pre-FFN LayerNorm
-  Matrix ffn_up;                  // (n_ff, n_embd)
-  Matrix ffn_down;                // (n_embd, n_ff)
+  std::vector<float> ln1, ln1_b;  // (n_embd,) pre-attention norm (bias: LayerNorm only)
+  Linear wq, wk, wv, wo;          // (n_embd, n_embd)
+  std::vector<float> bq, bk, bv, bo;         // (n_embd,) or empty
+  std::vector<float> q_norm, k_norm;         // (head_dim,) per-head RMS norms, or empty
+  std::vector<float> attn_post_norm;         // (n_embd,) RMS norm of the attention's output, or empty
+  std::vector<float> ln2, ln2_b;  // (n_embd,) pre-FFN norm
+  Linear ffn_up;                  // (n_ff, n_embd)
+  Linear ffn_gate;                // (n_ff, n_embd): act(gate) * up, or no rows (act(up))
+  Linear ffn_down;                // (n_embd, n_ff)
   std::vector<float> ffn_up_b, ffn_down_b;
+  std::vector<float> ffn_post_norm;          // (n_embd,) or empty
+  std::vector<float> out_scale;              // (1,) the layer's output times this, or empty
 };
 
 // A loaded projector file: hyperparameters and weights, viewed in place in the mapped file
@@ -89,11 +138,12 @@ class VisionModel {
 
   Matrix patch_embd;                          // (n_embd, 3 * patch * patch), rows (c, ky, kx)
   std::vector<float> patch_bias;              // (n_embd,)
-  std::vector<float> pos_embd;                // (n_patches, n_embd)
+  std::vector<float> pos_embd;                // kLearned (n_patches, n_embd); kTablesRope (2, pos_size, n_embd)
   std::vector<VisionLayer> layers;
   std::vector<float> post_ln, post_ln_b;      // (n_embd,)
   std::vector<float> soft_emb_norm;           // (n_embd,) gemma3: RMS norm before the projection
-  Matrix input_proj;                          // (n_embd_text, n_embd) over input_proj_rows_
+  std::vector<float> std_bias, std_scale;     // (n_embd,) gemma4v: (x - bias) * scale after pooling
+  Linear input_proj;                          // (n_embd_text, n_embd) (gemma3: over input_proj_rows_)
  private:
   explicit VisionModel(gguf::FileSet files) : files_(std::move(files)) {}
   gguf::FileSet files_;

@@ -1,12 +1,20 @@
 // The vision encoder's forward pass over one image, read top to bottom:
-//   patches (n, 3 p p) -> x = patches @ W_patch^T + b_patch + position_embd      (n, V)
-//   per layer: [LayerNorm ln1, Q/K/V + biases, attention over all patches, output + bias, residual]
-//              [LayerNorm ln2, up + bias, GELU, down + bias, residual]
-//   -> post LayerNorm -> (gemma3) average k x k patches -> RMS norm * soft_emb_norm
-//   -> @ input_projection                                                          (n_tokens, T)
+//   patches (n, 3 p p) -> x = patches @ W_patch^T (+ b_patch) + positions             (n, V)
+//     positions: gemma3 a learned row per patch; gemma4v column table[col] + row table[row]
+//   per layer: [norm ln1, Q/K/V (+ biases), (gemma4v: per-head RMS norms of q, k (weighted) and
+//               v, 2-D RoPE of q, k), attention over all patches, output (+ bias), (post-norm),
+//               residual]
+//              [norm ln2, up (+ bias), GELU (or GELU(gate) * up), down (+ bias), (post-norm),
+//               residual, (times the layer's out scale)]
+//     norms: gemma3 LayerNorm with biases; gemma4v RMS norm
+//   -> (post LayerNorm) -> average k x k patches
+//   -> gemma3: RMS norm * soft_emb_norm, @ input_projection                          (n_tokens, T)
+//      gemma4v: * sqrt(V), (x - std_bias) * std_scale, RMS norm, @ input_projection  (n_tokens, T)
+//   gemma4v's linears clamp their input and output where the file says so.
 #include "engine/vision/vit.h"
 
 #include <atomic>
+#include <cmath>
 #include <stdexcept>
 
 #include "engine/kernels/dispatch.h"
@@ -27,33 +35,50 @@ void for_rows(int64_t n, ThreadPool& pool, F f) {
   });
 }
 
+void clamp_row(float* x, int64_t n, float lo, float hi) {
+  for (int64_t i = 0; i < n; ++i) x[i] = std::min(std::max(x[i], lo), hi);
+}
+
 }  // namespace
 
 VisionEncoder::VisionEncoder(const VisionModel& model)
-    : model_(model), hp_(model.hparams()), n_(hp_.n_patches()) {
-  const int64_t V = hp_.n_embd, P = hp_.patch_size;
-  flash_params_.d_k = hp_.head_dim();
-  flash_params_.d_v = hp_.head_dim();
-  flash_params_.scale = 1.0f / std::sqrt(static_cast<float>(hp_.head_dim()));
-  patches_.resize(sz(n_ * 3 * P * P));
-  for (auto* b : {&x_, &xn_, &q_, &k_, &v_, &att_, &y_}) b->resize(sz(n_ * V));
-  hb_.resize(sz(n_ * hp_.n_ff));
+    : model_(model), hp_(model.hparams()), traits_(model.traits()) {
+  const int64_t V = hp_.n_embd, P = hp_.patch_size, D = hp_.head_dim(), N = hp_.max_patches();
+  flash_params_.d_k = D;
+  flash_params_.d_v = D;
+  flash_params_.scale = traits_.attn_scaled ? 1.0f / std::sqrt(static_cast<float>(D)) : 1.0f;
+  patches_.resize(sz(N * 3 * P * P));
+  for (auto* b : {&x_, &xn_, &q_, &k_, &v_, &att_, &y_}) b->resize(sz(N * V));
+  hb_.resize(sz(N * hp_.n_ff));
+  if (!model_.layers.empty() && model_.layers[0].ffn_gate.w.rows > 0) hg_.resize(sz(N * hp_.n_ff));
+  clamped_.resize(sz(N * std::max(V, hp_.n_ff)));
+  if (traits_.positions == VitPositions::kTablesRope) {
+    // each half of a head (D/2 dims) turns as NeoX RoPE over D/2 dims: (pos_size, D/4, 2)
+    RopeParams rp;
+    rp.n_rot = static_cast<int>(D / 2);
+    rp.freq_base = traits_.rope_theta;
+    rope_.resize(sz(hp_.pos_size * D / 2));
+    for (int64_t p = 0; p < hp_.pos_size; ++p) rope_angles(rope_.data() + p * D / 2, static_cast<int32_t>(p), rp);
+  }
 }
 
-std::vector<float> VisionEncoder::encode(const std::vector<float>& pixels, ThreadPool& pool) {
-  begin(pixels, pool);
+std::vector<float> VisionEncoder::encode(const EncoderInput& input, ThreadPool& pool) {
+  begin(input, pool);
   while (!done()) advance(pool);
   return finish(pool);
 }
 
-void VisionEncoder::begin(const std::vector<float>& pixels, ThreadPool& pool) {
-  const int64_t S = hp_.image_size;
-  if (pixels.size() != sz(3 * S * S)) {
-    throw std::invalid_argument("vision encoder: pixels hold " + std::to_string(pixels.size()) + " values, expected " +
-                                std::to_string(3 * S * S));
+void VisionEncoder::begin(const EncoderInput& input, ThreadPool& pool) {
+  if (!hp_.accepts(input.width, input.height) || input.pixels.size() != sz(3 * input.width * input.height)) {
+    throw std::invalid_argument("vision encoder: an input of " + std::to_string(input.width) + " x " +
+                                std::to_string(input.height) + " pixels holding " + std::to_string(input.pixels.size()) +
+                                " values is not one this encoder takes");
   }
   while (static_cast<int>(workers_.size()) < pool.size()) workers_.emplace_back(flash_params_);
-  embed_patches(pixels, pool);
+  gx_ = input.width / hp_.patch_size;
+  gy_ = input.height / hp_.patch_size;
+  n_ = gx_ * gy_;
+  embed_patches(input, pool);
   block_ = 0;
 }
 
@@ -71,53 +96,119 @@ void VisionEncoder::advance(ThreadPool& pool) {
 std::vector<float> VisionEncoder::finish(ThreadPool& pool) {
   if (!done()) throw std::logic_error("vision encoder: finish() before the last block");
   if (!model_.post_ln.empty()) {
-    const int64_t V = hp_.n_embd;
     for_rows(n_, pool, [&](int64_t t) {
-      float* x = x_.data() + t * V;
-      layernorm(x, x, model_.post_ln.data(), model_.post_ln_b.empty() ? nullptr : model_.post_ln_b.data(), V, hp_.eps);
+      float* x = x_.data() + t * hp_.n_embd;
+      norm(x, x, model_.post_ln, model_.post_ln_b);
     });
   }
   return project(pool);
 }
 
-void VisionEncoder::embed_patches(const std::vector<float>& pixels, ThreadPool& pool) {
-  const int64_t S = hp_.image_size, P = hp_.patch_size, G = hp_.patches_per_side(), V = hp_.n_embd;
-  // patches[t] = pixels[c, py*P + ky, px*P + kx] over (c, ky, kx), t = py * G + px   (n, 3 P P)
-  for (int64_t py = 0; py < G; ++py) {
-    for (int64_t px = 0; px < G; ++px) {
-      float* dst = patches_.data() + (py * G + px) * 3 * P * P;
+void VisionEncoder::embed_patches(const EncoderInput& input, ThreadPool& pool) {
+  const int64_t W = input.width, H = input.height, P = hp_.patch_size, V = hp_.n_embd;
+  // patches[t] = pixels[c, py*P + ky, px*P + kx] over (c, ky, kx), t = py * gx + px   (n, 3 P P)
+  const bool centre = traits_.kind == ProjectorKind::kGemma4v;  // its graph takes 2 x pixel - 1
+  for (int64_t py = 0; py < gy_; ++py) {
+    for (int64_t px = 0; px < gx_; ++px) {
+      float* dst = patches_.data() + (py * gx_ + px) * 3 * P * P;
       for (int64_t c = 0; c < 3; ++c) {
         for (int64_t ky = 0; ky < P; ++ky) {
-          const float* src = pixels.data() + c * S * S + (py * P + ky) * S + px * P;
-          std::copy_n(src, P, dst + (c * P + ky) * P);
+          const float* src = input.pixels.data() + c * W * H + (py * P + ky) * W + px * P;
+          float* row = dst + (c * P + ky) * P;
+          for (int64_t kx = 0; kx < P; ++kx) row[kx] = centre ? src[kx] * 2.0f - 1.0f : src[kx];
         }
       }
     }
   }
-  // x = patches @ W_patch^T + b_patch + pos_embd       (n, 3 P P) -> (n, V)   (the conv, as a product)
+  // x = patches @ W_patch^T + b_patch + positions       (n, 3 P P) -> (n, V)   (the conv, as a product)
   matmul(model_.patch_embd, patches_.data(), n_, x_.data(), pool);
+  const float* tables = model_.pos_embd.data();  // kTablesRope: columns' (pos_size, V), then rows'
   for_rows(n_, pool, [&](int64_t t) {
     float* x = x_.data() + t * V;
     if (!model_.patch_bias.empty()) add(x, model_.patch_bias.data(), V);
-    add(x, model_.pos_embd.data() + t * V, V);
+    if (traits_.positions == VitPositions::kLearned) {
+      add(x, model_.pos_embd.data() + t * V, V);
+    } else {
+      add(x, tables + (t % gx_) * V, V);
+      add(x, tables + (hp_.pos_size + t / gx_) * V, V);
+    }
   });
+}
+
+void VisionEncoder::norm(float* out, const float* x, const std::vector<float>& w, const std::vector<float>& b) const {
+  if (traits_.norm == VitNorm::kLayerNorm) {
+    layernorm(out, x, w.data(), b.empty() ? nullptr : b.data(), hp_.n_embd, hp_.eps);
+  } else {
+    rmsnorm(out, x, w.empty() ? nullptr : w.data(), hp_.n_embd, hp_.eps);
+  }
+}
+
+void VisionEncoder::linear(const Linear& l, const float* x, int64_t n, float* out, ThreadPool& pool) {
+  const Clamp& c = l.clamp;
+  const int64_t cols = l.w.cols, rows = l.w.rows;
+  if (c.clamps_input()) {
+    for_rows(n, pool, [&](int64_t t) {
+      std::copy_n(x + t * cols, cols, clamped_.data() + t * cols);
+      clamp_row(clamped_.data() + t * cols, cols, c.in_lo, c.in_hi);
+    });
+    x = clamped_.data();
+  }
+  matmul(l.w, x, n, out, pool);
+  if (c.clamps_output()) for_rows(n, pool, [&](int64_t t) { clamp_row(out + t * rows, rows, c.out_lo, c.out_hi); });
 }
 
 void VisionEncoder::attention_block(const VisionLayer& l, ThreadPool& pool) {
   const int64_t V = hp_.n_embd, D = hp_.head_dim(), H = hp_.n_head;
-  // xn = layernorm(x) * ln1 + ln1_b                   (n, V)
-  for_rows(n_, pool, [&](int64_t t) { layernorm(xn_.data() + t * V, x_.data() + t * V, l.ln1.data(), l.ln1_b.data(), V, hp_.eps); });
+  // xn = norm(x) * ln1 (+ ln1_b)                       (n, V)
+  for_rows(n_, pool, [&](int64_t t) { norm(xn_.data() + t * V, x_.data() + t * V, l.ln1, l.ln1_b); });
   // q, k, v = xn @ W^T + b                             (n, V) each
-  const MatmulJob qkv[] = {{&l.wq, xn_.data(), n_, q_.data()}, {&l.wk, xn_.data(), n_, k_.data()},
-                           {&l.wv, xn_.data(), n_, v_.data()}};
-  matmul_group(qkv, pool);
+  if (l.wq.clamp.clamps_input() || l.wk.clamp.clamps_input() || l.wv.clamp.clamps_input() ||
+      l.wq.clamp.clamps_output() || l.wk.clamp.clamps_output() || l.wv.clamp.clamps_output()) {
+    linear(l.wq, xn_.data(), n_, q_.data(), pool);
+    linear(l.wk, xn_.data(), n_, k_.data(), pool);
+    linear(l.wv, xn_.data(), n_, v_.data(), pool);
+  } else {
+    const MatmulJob qkv[] = {{&l.wq.w, xn_.data(), n_, q_.data()}, {&l.wk.w, xn_.data(), n_, k_.data()},
+                             {&l.wv.w, xn_.data(), n_, v_.data()}};
+    matmul_group(qkv, pool);
+  }
+  const bool rope2d = traits_.positions == VitPositions::kTablesRope;
   for_rows(n_, pool, [&](int64_t t) {
-    if (!l.bq.empty()) add(q_.data() + t * V, l.bq.data(), V);
-    if (!l.bk.empty()) add(k_.data() + t * V, l.bk.data(), V);
-    if (!l.bv.empty()) add(v_.data() + t * V, l.bv.data(), V);
+    float *q = q_.data() + t * V, *k = k_.data() + t * V, *v = v_.data() + t * V;
+    if (!l.bq.empty()) add(q, l.bq.data(), V);
+    if (!l.bk.empty()) add(k, l.bk.data(), V);
+    if (!l.bv.empty()) add(v, l.bv.data(), V);
+    if (!rope2d) return;
+    // gemma4v, per head: q, k RMS-normed with their weights, v without; then a head's first
+    // half turned by the patch's column, its second half by its row (NeoX pairs in each half)
+    const float* col = rope_.data() + (t % gx_) * D / 2;
+    const float* row = rope_.data() + (t / gx_) * D / 2;
+    for (int64_t h = 0; h < H; ++h) {
+      float *qh = q + h * D, *kh = k + h * D, *vh = v + h * D;
+      rmsnorm(qh, qh, l.q_norm.empty() ? nullptr : l.q_norm.data(), D, hp_.eps);
+      rmsnorm(kh, kh, l.k_norm.empty() ? nullptr : l.k_norm.data(), D, hp_.eps);
+      rmsnorm(vh, vh, nullptr, D, hp_.eps);
+      for (float* x : {qh, kh}) {
+        rope(x, col, static_cast<int>(D / 2), RopeStyle::kNeox);
+        rope(x + D / 2, row, static_cast<int>(D / 2), RopeStyle::kNeox);
+      }
+    }
   });
-  // att[t, h] = softmax(q[t, h] . k[:, h] / sqrt(D)) @ v[:, h]     (n, H, D): every patch sees all
-  // tiles of up to kFlashRows patches of one head; keys without positions (no mask)
+  attend(pool);
+  // x += post_norm(att @ Wo^T + bo)                    (n, V)
+  linear(l.wo, att_.data(), n_, y_.data(), pool);
+  for_rows(n_, pool, [&](int64_t t) {
+    float* y = y_.data() + t * V;
+    if (!l.bo.empty()) add(y, l.bo.data(), V);
+    if (!l.attn_post_norm.empty()) rmsnorm(y, y, l.attn_post_norm.data(), V, hp_.eps);
+    add(x_.data() + t * V, y, V);
+  });
+}
+
+// att[t, h] = softmax(q[t, h] . k[:, h] * scale) @ v[:, h]     (n, H, D): every patch sees all,
+// in tiles of up to kFlashRows patches of one head; keys without positions (no mask)
+void VisionEncoder::attend(ThreadPool& pool) {
+  const int64_t V = hp_.n_embd, D = hp_.head_dim(), H = hp_.n_head;
   const int64_t tiles_per_head = (n_ + kernels::kFlashRows - 1) / kernels::kFlashRows;
   const kernels::FlashFn flash = kernels::dispatch().flash;
   std::atomic<int64_t> next{0};
@@ -140,52 +231,93 @@ void VisionEncoder::attention_block(const VisionLayer& l, ThreadPool& pool) {
       kernels::flash_finish(st, rows, D, nullptr, w.out_rows.data());
     }
   });
-  // x += att @ Wo^T + bo                               (n, V)
-  matmul(l.wo, att_.data(), n_, y_.data(), pool);
-  for_rows(n_, pool, [&](int64_t t) {
-    if (!l.bo.empty()) add(y_.data() + t * V, l.bo.data(), V);
-    add(x_.data() + t * V, y_.data() + t * V, V);
-  });
 }
 
 void VisionEncoder::ffn_block(const VisionLayer& l, ThreadPool& pool) {
   const int64_t V = hp_.n_embd, F = hp_.n_ff;
-  // xn = layernorm(x) * ln2 + ln2_b; hb = gelu(xn @ Wup^T + b_up); x += hb @ Wdown^T + b_down
-  for_rows(n_, pool, [&](int64_t t) { layernorm(xn_.data() + t * V, x_.data() + t * V, l.ln2.data(), l.ln2_b.data(), V, hp_.eps); });
-  matmul(l.ffn_up, xn_.data(), n_, hb_.data(), pool);
+  const bool gated = l.ffn_gate.w.rows > 0;
+  // xn = norm(x) * ln2 (+ ln2_b); hb = gelu(xn @ Wup^T + b_up), or gelu(xn @ Wgate^T) * (xn @ Wup^T)
+  for_rows(n_, pool, [&](int64_t t) { norm(xn_.data() + t * V, x_.data() + t * V, l.ln2, l.ln2_b); });
+  linear(l.ffn_up, xn_.data(), n_, hb_.data(), pool);
+  if (gated) linear(l.ffn_gate, xn_.data(), n_, hg_.data(), pool);
   for_rows(n_, pool, [&](int64_t t) {
     float* h = hb_.data() + t * F;
     if (!l.ffn_up_b.empty()) add(h, l.ffn_up_b.data(), F);
-    gelu(h, F);
+    if (gated) {
+      float* g = hg_.data() + t * F;
+      gelu_mul(g, h, F);
+      std::copy_n(g, F, h);
+    } else {
+      gelu(h, F);
+    }
   });
-  matmul(l.ffn_down, hb_.data(), n_, y_.data(), pool);
+  // x = (x + post_norm(hb @ Wdown^T + b_down)) * out_scale
+  linear(l.ffn_down, hb_.data(), n_, y_.data(), pool);
   for_rows(n_, pool, [&](int64_t t) {
-    if (!l.ffn_down_b.empty()) add(y_.data() + t * V, l.ffn_down_b.data(), V);
-    add(x_.data() + t * V, y_.data() + t * V, V);
+    float *y = y_.data() + t * V, *x = x_.data() + t * V;
+    if (!l.ffn_down_b.empty()) add(y, l.ffn_down_b.data(), V);
+    if (!l.ffn_post_norm.empty()) rmsnorm(y, y, l.ffn_post_norm.data(), V, hp_.eps);
+    add(x, y, V);
+    if (!l.out_scale.empty()) scale(x, l.out_scale[0], V);
   });
 }
 
 std::vector<float> VisionEncoder::project(ThreadPool& pool) {
-  const int64_t V = hp_.n_embd, G = hp_.patches_per_side(), k = hp_.n_merge, g = G / k, T = hp_.n_embd_text;
-  const int64_t n_tok = g * g;
-  // pooled[ty * g + tx] = mean of the k x k patches (ty k + dy, tx k + dx)      (n_tok, V)
-  std::vector<float>& pooled = xn_;
-  std::fill_n(pooled.begin(), n_tok * V, 0.0f);
+  return traits_.kind == ProjectorKind::kGemma4v ? project_gemma4v(pool) : project_gemma3(pool);
+}
+
+namespace {
+
+// pooled (gx/k * gy/k, V) = the mean of each k x k block of x (gy, gx, V), row-major
+void average_pool(const float* x, int64_t gx, int64_t gy, int64_t k, int64_t V, float* pooled) {
+  const int64_t ox = gx / k, oy = gy / k;
   const float inv = 1.0f / static_cast<float>(k * k);
-  for (int64_t ty = 0; ty < g; ++ty) {
-    for (int64_t tx = 0; tx < g; ++tx) {
-      float* dst = pooled.data() + (ty * g + tx) * V;
+  for (int64_t ty = 0; ty < oy; ++ty) {
+    for (int64_t tx = 0; tx < ox; ++tx) {
+      float* dst = pooled + (ty * ox + tx) * V;
+      std::fill_n(dst, V, 0.0f);
       for (int64_t dy = 0; dy < k; ++dy) {
-        for (int64_t dx = 0; dx < k; ++dx) add(dst, x_.data() + ((ty * k + dy) * G + tx * k + dx) * V, V);
+        for (int64_t dx = 0; dx < k; ++dx) add(dst, x + ((ty * k + dy) * gx + tx * k + dx) * V, V);
       }
       scale(dst, inv, V);
-      // rmsnorm(pooled) * soft_emb_norm
-      rmsnorm(dst, dst, model_.soft_emb_norm.data(), V, hp_.eps);
     }
   }
+}
+
+}  // namespace
+
+std::vector<float> VisionEncoder::project_gemma3(ThreadPool& pool) {
+  const int64_t V = hp_.n_embd, T = hp_.n_embd_text, n_tok = (gx_ / hp_.n_merge) * (gy_ / hp_.n_merge);
+  // pooled = rmsnorm(mean of k x k patches) * soft_emb_norm          (n_tok, V)
+  std::vector<float>& pooled = xn_;
+  average_pool(x_.data(), gx_, gy_, hp_.n_merge, V, pooled.data());
+  for_rows(n_tok, pool, [&](int64_t t) {
+    rmsnorm(pooled.data() + t * V, pooled.data() + t * V, model_.soft_emb_norm.data(), V, hp_.eps);
+  });
   // out = pooled @ input_projection                     (n_tok, V) -> (n_tok, T)
   std::vector<float> out(sz(n_tok * T));
-  matmul(model_.input_proj, pooled.data(), n_tok, out.data(), pool);
+  linear(model_.input_proj, pooled.data(), n_tok, out.data(), pool);
+  return out;
+}
+
+std::vector<float> VisionEncoder::project_gemma4v(ThreadPool& pool) {
+  const int64_t V = hp_.n_embd, T = hp_.n_embd_text, n_tok = (gx_ / hp_.n_merge) * (gy_ / hp_.n_merge);
+  // pooled = rmsnorm((mean of k x k patches * sqrt(V) - std_bias) * std_scale)   (n_tok, V)
+  std::vector<float>& pooled = xn_;
+  average_pool(x_.data(), gx_, gy_, hp_.n_merge, V, pooled.data());
+  const float root = std::sqrt(static_cast<float>(V));
+  for_rows(n_tok, pool, [&](int64_t t) {
+    float* p = pooled.data() + t * V;
+    scale(p, root, V);
+    if (!model_.std_bias.empty() && !model_.std_scale.empty()) {  // (both or neither, as llama.cpp)
+      for (int64_t i = 0; i < V; ++i) p[i] -= model_.std_bias[sz(i)];
+      mul(p, model_.std_scale.data(), V);
+    }
+    rmsnorm(p, p, nullptr, V, hp_.eps);
+  });
+  // out = input_projection @ clamp(pooled), clamped        (n_tok, V) -> (n_tok, T)
+  std::vector<float> out(sz(n_tok * T));
+  linear(model_.input_proj, pooled.data(), n_tok, out.data(), pool);
   return out;
 }
 

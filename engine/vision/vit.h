@@ -6,55 +6,68 @@
 
 #include "engine/kernels/thread_pool.h"
 #include "engine/model/attention.h"
+#include "engine/vision/image.h"
 #include "engine/vision/projector.h"
 
 namespace engine {
 
 // Runs a VisionModel's ViT and projector over one image at a time.
 //
-// encode() takes the planar pixels fit_image() makes and returns (n_tokens, n_embd_text) rows,
-// ready to stand in for token embeddings in the decoder's batch. Every weight product runs on the
-// pool with the decoder's kernels; attention is bidirectional over the image's patches.
+// encode() takes the input fit_image() makes and returns (n_tokens, n_embd_text) rows, ready to
+// stand in for token embeddings in the decoder's batch. Every weight product runs on the pool
+// with the decoder's kernels; attention is bidirectional over the image's patches.
 // Ownership: borrows the VisionModel (must outlive it); owns its scratch, sized at construction.
 // Thread-safety: none; one VisionEncoder per thread driving a ThreadPool.
 class VisionEncoder {
  public:
   explicit VisionEncoder(const VisionModel& model);
 
-  // pixels (3, image_size, image_size) -> (n_tokens, n_embd_text). Throws std::invalid_argument
-  // when pixels has the wrong size.
-  std::vector<float> encode(const std::vector<float>& pixels, ThreadPool& pool);
+  // input (3, height, width) -> (hp.n_tokens(width, height), n_embd_text). Throws
+  // std::invalid_argument for a size the encoder does not take (hp.accepts) or pixels that do not fit it.
+  std::vector<float> encode(const EncoderInput& input, ThreadPool& pool);
 
   // The same in steps, so that a server can interleave an image's seconds of work with its other
   // requests: begin() embeds the patches, each advance() runs one block (a layer's attention or
   // its FFN) until done(), finish() gives the rows. A new begin() drops an unfinished image.
-  void begin(const std::vector<float>& pixels, ThreadPool& pool);
+  void begin(const EncoderInput& input, ThreadPool& pool);
   bool done() const { return block_ >= 2 * hp_.n_layer; }
   void advance(ThreadPool& pool);
   std::vector<float> finish(ThreadPool& pool);
   int64_t blocks_left() const { return 2 * hp_.n_layer - block_; }
 
  private:
-  void embed_patches(const std::vector<float>& pixels, ThreadPool& pool);
+  void embed_patches(const EncoderInput& input, ThreadPool& pool);
   void attention_block(const VisionLayer& l, ThreadPool& pool);
+  void attend(ThreadPool& pool);
   void ffn_block(const VisionLayer& l, ThreadPool& pool);
+  void norm(float* out, const float* x, const std::vector<float>& w, const std::vector<float>& b) const;
+  // out (n, rows) = clamp(x (n, cols)) @ W^T, clamped as l says
+  void linear(const Linear& l, const float* x, int64_t n, float* out, ThreadPool& pool);
   std::vector<float> project(ThreadPool& pool);
+  std::vector<float> project_gemma3(ThreadPool& pool);
+  std::vector<float> project_gemma4v(ThreadPool& pool);
 
   const VisionModel& model_;
   const VisionHParams& hp_;
-  int64_t n_;  // patches
+  const ProjectorTraits& traits_;
+  int64_t gx_ = 0, gy_ = 0;  // the image's patch grid: columns, rows
+  int64_t n_ = 0;            // patches (gx * gy)
   int64_t block_ = 0;  // blocks run of the image begun (2 per layer)
   kernels::FlashParams flash_params_{};
   std::vector<FlashWorker> workers_;  // one per thread
 
-  // Scratch, row t belongs to patch t (row-major over the patch grid).
+  std::vector<float> rope_;     // kTablesRope: (pos_size, head_dim/4, 2) angles of a column or row
+
+  // Scratch for the most patches (hp.max_patches()), row t belongs to patch t (row-major over
+  // the patch grid).
   std::vector<float> patches_;  // (n, 3 * patch * patch) each patch's pixels, (c, ky, kx)
   std::vector<float> x_;        // (n, n_embd) residual stream
   std::vector<float> xn_;       // (n, n_embd) normed input of a block
   std::vector<float> q_, k_, v_;  // (n, n_embd)
   std::vector<float> att_;      // (n, n_embd)
   std::vector<float> y_;        // (n, n_embd) a block's output
-  std::vector<float> hb_;       // (n, n_ff)
+  std::vector<float> hb_, hg_;  // (n, n_ff) up, gate
+  std::vector<float> clamped_;  // (n, max(n_embd, n_ff)) a clamped linear's input
 };
 
 }  // namespace engine

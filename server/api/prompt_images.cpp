@@ -125,6 +125,7 @@ std::vector<int32_t> tokenize_with_images(const App& app, RenderedChat chat, con
   }
   const engine::VisionModel& vision = *app.vision;
   std::vector<int32_t> ids;
+  std::vector<int64_t> counts;
   for (const ImageInput& in : images) {
     engine::RgbImage img;
     try {
@@ -134,14 +135,19 @@ std::vector<int32_t> tokenize_with_images(const App& app, RenderedChat chat, con
       throw invalid_field(in.where, in.where + ": " + e.what());
     }
     engine::PromptImage im;
-    im.n_tokens = vision.hparams().n_tokens();
-    im.pixels = std::make_shared<const std::vector<float>>(engine::fit_image(img, vision.hparams(), vision.traits().fit));
+    try {
+      im.input = std::make_shared<const engine::EncoderInput>(engine::fit_image(img, vision.hparams()));
+    } catch (const engine::ImageError& e) {
+      throw invalid_field(in.where, in.where + ": " + e.what());
+    }
+    im.n_tokens = vision.hparams().n_tokens(im.input->width, im.input->height);
+    counts.push_back(im.n_tokens);
     ids.push_back(engine::image_token_id(image_hash(img, vision.files().first().name()), app.n_vocab));
     out.push_back(std::move(im));
   }
   std::vector<int64_t> at;
   std::vector<int32_t> tokens =
-      engine::tokenize_around_images(*app.tokenizer, vision.traits(), vision.hparams().n_tokens(), pieces, ids, at);
+      engine::tokenize_around_images(*app.tokenizer, vision.traits(), pieces, ids, counts, at);
   for (size_t k = 0; k < at.size(); ++k) out[out.size() - at.size() + k].at = at[k];
   return tokens;
 }

@@ -26,12 +26,35 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                  static_cast<long long>(img.height), img.rgb.size());
     std::abort();
   }
-  engine::VisionHParams hp;
-  hp.image_size = 64;
-  for (float v : engine::fit_image(img, hp, engine::ImageFit::kLetterbox)) {
-    if (!std::isfinite(v) || v < -1.0f || v > 1.0f) {
-      std::fprintf(stderr, "fuzz_image: fitted value %f outside [-1, 1]\n", static_cast<double>(v));
+  // gemma3's square and gemma4v's aspect-keeping fit (8-pixel patches pooled 3 x 3, 40 to 280
+  // tokens, position tables of 64)
+  engine::VisionHParams square;
+  square.image_size = 64;
+  square.patch_size = 8;
+  engine::VisionHParams aspect = square;
+  aspect.fit = engine::ImageFit::kKeepAspect;
+  aspect.n_merge = 3;
+  aspect.min_tokens = 40;
+  aspect.max_tokens = 280;
+  aspect.pos_size = 64;
+  for (const engine::VisionHParams* hp : {&square, &aspect}) {
+    engine::EncoderInput in;
+    try {
+      in = engine::fit_image(img, *hp);
+    } catch (const engine::ImageError&) {
+      if (hp == &square) std::abort();  // (only an aspect too extreme for the tables may be refused)
+      continue;
+    }
+    if (!hp->accepts(in.width, in.height) || in.pixels.size() != static_cast<size_t>(3 * in.width * in.height)) {
+      std::fprintf(stderr, "fuzz_image: fitted %lld x %lld\n", static_cast<long long>(in.width),
+                   static_cast<long long>(in.height));
       std::abort();
+    }
+    for (float v : in.pixels) {
+      if (!std::isfinite(v) || v < -1.0f || v > 1.0f) {
+        std::fprintf(stderr, "fuzz_image: fitted value %f outside [-1, 1]\n", static_cast<double>(v));
+        std::abort();
+      }
     }
   }
   return 0;

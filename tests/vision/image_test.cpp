@@ -152,8 +152,12 @@ TEST(ImageDecode, RefusesTruncatedAndCorruptData) {
 TEST(ImageFit, LetterboxesIntoTheSquareAndNormalizes) {
   VisionHParams hp;
   hp.image_size = 64;
+  hp.patch_size = 8;
   RgbImage img{96, 48, std::vector<uint8_t>(96 * 48 * 3, 255)};  // white, 2:1
-  const std::vector<float> px = fit_image(img, hp, ImageFit::kLetterbox);
+  const EncoderInput in = fit_image(img, hp);
+  ASSERT_EQ(in.width, 64);
+  ASSERT_EQ(in.height, 64);
+  const std::vector<float>& px = in.pixels;
   ASSERT_EQ(px.size(), 3u * 64 * 64);
   // 64 x 32 centred: rows 0-15 and 48-63 black ((0 - 0.5) / 0.5 = -1), rows 16-47 white (1)
   for (int c = 0; c < 3; ++c) {
@@ -163,7 +167,36 @@ TEST(ImageFit, LetterboxesIntoTheSquareAndNormalizes) {
   }
   // a 1-pixel image is fitted too
   const RgbImage dot{1, 1, {10, 20, 30}};
-  EXPECT_EQ(fit_image(dot, hp, ImageFit::kLetterbox).size(), 3u * 64 * 64);
+  EXPECT_EQ(fit_image(dot, hp).pixels.size(), 3u * 64 * 64);
+}
+
+// gemma4v's fit (mtmd's calc_size_preserved_ratio): sides multiples of patch x merge, the aspect
+// kept, the tokens brought within [min, max].
+TEST(ImageFit, KeepsTheAspectWithinTheTokenLimits) {
+  VisionHParams hp;
+  hp.fit = ImageFit::kKeepAspect;
+  hp.patch_size = 8;
+  hp.n_merge = 3;  // sides: multiples of 24
+  hp.min_tokens = 40;
+  hp.max_tokens = 280;
+  hp.pos_size = 128;
+  hp.mean[0] = hp.mean[1] = hp.mean[2] = 0.0f;
+  hp.std[0] = hp.std[1] = hp.std[2] = 1.0f;
+  const auto fitted = [&](int64_t w, int64_t h) {
+    const EncoderInput in = fit_image(RgbImage{w, h, std::vector<uint8_t>(static_cast<size_t>(w * h * 3), 128)}, hp);
+    EXPECT_EQ(in.pixels.size(), static_cast<size_t>(3 * in.width * in.height));
+    EXPECT_TRUE(hp.accepts(in.width, in.height));
+    return std::pair(in.width, in.height);
+  };
+  // 96 x 72 is 4 x 3 = 12 tokens, under 40: scaled up by sqrt(40 / 12), sides rounded up
+  EXPECT_EQ(fitted(96, 72), (std::pair<int64_t, int64_t>(192, 144)));  // 8 x 6 = 48 tokens (as libmtmd)
+  // 1000 x 1000 rounds to 1008 (1764 tokens): scaled down by sqrt(1e6 / 161280), sides floored
+  EXPECT_EQ(fitted(1000, 1000), (std::pair<int64_t, int64_t>(384, 384)));  // 256 tokens
+  // within the limits: sides rounded to the nearest multiple
+  EXPECT_EQ(fitted(250, 300), (std::pair<int64_t, int64_t>(240, 312)));
+  EXPECT_EQ(hp.n_tokens(240, 312), 10 * 13);
+  // an aspect the position tables cannot hold (more than 128 patches a side) is an ImageError
+  EXPECT_THROW(fit_image(RgbImage{4000, 10, std::vector<uint8_t>(4000 * 10 * 3, 0)}, hp), ImageError);
 }
 
 TEST(ImageDecode, ReadsTheSharedTestImage) {

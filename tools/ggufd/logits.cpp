@@ -136,14 +136,15 @@ int run_image_logits(const LogitsOptions& o) {
     from = at + marker.size();
   }
   if (pieces.size() != 2) throw std::invalid_argument("--prompt: put the marker <__media__> in it once");
-  const int64_t n_img = vision.hparams().n_tokens();
+  const auto start = std::chrono::steady_clock::now();
+  const engine::EncoderInput input = engine::fit_image(img, vision.hparams());
+  const int64_t n_img = vision.hparams().n_tokens(input.width, input.height);
   std::vector<int64_t> image_at;
   std::vector<int32_t> tokens = engine::tokenize_around_images(
-      tok, vision.traits(), n_img, pieces, {engine::image_token_id(0, n_vocab)}, image_at);
+      tok, vision.traits(), pieces, {engine::image_token_id(0, n_vocab)}, {n_img}, image_at);
   engine::ThreadPool pool(engine::thread_count(o.threads));
   engine::VisionEncoder encoder(vision);
-  const auto start = std::chrono::steady_clock::now();
-  const std::vector<float> rows = encoder.encode(engine::fit_image(img, vision.hparams(), vision.traits().fit), pool);
+  const std::vector<float> rows = encoder.encode(input, pool);
   std::fprintf(stderr, "image %lld x %lld: %lld tokens, fitted and encoded in %.0f ms\n", static_cast<long long>(img.width),
                static_cast<long long>(img.height), static_cast<long long>(n_img),
                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
