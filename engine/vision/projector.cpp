@@ -10,19 +10,24 @@ namespace engine {
 namespace {
 
 // The projector table: one row per kind ggufd runs.
+constexpr const char* kScaleFactor = "clip.vision.projector.scale_factor";
+constexpr const char* kSpatialMerge = "clip.vision.spatial_merge_size";
 constexpr ProjectorTraits kProjectors[] = {
     // kind, name, fit, non_causal, begin, end,
-    // norm, positions, default merge, min / max tokens (kKeepAspect), rope theta, attention scaled
+    // norm, positions, merge key and default, min / max tokens (kKeepAspect), rope theta, attention scaled,
+    // v normed, pixels centred
     {ProjectorKind::kGemma3, "gemma3", ImageFit::kLetterbox, true, "<start_of_image>", "<end_of_image>",
-     VitNorm::kLayerNorm, VitPositions::kLearned, 4, 0, 0, 0.0f, true},
+     VitNorm::kLayerNorm, VitPositions::kLearned, kScaleFactor, 4, 0, 0, 0.0f, true, false, false},
     {ProjectorKind::kGemma4v, "gemma4v", ImageFit::kKeepAspect, true, "<|image>", "<image|>",
-     VitNorm::kRmsNorm, VitPositions::kTablesRope, 3, 40, 280, 100.0f, false},
+     VitNorm::kRmsNorm, VitPositions::kTablesRope, kScaleFactor, 3, 40, 280, 100.0f, false, true, true},
+    {ProjectorKind::kPixtral, "pixtral", ImageFit::kKeepAspect, false, "", "[IMG_END]",
+     VitNorm::kRmsNorm, VitPositions::kRope2d, kSpatialMerge, 1, 8, 1024, 10000.0f, true, false, false},
 };
 
 // Kinds llama.cpp's mtmd knows that ggufd does not run (yet): named in the load error, so a user
 // learns the file is fine and what is missing.
 constexpr const char* kKnownElsewhere[] = {
-    "gemma4uv", "qwen2vl_merger", "qwen2.5vl_merger", "qwen3vl_merger", "pixtral", "idefics3", "mlp", "mlp_norm",
+    "gemma4uv", "qwen2vl_merger", "qwen2.5vl_merger", "qwen3vl_merger", "idefics3", "mlp", "mlp_norm",
     "ldp", "ldpv2", "resampler", "glm_edge", "lfm2", "internvl", "llama4", "kimivl", "ultravox", "qwen2a",
     "voxtral", "gemma3nv", "lightonocr", "cogvlm", "janus_pro"};
 
@@ -58,14 +63,17 @@ VisionHParams read_hparams(const gguf::File& f, const ProjectorTraits& traits) {
   hp.n_embd_text = positive_u64(f, "clip.vision.projection_dim");
   hp.eps = static_cast<float>(f.find_f64("clip.vision.attention.layer_norm_epsilon").value_or(1e-6));
   hp.n_merge = traits.default_merge;  // llama.cpp's default; small test files say otherwise
-  if (f.find_u64("clip.vision.projector.scale_factor")) hp.n_merge = positive_u64(f, "clip.vision.projector.scale_factor");
+  if (f.find_u64(traits.merge_key)) hp.n_merge = positive_u64(f, traits.merge_key);
   hp.min_tokens = traits.min_tokens;
   hp.max_tokens = traits.max_tokens;
-  // the FFN's activation: GELU (tanh) is what the projectors here use
-  if (!f.find_bool("clip.use_gelu").value_or(false)) {
-    fail(f, std::string("the vision FFN's activation is ") +
-                (f.find_bool("clip.use_silu").value_or(false) ? "SiLU" : "quick GELU") + ", expected GELU (clip.use_gelu)");
+  // the FFN's activation: GELU (tanh) or SiLU; llama.cpp's default, quick GELU, no projector here uses
+  const bool gelu = f.find_bool("clip.use_gelu").value_or(false), silu = f.find_bool("clip.use_silu").value_or(false);
+  if (gelu == silu) {
+    fail(f, std::string("the vision FFN's activation is ") + (gelu ? "both GELU and SiLU" : "quick GELU") +
+                ", expected one of clip.use_gelu, clip.use_silu");
   }
+  hp.ffn_silu = silu;
+  hp.row_breaks = traits.kind == ProjectorKind::kPixtral;
   read_triple(f, "clip.vision.image_mean", hp.mean);
   read_triple(f, "clip.vision.image_std", hp.std);
   for (float s : hp.std) {
@@ -81,7 +89,7 @@ VisionHParams read_hparams(const gguf::File& f, const ProjectorTraits& traits) {
                 std::to_string(hp.n_head));
   }
   if (hp.image_size > 4096 || hp.n_layer > 256) fail(f, "image size or block count out of range");
-  if (traits.positions == VitPositions::kTablesRope && hp.head_dim() % 4 != 0) {
+  if (traits.positions != VitPositions::kLearned && hp.head_dim() % 4 != 0) {
     fail(f, "head size " + std::to_string(hp.head_dim()) + " does not split into two rotary halves");
   }
   return hp;
@@ -142,8 +150,8 @@ std::vector<float> position_tables(const gguf::FileSet& files, const gguf::File&
 bool VisionHParams::accepts(int64_t width, int64_t height) const {
   if (fit == ImageFit::kLetterbox) return width == image_size && height == image_size;
   if (width <= 0 || height <= 0 || width % align() != 0 || height % align() != 0) return false;
-  if (pos_size > 0 && (width / patch_size > pos_size || height / patch_size > pos_size)) return false;
-  return n_tokens(width, height) <= max_tokens;
+  if (width / patch_size > max_side_patches() || height / patch_size > max_side_patches()) return false;
+  return (width / align()) * (height / align()) <= max_tokens;
 }
 
 const ProjectorTraits& projector_traits(ProjectorKind kind) {
@@ -182,9 +190,10 @@ VisionModel VisionModel::from_files(gguf::FileSet files) {
   const Loader ld(m.files_);
   m.patch_embd = flat_matrix(ld, f, "v.patch_embd.weight", V, 3 * P * P);
   m.patch_bias = ld.vector("v.patch_embd.bias", V, false);
+  m.pre_ln = ld.vector("v.pre_ln.weight", V, false);
   if (tr.positions == VitPositions::kLearned) {
     m.pos_embd = ld.vectors("v.position_embd.weight", V, m.hp_.max_patches(), true);
-  } else {
+  } else if (tr.positions == VitPositions::kTablesRope) {
     m.pos_embd = position_tables(m.files_, f, V, m.hp_.pos_size);
   }
   for (int64_t il = 0; il < m.hp_.n_layer; ++il) {
@@ -217,6 +226,22 @@ VisionModel VisionModel::from_files(gguf::FileSet files) {
   m.post_ln = ld.vector("v.post_ln.weight", V, false);
   m.post_ln_b = ld.vector("v.post_ln.bias", V, false);
   const int64_t T = m.hp_.n_embd_text;
+  if (tr.kind == ProjectorKind::kPixtral) {
+    // pixtral: [RMS norm, patch merger (Mistral Small 3.1)], mm.1 + b, GELU, mm.2 + b; [IMG_BREAK]
+    const int64_t M = m.hp_.n_merge;
+    if (ld.has("mm.patch_merger.weight")) {
+      m.merger_norm = ld.vector("mm.input_norm.weight", V, true);
+      m.merger = linear(ld, "mm.patch_merger", V, V * M * M);
+    } else if (M != 1) {
+      fail(f, "spatial_merge_size is " + std::to_string(M) + " but the file has no 'mm.patch_merger.weight'");
+    }
+    m.mm1 = linear(ld, "mm.1", T, V);
+    m.mm1_b = ld.vector("mm.1.bias", T, false);
+    m.mm2 = linear(ld, "mm.2", T, T);
+    m.mm2_b = ld.vector("mm.2.bias", T, false);
+    m.img_break = ld.vector("v.token_embd.img_break", T, true);
+    return m;
+  }
   if (tr.kind == ProjectorKind::kGemma4v) {
     // gemma4v: standardize, RMS norm (no weight), then input_projection @ x: GGUF [V, T]
     m.std_bias = ld.vector("v.std_bias", V, false);

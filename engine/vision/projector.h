@@ -23,6 +23,9 @@ enum class ProjectorKind {
   kGemma4v,  // Gemma 4's ViT (RMS norms before and after each block, q/k norms, 2-D RoPE beside
              // learned column and row tables, gated GELU, clamped linears), k x k average pooling,
              // standardization, one projection: any aspect, 40 to 280 tokens (gemma 4)
+  kPixtral,  // Pixtral / Mistral Small 3.1 / Ministral 3: RMS-normed ViT with 2-D RoPE, gated SiLU,
+             // an optional k x k patch merger, a two-layer GELU projector and an [IMG_BREAK] row
+             // after each row of tokens but the last: any aspect, 8 to 1024 tokens
 };
 
 // How an image is fitted to the encoder's input.
@@ -38,6 +41,8 @@ enum class VitPositions {
   kLearned,     // position_embd (n_patches, n_embd) added to the patches of the fixed square
   kTablesRope,  // position_embd (2, pos_size, n_embd): column and row tables added, and 2-D NeoX
                 // RoPE in attention: a head's first half turns with the column, the second with the row
+  kRope2d,      // no learned positions; 2-D RoPE of adjacent pairs: a head's first half turns with the
+                // row, the second with the column at the odd frequencies (llama.cpp's build_rope_2d)
 };
 
 // One row of the projector table.
@@ -50,10 +55,13 @@ struct ProjectorTraits {
   const char* image_end;     // text put after them
   VitNorm norm;
   VitPositions positions;
-  int64_t default_merge;     // projector.scale_factor when the file has none
+  const char* merge_key;     // the key that says how many patches a side merge into a token
+  int64_t default_merge;     // when the file has none
   int64_t min_tokens, max_tokens;  // kKeepAspect: the image's tokens
   float rope_theta;          // kTablesRope
   bool attn_scaled;          // attention scores times 1/sqrt(head_dim) (false: times 1, q/k normed)
+  bool v_norm;               // v RMS-normed per head, without a weight
+  bool centre_pixels;        // the encoder takes 2 x pixel - 1 (after the file's mean and std)
 };
 const ProjectorTraits& projector_traits(ProjectorKind kind);
 
@@ -73,13 +81,17 @@ struct VisionHParams {
   int64_t pos_size = 0;     // kTablesRope: rows of each position table (patches per side at most)
   ImageFit fit = ImageFit::kLetterbox;
   int64_t min_tokens = 0, max_tokens = 0;  // kKeepAspect
+  bool ffn_silu = false;    // clip.use_silu: the FFN's activation is SiLU, else GELU (clip.use_gelu)
+  bool row_breaks = false;  // pixtral: an [IMG_BREAK] row after each row of tokens but the last
 
   int64_t head_dim() const { return n_embd / n_head; }
   int64_t align() const { return patch_size * n_merge; }  // input sides are multiples of this
   // The image's tokens in the decoder for an input of width x height pixels: (patches / merge)^2.
   int64_t n_tokens(int64_t width, int64_t height) const {
-    return (width / align()) * (height / align());
+    return (width / align()) * (height / align()) + (row_breaks ? height / align() - 1 : 0);
   }
+  // The most patches a side may have (fit_image keeps to it).
+  int64_t max_side_patches() const { return pos_size > 0 ? pos_size : max_tokens * n_merge; }
   // The most patches an input may have (scratch sizes).
   int64_t max_patches() const {
     return fit == ImageFit::kLetterbox ? (image_size / patch_size) * (image_size / patch_size)
@@ -144,6 +156,12 @@ class VisionModel {
   std::vector<float> soft_emb_norm;           // (n_embd,) gemma3: RMS norm before the projection
   std::vector<float> std_bias, std_scale;     // (n_embd,) gemma4v: (x - bias) * scale after pooling
   Linear input_proj;                          // (n_embd_text, n_embd) (gemma3: over input_proj_rows_)
+  std::vector<float> pre_ln;                  // (n_embd,) pixtral: RMS norm of the patches, or empty
+  std::vector<float> merger_norm;             // (n_embd,) pixtral: RMS norm before the patch merger
+  Linear merger;                              // (n_embd, n_embd * merge^2) pixtral, or no rows
+  Linear mm1, mm2;                            // pixtral: (T, n_embd), (T, T): mm2(gelu(mm1 x + b1)) + b2
+  std::vector<float> mm1_b, mm2_b;            // (T,) or empty
+  std::vector<float> img_break;               // (T,) pixtral's [IMG_BREAK] row
  private:
   explicit VisionModel(gguf::FileSet files) : files_(std::move(files)) {}
   gguf::FileSet files_;

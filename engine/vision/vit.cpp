@@ -1,15 +1,18 @@
 // The vision encoder's forward pass over one image, read top to bottom:
-//   patches (n, 3 p p) -> x = patches @ W_patch^T (+ b_patch) + positions             (n, V)
-//     positions: gemma3 a learned row per patch; gemma4v column table[col] + row table[row]
+//   patches (n, 3 p p) -> x = patches @ W_patch^T (+ b_patch) + positions (-> pixtral: RMS pre-norm)  (n, V)
+//     positions: gemma3 a learned row per patch; gemma4v column table[col] + row table[row];
+//     pixtral none (RoPE only)
 //   per layer: [norm ln1, Q/K/V (+ biases), (gemma4v: per-head RMS norms of q, k (weighted) and
-//               v, 2-D RoPE of q, k), attention over all patches, output (+ bias), (post-norm),
-//               residual]
-//              [norm ln2, up (+ bias), GELU (or GELU(gate) * up), down (+ bias), (post-norm),
-//               residual, (times the layer's out scale)]
-//     norms: gemma3 LayerNorm with biases; gemma4v RMS norm
-//   -> (post LayerNorm) -> average k x k patches
-//   -> gemma3: RMS norm * soft_emb_norm, @ input_projection                          (n_tokens, T)
-//      gemma4v: * sqrt(V), (x - std_bias) * std_scale, RMS norm, @ input_projection  (n_tokens, T)
+//               v), (gemma4v, pixtral: 2-D RoPE of q, k), attention over all patches, output
+//               (+ bias), (post-norm), residual]
+//              [norm ln2, up (+ bias), GELU / SiLU (of the gate, times up), down (+ bias),
+//               (post-norm), residual, (times the layer's out scale)]
+//     norms: gemma3 LayerNorm with biases; gemma4v and pixtral RMS norm
+//   -> (post LayerNorm), then the projector:
+//      gemma3: average k x k patches, RMS norm * soft_emb_norm, @ input_projection    (n_tokens, T)
+//      gemma4v: average k x k, * sqrt(V), (x - std_bias) * std_scale, RMS norm, @ input_projection
+//      pixtral: (RMS norm, k x k patches unfolded, @ patch_merger), mm2(gelu(mm1 x + b1)) + b2,
+//               an [IMG_BREAK] row after each row of tokens but the last
 //   gemma4v's linears clamp their input and output where the file says so.
 #include "engine/vision/vit.h"
 
@@ -52,13 +55,22 @@ VisionEncoder::VisionEncoder(const VisionModel& model)
   hb_.resize(sz(N * hp_.n_ff));
   if (!model_.layers.empty() && model_.layers[0].ffn_gate.w.rows > 0) hg_.resize(sz(N * hp_.n_ff));
   clamped_.resize(sz(N * std::max(V, hp_.n_ff)));
-  if (traits_.positions == VitPositions::kTablesRope) {
-    // each half of a head (D/2 dims) turns as NeoX RoPE over D/2 dims: (pos_size, D/4, 2)
-    RopeParams rp;
-    rp.n_rot = static_cast<int>(D / 2);
-    rp.freq_base = traits_.rope_theta;
-    rope_.resize(sz(hp_.pos_size * D / 2));
-    for (int64_t p = 0; p < hp_.pos_size; ++p) rope_angles(rope_.data() + p * D / 2, static_cast<int32_t>(p), rp);
+  if (traits_.positions != VitPositions::kLearned) {
+    // each half of a head (D/2 dims) turns as RoPE over D/2 dims; kRope2d's second half at the odd
+    // frequencies (freq_scale base^(-2/D))
+    RopeParams first, second;
+    first.n_rot = second.n_rot = static_cast<int>(D / 2);
+    first.freq_base = second.freq_base = traits_.rope_theta;
+    if (traits_.positions == VitPositions::kRope2d) {
+      second.freq_scale = std::pow(traits_.rope_theta, -2.0f / static_cast<float>(D));
+    }
+    const int64_t L = hp_.max_side_patches();
+    rope_first_.resize(sz(L * D / 2));
+    rope_second_.resize(sz(L * D / 2));
+    for (int64_t p = 0; p < L; ++p) {
+      rope_angles(rope_first_.data() + p * D / 2, static_cast<int32_t>(p), first);
+      rope_angles(rope_second_.data() + p * D / 2, static_cast<int32_t>(p), second);
+    }
   }
 }
 
@@ -107,7 +119,7 @@ std::vector<float> VisionEncoder::finish(ThreadPool& pool) {
 void VisionEncoder::embed_patches(const EncoderInput& input, ThreadPool& pool) {
   const int64_t W = input.width, H = input.height, P = hp_.patch_size, V = hp_.n_embd;
   // patches[t] = pixels[c, py*P + ky, px*P + kx] over (c, ky, kx), t = py * gx + px   (n, 3 P P)
-  const bool centre = traits_.kind == ProjectorKind::kGemma4v;  // its graph takes 2 x pixel - 1
+  const bool centre = traits_.centre_pixels;
   for (int64_t py = 0; py < gy_; ++py) {
     for (int64_t px = 0; px < gx_; ++px) {
       float* dst = patches_.data() + (py * gx_ + px) * 3 * P * P;
@@ -128,10 +140,11 @@ void VisionEncoder::embed_patches(const EncoderInput& input, ThreadPool& pool) {
     if (!model_.patch_bias.empty()) add(x, model_.patch_bias.data(), V);
     if (traits_.positions == VitPositions::kLearned) {
       add(x, model_.pos_embd.data() + t * V, V);
-    } else {
+    } else if (traits_.positions == VitPositions::kTablesRope) {
       add(x, tables + (t % gx_) * V, V);
       add(x, tables + (hp_.pos_size + t / gx_) * V, V);
     }
+    if (!model_.pre_ln.empty()) norm(x, x, model_.pre_ln, {});
   });
 }
 
@@ -172,25 +185,28 @@ void VisionEncoder::attention_block(const VisionLayer& l, ThreadPool& pool) {
                              {&l.wv.w, xn_.data(), n_, v_.data()}};
     matmul_group(qkv, pool);
   }
-  const bool rope2d = traits_.positions == VitPositions::kTablesRope;
+  const bool neox = traits_.positions == VitPositions::kTablesRope;
+  const RopeStyle style = neox ? RopeStyle::kNeox : RopeStyle::kNormal;
   for_rows(n_, pool, [&](int64_t t) {
     float *q = q_.data() + t * V, *k = k_.data() + t * V, *v = v_.data() + t * V;
     if (!l.bq.empty()) add(q, l.bq.data(), V);
     if (!l.bk.empty()) add(k, l.bk.data(), V);
     if (!l.bv.empty()) add(v, l.bv.data(), V);
-    if (!rope2d) return;
-    // gemma4v, per head: q, k RMS-normed with their weights, v without; then a head's first
-    // half turned by the patch's column, its second half by its row (NeoX pairs in each half)
-    const float* col = rope_.data() + (t % gx_) * D / 2;
-    const float* row = rope_.data() + (t / gx_) * D / 2;
+    if (traits_.positions == VitPositions::kLearned) return;
+    // per head: (gemma4v) q, k RMS-normed with their weights, v without; then 2-D RoPE of each
+    // half: gemma4v first half by the patch's column, second by its row (NeoX pairs in each half);
+    // pixtral first by its row, second by its column (adjacent pairs)
+    const int64_t col = t % gx_, row = t / gx_;
+    const float* first = rope_first_.data() + (neox ? col : row) * D / 2;
+    const float* second = rope_second_.data() + (neox ? row : col) * D / 2;
     for (int64_t h = 0; h < H; ++h) {
       float *qh = q + h * D, *kh = k + h * D, *vh = v + h * D;
-      rmsnorm(qh, qh, l.q_norm.empty() ? nullptr : l.q_norm.data(), D, hp_.eps);
-      rmsnorm(kh, kh, l.k_norm.empty() ? nullptr : l.k_norm.data(), D, hp_.eps);
-      rmsnorm(vh, vh, nullptr, D, hp_.eps);
+      if (!l.q_norm.empty()) rmsnorm(qh, qh, l.q_norm.data(), D, hp_.eps);
+      if (!l.k_norm.empty()) rmsnorm(kh, kh, l.k_norm.data(), D, hp_.eps);
+      if (traits_.v_norm) rmsnorm(vh, vh, nullptr, D, hp_.eps);
       for (float* x : {qh, kh}) {
-        rope(x, col, static_cast<int>(D / 2), RopeStyle::kNeox);
-        rope(x + D / 2, row, static_cast<int>(D / 2), RopeStyle::kNeox);
+        rope(x, first, static_cast<int>(D / 2), style);
+        rope(x + D / 2, second, static_cast<int>(D / 2), style);
       }
     }
   });
@@ -236,7 +252,8 @@ void VisionEncoder::attend(ThreadPool& pool) {
 void VisionEncoder::ffn_block(const VisionLayer& l, ThreadPool& pool) {
   const int64_t V = hp_.n_embd, F = hp_.n_ff;
   const bool gated = l.ffn_gate.w.rows > 0;
-  // xn = norm(x) * ln2 (+ ln2_b); hb = gelu(xn @ Wup^T + b_up), or gelu(xn @ Wgate^T) * (xn @ Wup^T)
+  // xn = norm(x) * ln2 (+ ln2_b); hb = act(xn @ Wup^T + b_up), or act(xn @ Wgate^T) * (xn @ Wup^T),
+  // act GELU or SiLU
   for_rows(n_, pool, [&](int64_t t) { norm(xn_.data() + t * V, x_.data() + t * V, l.ln2, l.ln2_b); });
   linear(l.ffn_up, xn_.data(), n_, hb_.data(), pool);
   if (gated) linear(l.ffn_gate, xn_.data(), n_, hg_.data(), pool);
@@ -245,8 +262,14 @@ void VisionEncoder::ffn_block(const VisionLayer& l, ThreadPool& pool) {
     if (!l.ffn_up_b.empty()) add(h, l.ffn_up_b.data(), F);
     if (gated) {
       float* g = hg_.data() + t * F;
-      gelu_mul(g, h, F);
+      if (hp_.ffn_silu) {
+        silu_mul(g, h, F);
+      } else {
+        gelu_mul(g, h, F);
+      }
       std::copy_n(g, F, h);
+    } else if (hp_.ffn_silu) {
+      for (int64_t i = 0; i < F; ++i) h[i] *= sigmoid(h[i]);
     } else {
       gelu(h, F);
     }
@@ -263,7 +286,12 @@ void VisionEncoder::ffn_block(const VisionLayer& l, ThreadPool& pool) {
 }
 
 std::vector<float> VisionEncoder::project(ThreadPool& pool) {
-  return traits_.kind == ProjectorKind::kGemma4v ? project_gemma4v(pool) : project_gemma3(pool);
+  switch (traits_.kind) {
+    case ProjectorKind::kGemma3: return project_gemma3(pool);
+    case ProjectorKind::kGemma4v: return project_gemma4v(pool);
+    case ProjectorKind::kPixtral: return project_pixtral(pool);
+  }
+  throw std::logic_error("vision encoder: a projector kind without a projection");
 }
 
 namespace {
@@ -318,6 +346,52 @@ std::vector<float> VisionEncoder::project_gemma4v(ThreadPool& pool) {
   // out = input_projection @ clamp(pooled), clamped        (n_tok, V) -> (n_tok, T)
   std::vector<float> out(sz(n_tok * T));
   linear(model_.input_proj, pooled.data(), n_tok, out.data(), pool);
+  return out;
+}
+
+std::vector<float> VisionEncoder::project_pixtral(ThreadPool& pool) {
+  const int64_t V = hp_.n_embd, T = hp_.n_embd_text, k = hp_.n_merge, ox = gx_ / k, oy = gy_ / k, n_tok = ox * oy;
+  const float* in = x_.data();  // (n_tok, V) after the merger, (n, V) without one
+  if (model_.merger.w.rows > 0) {
+    // xn = rmsnorm(x) * merger_norm                                          (n, V)
+    for_rows(n_, pool, [&](int64_t t) {
+      rmsnorm(xn_.data() + t * V, x_.data() + t * V, model_.merger_norm.data(), V, hp_.eps);
+    });
+    // unfolded[ty * ox + tx][c k k + dy k + dx] = xn[(ty k + dy) gx + tx k + dx][c]    (n_tok, V k k)
+    float* unfolded = q_.data();
+    for_rows(n_tok, pool, [&](int64_t t) {
+      const int64_t ty = t / ox, tx = t % ox;
+      float* dst = unfolded + t * V * k * k;
+      for (int64_t dy = 0; dy < k; ++dy) {
+        for (int64_t dx = 0; dx < k; ++dx) {
+          const float* src = xn_.data() + ((ty * k + dy) * gx_ + tx * k + dx) * V;
+          for (int64_t c = 0; c < V; ++c) dst[c * k * k + dy * k + dx] = src[c];
+        }
+      }
+    });
+    // merged = unfolded @ W_merger^T                                          (n_tok, V)
+    linear(model_.merger, unfolded, n_tok, k_.data(), pool);
+    in = k_.data();
+  }
+  // h = gelu(in @ W1^T + b1); rows = h @ W2^T + b2                           (n_tok, T)
+  std::vector<float> h(sz(n_tok * T)), rows(sz(n_tok * T));
+  linear(model_.mm1, in, n_tok, h.data(), pool);
+  for_rows(n_tok, pool, [&](int64_t t) {
+    if (!model_.mm1_b.empty()) add(h.data() + t * T, model_.mm1_b.data(), T);
+    gelu(h.data() + t * T, T);
+  });
+  linear(model_.mm2, h.data(), n_tok, rows.data(), pool);
+  // out: each row of ox tokens, then [IMG_BREAK] after every row but the last     (n_tok + oy - 1, T)
+  std::vector<float> out;
+  out.reserve(sz((n_tok + oy - 1) * T));
+  for (int64_t ty = 0; ty < oy; ++ty) {
+    for (int64_t tx = 0; tx < ox; ++tx) {
+      float* r = rows.data() + (ty * ox + tx) * T;
+      if (!model_.mm2_b.empty()) add(r, model_.mm2_b.data(), T);
+      out.insert(out.end(), r, r + T);
+    }
+    if (ty + 1 < oy) out.insert(out.end(), model_.img_break.begin(), model_.img_break.end());
+  }
   return out;
 }
 

@@ -46,6 +46,7 @@ class VisionEncoder {
   std::vector<float> project(ThreadPool& pool);
   std::vector<float> project_gemma3(ThreadPool& pool);
   std::vector<float> project_gemma4v(ThreadPool& pool);
+  std::vector<float> project_pixtral(ThreadPool& pool);
 
   const VisionModel& model_;
   const VisionHParams& hp_;
@@ -56,7 +57,9 @@ class VisionEncoder {
   kernels::FlashParams flash_params_{};
   std::vector<FlashWorker> workers_;  // one per thread
 
-  std::vector<float> rope_;     // kTablesRope: (pos_size, head_dim/4, 2) angles of a column or row
+  // 2-D RoPE: the angles of a head's first and second half at each row or column position
+  // (max_side_patches, head_dim/4, 2) each; which half takes the row is the projector's
+  std::vector<float> rope_first_, rope_second_;
 
   // Scratch for the most patches (hp.max_patches()), row t belongs to patch t (row-major over
   // the patch grid).
