@@ -3,8 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "server/service.h"
 #include "tests/support/http_client.h"
@@ -13,6 +15,22 @@
 namespace ggufd::test {
 
 inline constexpr const char* kStories = "models/stories260K.gguf";
+
+// RFC 4648 base64 of `bytes` (image parts in requests).
+inline std::string base64(const std::string& bytes) {
+  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (unsigned char c : bytes) {
+    acc = acc << 8 | c;
+    bits += 8;
+    while (bits >= 6) out += k[(acc >> (bits -= 6)) & 63];
+  }
+  if (bits > 0) out += k[(acc << (6 - bits)) & 63];
+  while (out.size() % 4) out += '=';
+  return out;
+}
 
 inline server::ServiceOptions test_options(const std::string& model = kStories) {
   server::ServiceOptions o;

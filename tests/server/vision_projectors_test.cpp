@@ -43,20 +43,6 @@ const Case kCases[] = {
     // 96 x 72 fitted to 96 x 80, 2 x 2 merges of 8-pixel patches: 6 x 5 tokens and 4 [IMG_BREAK]s
 };
 
-std::string base64(const std::string& bytes) {
-  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (unsigned char c : bytes) {
-    acc = acc << 8 | c;
-    bits += 8;
-    while (bits >= 6) out += k[(acc >> (bits -= 6)) & 63];
-  }
-  if (bits > 0) out += k[(acc << (6 - bits)) & 63];
-  while (out.size() % 4) out += '=';
-  return out;
-}
 
 class VisionProjectorHttp : public testing::TestWithParam<Case> {};
 

@@ -28,20 +28,6 @@ const char* const kTemplate =
     "{{ p.text }}{% endif %}{% endfor %}{% endif %}{{ '<end_of_turn>\\n' }}{% endfor %}{% if add_generation_prompt %}"
     "{{ '<start_of_turn>model' }}{% endif %}";  // (libmtmd's prompt ends there)
 
-std::string base64(const std::string& bytes) {
-  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (unsigned char c : bytes) {
-    acc = acc << 8 | c;
-    bits += 8;
-    while (bits >= 6) out += k[(acc >> (bits -= 6)) & 63];
-  }
-  if (bits > 0) out += k[(acc << (6 - bits)) & 63];
-  while (out.size() % 4) out += '=';
-  return out;
-}
 
 std::string image_bytes() {
   std::ifstream in(shared_path(kImage), std::ios::binary);

@@ -1,0 +1,112 @@
+#!/usr/bin/python3
+"""Random-weight vision projectors (mmproj GGUFs) of the kinds ../shared does not have, with the keys and tensors llama.cpp
+b10108's tools/mtmd reads (clip.cpp, models/<kind>.cpp), for references from libmtmd
+(../shared/tools/golden/golden_mtmd.cpp). Conventions of ../shared/tools/synth_mmproj.py: weights N(0, 1/sqrt(fan_in)),
+norms around 1, F32, a fixed seed per kind.
+
+gemma4v (Gemma 4's vision tower; seed 3, text width 256):
+  patch embedding without bias (pixels scaled to 2x - 1 by the graph, so mean 0 / std 1 here); learned
+  position tables, one for columns and one for rows (v.position_embd.weight, (2, pos_size, n_embd)); per layer RMS
+  norms ln1 / ln2 with weights, q / k / v / out without biases, per-head RMS norms on q and k (attn_q_norm,
+  attn_k_norm; v is RMS-normed without a weight), 2-D NeoX RoPE (first half of each head by column, second half by
+  row, base 100), attention scale 1, post-attention and post-FFN RMS norms, a gated GELU FFN, and a layer out scale
+  (v.blk.N.out_scale, one value). Then k x k average pooling (scale_factor), times sqrt(n_embd), minus v.std_bias
+  times v.std_scale, an RMS norm without weight and mm.input_projection (n_embd -> text width). Gemma4's clippable
+  linears: some matrices carry .input_min/.input_max/.output_min/.output_max scalars that clamp what goes in and
+  comes out; this file gives them to layer 0's attn_q/k/v and ffn_down and to the projection, tight enough to clamp.
+
+pixtral (Mistral Small 3.1 / Ministral 3's vision encoder with its patch merger; seed 5, text width 128):
+  patch embedding without bias; an RMS pre-norm (v.pre_ln); per layer RMS norms ln1 / ln2 with weights,
+  q / k / v / out without biases, 2-D RoPE (base 10000, adjacent pairs: a head's first half turned by the patch's row,
+  its second half by its column at the odd frequencies), scores times 1/sqrt(head), a gated SiLU FFN (clip.use_silu);
+  then the patch merger (RMS norm mm.input_norm, each merge x merge block of patches unfolded to one vector,
+  mm.patch_merger), the LLaVA projector (mm.1 + bias, GELU, mm.2 + bias) and v.token_embd.img_break after each row of
+  tokens but the last. The image keeps its aspect (sides multiples of patch x merge, 8 to 1024 tokens).
+
+Needs gguf-py (PYTHONPATH=<llama.cpp>/gguf-py) and numpy.
+Usage: synth_mmproj.py {gemma4v,pixtral} OUT.gguf [--seed S] [--text-embd T]"""
+import argparse
+import numpy as np
+import gguf
+
+ap = argparse.ArgumentParser()
+ap.add_argument("kind", choices=["gemma4v", "pixtral"]); ap.add_argument("out")
+ap.add_argument("--seed", type=int); ap.add_argument("--text-embd", type=int)
+a = ap.parse_args()
+rng = np.random.default_rng(a.seed if a.seed is not None else {"gemma4v": 3, "pixtral": 5}[a.kind])
+T = a.text_embd or {"gemma4v": 256, "pixtral": 128}[a.kind]
+V, L, H, FF, PS = 64, 2, 2, 128, 8
+D = V // H
+
+
+def mat(rows, cols): return (rng.standard_normal((rows, cols)) / np.sqrt(cols)).astype(np.float32)
+def norm(n): return (1.0 + 0.1 * rng.standard_normal(n)).astype(np.float32)
+def bias(n): return (0.05 * rng.standard_normal(n)).astype(np.float32)
+def scalar(v): return np.array([v], dtype=np.float32)
+
+
+w = gguf.GGUFWriter(a.out, "clip")
+w.add_name(f"synth-mmproj-{a.kind}"); w.add_file_type(gguf.LlamaFileType.ALL_F32)
+w.add_string("clip.projector_type", a.kind); w.add_bool("clip.has_vision_encoder", True)
+w.add_uint32("clip.vision.embedding_length", V); w.add_uint32("clip.vision.feed_forward_length", FF)
+w.add_uint32("clip.vision.block_count", L); w.add_uint32("clip.vision.attention.head_count", H)
+w.add_uint32("clip.vision.patch_size", PS); w.add_uint32("clip.vision.projection_dim", T)
+t = w.add_tensor
+t("v.patch_embd.weight", (rng.standard_normal((V, 3, PS, PS)) / np.sqrt(3 * PS * PS)).astype(np.float32))
+
+
+def gemma4v():
+    M, POS = 3, 32
+    w.add_bool("clip.use_gelu", True); w.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)
+    w.add_uint32("clip.vision.image_size", 224)  # unused by gemma4v (the converter writes 224)
+    w.add_array("clip.vision.image_mean", [0.0, 0.0, 0.0]); w.add_array("clip.vision.image_std", [1.0, 1.0, 1.0])
+    w.add_uint32("clip.vision.projector.scale_factor", M)
+    t("v.position_embd.weight", (0.5 * rng.standard_normal((2, POS, V))).astype(np.float32))
+    for i in range(L):
+        p = f"v.blk.{i}."
+        for n in ("attn_q", "attn_k", "attn_v", "attn_out"): t(p + n + ".weight", mat(V, V))
+        # q and k are RMS-normed and the scores not scaled: norm weights near 0.35 keep the scores in a trained
+        # model's range (near 1, scores of std ~5.7 make the softmax so sharp that float rounding shows)
+        t(p + "attn_q_norm.weight", 0.35 * norm(D)); t(p + "attn_k_norm.weight", 0.35 * norm(D))
+        t(p + "ln1.weight", norm(V)); t(p + "ln2.weight", norm(V))
+        t(p + "attn_post_norm.weight", norm(V)); t(p + "ffn_post_norm.weight", norm(V))
+        t(p + "ffn_gate.weight", mat(FF, V)); t(p + "ffn_up.weight", mat(FF, V)); t(p + "ffn_down.weight", mat(V, FF))
+        t(p + "out_scale.weight", scalar(0.8 + 0.1 * i))
+        if i == 0:  # clippable linears (the inputs are RMS-normed, about N(0, 1); the outputs about the same)
+            # q, k and v read the same input, so their input bounds are the same (as a model calibrated on
+            # that input has them; llama.cpp clamps that shared input in place, so different bounds would
+            # reach all three there); their output bounds differ
+            for n, lo, hi, out_lo in (("attn_q", -1.5, 1.2, -1.1), ("attn_k", -1.5, 1.2, -0.9),
+                                      ("attn_v", -1.5, 1.2, -1.3), ("ffn_down", -1.0, 1.0, -1.1)):
+                t(p + n + ".input_min", scalar(lo)); t(p + n + ".input_max", scalar(hi))
+                t(p + n + ".output_min", scalar(out_lo)); t(p + n + ".output_max", scalar(0.9))
+    t("v.std_bias", (0.1 * rng.standard_normal(V)).astype(np.float32))
+    t("v.std_scale", (1.0 + 0.1 * rng.standard_normal(V)).astype(np.float32))
+    t("mm.input_projection.weight", mat(T, V))
+    t("mm.input_projection.input_min", scalar(-2.0)); t("mm.input_projection.input_max", scalar(2.0))
+    t("mm.input_projection.output_min", scalar(-1.5)); t("mm.input_projection.output_max", scalar(1.5))
+
+
+def pixtral():
+    M = 2
+    w.add_bool("clip.use_silu", True); w.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-5)
+    w.add_uint32("clip.vision.image_size", 1024)
+    w.add_array("clip.vision.image_mean", [0.48145466, 0.4578275, 0.40821073])
+    w.add_array("clip.vision.image_std", [0.26862954, 0.26130258, 0.27577711])
+    w.add_uint32("clip.vision.spatial_merge_size", M)
+    t("v.pre_ln.weight", norm(V))
+    for i in range(L):
+        p = f"v.blk.{i}."
+        for n in ("attn_q", "attn_k", "attn_v", "attn_out"): t(p + n + ".weight", mat(V, V))
+        t(p + "ln1.weight", norm(V)); t(p + "ln2.weight", norm(V))
+        t(p + "ffn_gate.weight", mat(FF, V)); t(p + "ffn_up.weight", mat(FF, V)); t(p + "ffn_down.weight", mat(V, FF))
+    t("mm.input_norm.weight", norm(V))
+    t("mm.patch_merger.weight", mat(V, V * M * M))
+    t("mm.1.weight", mat(T, V)); t("mm.1.bias", bias(T))
+    t("mm.2.weight", mat(T, T)); t("mm.2.bias", bias(T))
+    t("v.token_embd.img_break", (0.5 * rng.standard_normal(T)).astype(np.float32))
+
+
+{"gemma4v": gemma4v, "pixtral": pixtral}[a.kind]()
+w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+print(f"wrote {a.out}: {a.kind} projector, ViT {L} layers x {V} ({H} heads), {PS}px patches, to {T}")
