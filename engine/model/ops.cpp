@@ -62,7 +62,30 @@ const float* gelu_table() {
   return table.data();
 }
 
+// x * sigmoid(1.702 x) rounded to f16 for every f16 value x, as f32: ggml_table_gelu_quick_f16.
+const float* gelu_quick_table() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(1 << 16);
+    for (uint32_t h = 0; h < t.size(); ++h) {
+      const float x = kernels::fp16_to_fp32(static_cast<uint16_t>(h));
+      t[h] = kernels::round_fp16(x * (1.0f / (1.0f + std::exp(-1.702f * x))));
+    }
+    return t;
+  }();
+  return table.data();
+}
+
 }  // namespace
+
+void gelu_quick_mul(float* gate, const float* up, int64_t n) {
+  const float* table = gelu_quick_table();
+  for (int64_t i = 0; i < n; ++i) gate[i] = table[kernels::fp32_to_fp16(gate[i])] * up[i];
+}
+
+void gelu_quick(float* x, int64_t n) {
+  const float* table = gelu_quick_table();
+  for (int64_t i = 0; i < n; ++i) x[i] = table[kernels::fp32_to_fp16(x[i])];
+}
 
 void gelu_mul(float* gate, const float* up, int64_t n) {
   const float* table = gelu_table();

@@ -40,6 +40,11 @@ void gelu_mul(float* gate, const float* up, int64_t n);
 // x (n,) = gelu(x), evaluated as gelu_mul's (ggml_gelu: the f16 table).
 void gelu(float* x, int64_t n);
 
+// gate (n,) = gelu_quick(gate) * up (n,), gelu_quick(x) = x * sigmoid(1.702 x), and x (n,) =
+// gelu_quick(x): through ggml's table of f16 results indexed by the f16 rounding of x (every x).
+void gelu_quick_mul(float* gate, const float* up, int64_t n);
+void gelu_quick(float* x, int64_t n);
+
 // x (n,) = tanh(x)
 void tanh_inplace(float* x, int64_t n);
 

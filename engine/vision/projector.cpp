@@ -66,13 +66,9 @@ VisionHParams read_hparams(const gguf::File& f, const ProjectorTraits& traits) {
   if (f.find_u64(traits.merge_key)) hp.n_merge = positive_u64(f, traits.merge_key);
   hp.min_tokens = traits.min_tokens;
   hp.max_tokens = traits.max_tokens;
-  // the FFN's activation: GELU (tanh) or SiLU; llama.cpp's default, quick GELU, no projector here uses
   const bool gelu = f.find_bool("clip.use_gelu").value_or(false), silu = f.find_bool("clip.use_silu").value_or(false);
-  if (gelu == silu) {
-    fail(f, std::string("the vision FFN's activation is ") + (gelu ? "both GELU and SiLU" : "quick GELU") +
-                ", expected one of clip.use_gelu, clip.use_silu");
-  }
-  hp.ffn_silu = silu;
+  if (gelu && silu) fail(f, "both clip.use_gelu and clip.use_silu are true");
+  hp.act = gelu ? VisionHParams::Act::kGelu : silu ? VisionHParams::Act::kSilu : VisionHParams::Act::kGeluQuick;
   hp.row_breaks = traits.kind == ProjectorKind::kPixtral;
   read_triple(f, "clip.vision.image_mean", hp.mean);
   read_triple(f, "clip.vision.image_std", hp.std);

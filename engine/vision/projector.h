@@ -81,7 +81,9 @@ struct VisionHParams {
   int64_t pos_size = 0;     // kTablesRope: rows of each position table (patches per side at most)
   ImageFit fit = ImageFit::kLetterbox;
   int64_t min_tokens = 0, max_tokens = 0;  // kKeepAspect
-  bool ffn_silu = false;    // clip.use_silu: the FFN's activation is SiLU, else GELU (clip.use_gelu)
+  // The FFN's activation: clip.use_gelu GELU (tanh), clip.use_silu SiLU, neither quick GELU
+  // (x sigmoid(1.702 x): what llama.cpp runs for a file that says nothing, as Gemma 4's do).
+  enum class Act { kGelu, kSilu, kGeluQuick } act = Act::kGelu;
   bool row_breaks = false;  // pixtral: an [IMG_BREAK] row after each row of tokens but the last
 
   int64_t head_dim() const { return n_embd / n_head; }

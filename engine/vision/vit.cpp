@@ -253,7 +253,7 @@ void VisionEncoder::ffn_block(const VisionLayer& l, ThreadPool& pool) {
   const int64_t V = hp_.n_embd, F = hp_.n_ff;
   const bool gated = l.ffn_gate.w.rows > 0;
   // xn = norm(x) * ln2 (+ ln2_b); hb = act(xn @ Wup^T + b_up), or act(xn @ Wgate^T) * (xn @ Wup^T),
-  // act GELU or SiLU
+  // act GELU, SiLU or quick GELU
   for_rows(n_, pool, [&](int64_t t) { norm(xn_.data() + t * V, x_.data() + t * V, l.ln2, l.ln2_b); });
   linear(l.ffn_up, xn_.data(), n_, hb_.data(), pool);
   if (gated) linear(l.ffn_gate, xn_.data(), n_, hg_.data(), pool);
@@ -262,16 +262,20 @@ void VisionEncoder::ffn_block(const VisionLayer& l, ThreadPool& pool) {
     if (!l.ffn_up_b.empty()) add(h, l.ffn_up_b.data(), F);
     if (gated) {
       float* g = hg_.data() + t * F;
-      if (hp_.ffn_silu) {
-        silu_mul(g, h, F);
-      } else {
-        gelu_mul(g, h, F);
+      switch (hp_.act) {
+        case VisionHParams::Act::kGelu: gelu_mul(g, h, F); break;
+        case VisionHParams::Act::kSilu: silu_mul(g, h, F); break;
+        case VisionHParams::Act::kGeluQuick: gelu_quick_mul(g, h, F); break;
       }
       std::copy_n(g, F, h);
-    } else if (hp_.ffn_silu) {
-      for (int64_t i = 0; i < F; ++i) h[i] *= sigmoid(h[i]);
-    } else {
-      gelu(h, F);
+      return;
+    }
+    switch (hp_.act) {
+      case VisionHParams::Act::kGelu: gelu(h, F); break;
+      case VisionHParams::Act::kSilu:
+        for (int64_t i = 0; i < F; ++i) h[i] *= sigmoid(h[i]);
+        break;
+      case VisionHParams::Act::kGeluQuick: gelu_quick(h, F); break;
     }
   });
   // x = (x + post_norm(hb @ Wdown^T + b_down)) * out_scale

@@ -9,7 +9,7 @@ gemma4v (Gemma 4's vision tower; seed 3, text width 256):
   position tables, one for columns and one for rows (v.position_embd.weight, (2, pos_size, n_embd)); per layer RMS
   norms ln1 / ln2 with weights, q / k / v / out without biases, per-head RMS norms on q and k (attn_q_norm,
   attn_k_norm; v is RMS-normed without a weight), 2-D NeoX RoPE (first half of each head by column, second half by
-  row, base 100), attention scale 1, post-attention and post-FFN RMS norms, a gated GELU FFN, and a layer out scale
+  row, base 100), attention scale 1, post-attention and post-FFN RMS norms, a gated FFN (no activation key: quick GELU), and a layer out scale
   (v.blk.N.out_scale, one value). Then k x k average pooling (scale_factor), times sqrt(n_embd), minus v.std_bias
   times v.std_scale, an RMS norm without weight and mm.input_projection (n_embd -> text width). Gemma4's clippable
   linears: some matrices carry .input_min/.input_max/.output_min/.output_max scalars that clamp what goes in and
@@ -24,7 +24,8 @@ pixtral (Mistral Small 3.1 / Ministral 3's vision encoder with its patch merger;
   tokens but the last. The image keeps its aspect (sides multiples of patch x merge, 8 to 1024 tokens).
 
 Needs gguf-py (PYTHONPATH=<llama.cpp>/gguf-py) and numpy.
-Usage: synth_mmproj.py {gemma4v,pixtral} OUT.gguf [--seed S] [--text-embd T]"""
+Usage: synth_mmproj.py {gemma4v,pixtral} OUT.gguf [--seed S] [--text-embd T] [--embd 64] [--layers 2] [--heads 2]
+                       [--ff 128] [--patch 8]   (the defaults make the files kept here)"""
 import argparse
 import numpy as np
 import gguf
@@ -32,10 +33,13 @@ import gguf
 ap = argparse.ArgumentParser()
 ap.add_argument("kind", choices=["gemma4v", "pixtral"]); ap.add_argument("out")
 ap.add_argument("--seed", type=int); ap.add_argument("--text-embd", type=int)
+ap.add_argument("--embd", type=int, default=64); ap.add_argument("--layers", type=int, default=2)
+ap.add_argument("--heads", type=int, default=2); ap.add_argument("--ff", type=int, default=128)
+ap.add_argument("--patch", type=int, default=8)
 a = ap.parse_args()
 rng = np.random.default_rng(a.seed if a.seed is not None else {"gemma4v": 3, "pixtral": 5}[a.kind])
 T = a.text_embd or {"gemma4v": 256, "pixtral": 128}[a.kind]
-V, L, H, FF, PS = 64, 2, 2, 128, 8
+V, L, H, FF, PS = a.embd, a.layers, a.heads, a.ff, a.patch
 D = V // H
 
 
@@ -57,7 +61,8 @@ t("v.patch_embd.weight", (rng.standard_normal((V, 3, PS, PS)) / np.sqrt(3 * PS *
 
 def gemma4v():
     M, POS = 3, 32
-    w.add_bool("clip.use_gelu", True); w.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)
+    # no clip.use_gelu / use_silu, as Gemma 4's converter writes it: llama.cpp then runs quick GELU
+    w.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)
     w.add_uint32("clip.vision.image_size", 224)  # unused by gemma4v (the converter writes 224)
     w.add_array("clip.vision.image_mean", [0.0, 0.0, 0.0]); w.add_array("clip.vision.image_std", [1.0, 1.0, 1.0])
     w.add_uint32("clip.vision.projector.scale_factor", M)
