@@ -26,10 +26,14 @@ struct Handle {
   std::unique_ptr<curl_slist, SlistDeleter> headers;
   char error[CURL_ERROR_SIZE] = {};
   const std::atomic<bool>* cancel = nullptr;
+  const char* protocols = "https";  // HttpOptions' (for curl_message)
+  long max_redirects = 10;
 };
 
-// https only, certificate checks on, redirects followed (≤ 10), the token as a bearer header,
-// `cancel` polled. Throws HubError when libcurl cannot start or the token is not header-safe.
+// The schemes of options.protocols only (https unless told), certificate checks on, redirects
+// followed (≤ options.max_redirects), the whole transfer within options.timeout_seconds when set,
+// the token as a bearer header, `cancel` polled. Throws HubError when libcurl cannot start or the
+// token is not header-safe.
 std::unique_ptr<Handle> open_handle(const std::string& url, const HttpOptions& options);
 // What went wrong, for a person: the URL, libcurl's detail, and a hint where there is one.
 std::string curl_message(CURLcode rc, const Handle& h, const std::string& url);

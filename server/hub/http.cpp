@@ -34,10 +34,12 @@ std::unique_ptr<Handle> open_handle(const std::string& url, const HttpOptions& o
   if (!h->curl) throw HubError("libcurl: cannot create a handle");
   CURL* c = h->curl.get();
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https");
-  curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "https");
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, o.protocols);
+  curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, o.protocols);
   curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
+  curl_easy_setopt(c, CURLOPT_MAXREDIRS, o.max_redirects);
+  h->protocols = o.protocols;
+  h->max_redirects = o.max_redirects;
   curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
   curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
   if (!o.ca_file.empty()) {  // this CA file only: no system bundle, no system CA folder
@@ -46,6 +48,7 @@ std::unique_ptr<Handle> open_handle(const std::string& url, const HttpOptions& o
   }
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
+  if (o.timeout_seconds > 0) curl_easy_setopt(c, CURLOPT_TIMEOUT, o.timeout_seconds);
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, o.low_speed_seconds);
   curl_easy_setopt(c, CURLOPT_USERAGENT, "ggufd/" GGUFD_VERSION);
@@ -62,13 +65,26 @@ std::unique_ptr<Handle> open_handle(const std::string& url, const HttpOptions& o
   return h;
 }
 
+namespace {
+
+// "https", "http or https": the handle's schemes for a message.
+std::string schemes_text(const Handle& h) {
+  std::string out;
+  for (const char* p = h.protocols; *p != '\0'; ++p) out += *p == ',' ? std::string(" or ") : std::string(1, *p);
+  return out;
+}
+
+}  // namespace
+
 std::string curl_message(CURLcode rc, const Handle& h, const std::string& url) {
   const std::string detail = h.error[0] != '\0' ? h.error : curl_easy_strerror(rc);
   switch (rc) {
-    case CURLE_TOO_MANY_REDIRECTS: return "too many redirects (more than 10) fetching " + url;
+    case CURLE_TOO_MANY_REDIRECTS:
+      return "too many redirects (more than " + std::to_string(h.max_redirects) + ") fetching " + url;
     case CURLE_PEER_FAILED_VERIFICATION:
       return "TLS certificate check failed for " + url + ": " + detail + " (--ca-file FILE trusts a private CA)";
-    case CURLE_UNSUPPORTED_PROTOCOL: return "refused a non-https URL or redirect while fetching " + url;
+    case CURLE_UNSUPPORTED_PROTOCOL:
+      return "refused a URL or redirect that is not " + schemes_text(h) + " while fetching " + url;
     default: return "cannot fetch " + url + ": " + detail;
   }
 }

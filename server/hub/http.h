@@ -1,8 +1,9 @@
-// HTTPS through libcurl: a small JSON GET and a resumable download to a file. Certificate checks
-// are always on (the system's CAs, plus `ca_file` when given); https only, redirects included
-// (at most 10); HTTPS_PROXY / NO_PROXY are honoured by libcurl. The bearer token goes to the
-// first host only: libcurl drops Authorization when a redirect leaves that host.
-// Thread-safe: each call uses its own curl handle.
+// HTTPS through libcurl: a small JSON GET and a resumable download to a file (and, through the
+// same handle, fetch.h's bounded GET of a client's http(s) URL). Certificate checks are always on
+// (the system's CAs, or `ca_file` when given); the schemes of `protocols` only, redirects included
+// (model downloads: https, at most 10 redirects); HTTPS_PROXY / NO_PROXY are honoured by libcurl.
+// The bearer token goes to the first host only: libcurl drops Authorization when a redirect
+// leaves that host. Thread-safe: each call uses its own curl handle.
 #pragma once
 
 #include <atomic>
@@ -17,6 +18,11 @@ struct HttpOptions {
   std::string token;
   long low_speed_seconds = 60;
   const std::atomic<bool>* cancel = nullptr;
+  // The URL's and every redirect's scheme must be one of these (libcurl's comma-separated list).
+  // Models come over https only; fetch.h's client URLs may also be http.
+  const char* protocols = "https";
+  long max_redirects = 10;
+  long timeout_seconds = 0;  // the whole transfer, redirects included (0: no limit but low_speed_seconds)
 };
 
 // A transfer that failed. `keep_partial`: the partial file may be resumed later (network cuts,
