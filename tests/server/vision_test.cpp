@@ -4,78 +4,21 @@
 // Anthropic Messages, Ollama chat and generate), the cache of an image across turns, and the
 // 400s of broken, oversized and misplaced images.
 #include <fstream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "tests/server/fixture.h"
+#include "tests/server/vision_fixture.h"
 
 namespace ggufd::test {
 namespace {
 
 using nlohmann::json;
 
-constexpr const char* kGemma3 = "models/synth/synth-gemma3-F32.gguf";
-constexpr const char* kProjector = "models/vision/synth-mmproj-gemma3-F32.gguf";
-constexpr const char* kImage = "models/vision/test-image-1.png";
-constexpr const char* kGolden = "golden/vision/synth-gemma3-F32+mmproj-gemma3.json";
-
-// Gemma's turns, with content parts' text as it is (the golden prompt keeps its space before the image).
-const char* const kTemplate =
-    "{{ bos_token }}{% for m in messages %}{{ '<start_of_turn>' + ('model' if m.role == 'assistant' else m.role) + "
-    "'\\n' }}{% if m.content is string %}{{ m.content }}{% else %}{% for p in m.content %}{% if p.type == 'text' %}"
-    "{{ p.text }}{% endif %}{% endfor %}{% endif %}{{ '<end_of_turn>\\n' }}{% endfor %}{% if add_generation_prompt %}"
-    "{{ '<start_of_turn>model' }}{% endif %}";  // (libmtmd's prompt ends there)
-
-
-std::string image_bytes() {
-  std::ifstream in(shared_path(kImage), std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
-std::string data_uri(const std::string& bytes) { return "data:image/png;base64," + base64(bytes); }
-
-class VisionHttp : public testing::Test {
+class VisionHttp : public VisionServerTest<VisionHttp> {
  public:
-  static void SetUpTestSuite() {
-    if (!std::filesystem::exists(shared_path(kProjector))) return;
-    server::ServiceOptions o = test_options(kGemma3);
-    o.model.alias = "gemma3";
-    o.model.mmproj_path = shared_path(kProjector);
-    o.model.chat_template = kTemplate;
-    o.model.engine.n_slots = 2;
-    o.model.engine.n_ctx = 512;
-    o.max_images = 3;
-    running_ = new RunningService(std::move(o));
-  }
-  static void TearDownTestSuite() {
-    delete running_;
-    running_ = nullptr;
-  }
-  void SetUp() override {
-    GGUFD_REQUIRE_SHARED(kProjector);
-    GGUFD_REQUIRE_SHARED(kGolden);
-    ASSERT_NE(running_, nullptr);
-    ASSERT_TRUE(running_->ready()) << running_->service().load_error();
-  }
-  static uint16_t port() { return running_->port(); }
-  static inline RunningService* running_ = nullptr;
+  static void edit(server::ServiceOptions&) {}
 };
-
-json chat_body(const json& content, int max_tokens = 16) {
-  return {{"messages", {{{"role", "user"}, {"content", content}}}},
-          {"max_tokens", max_tokens},
-          {"temperature", 0},
-          {"ignore_eos", true}};
-}
-
-json image_part(const std::string& bytes) { return {{"type", "image_url"}, {"image_url", {{"url", data_uri(bytes)}}}}; }
-
-// The golden prompt's text around the image, as content parts.
-json golden_content(const std::string& bytes) {
-  return json::array({{{"type", "text"}, {"text", "What is in this picture? "}}, image_part(bytes)});
-}
 
 std::string golden_answer(uint16_t port) {
   std::ifstream in(shared_path(kGolden));
@@ -99,7 +42,7 @@ TEST_F(VisionHttp, ModelListsImageInput) {
 TEST_F(VisionHttp, ChatGivesLibmtmdsPromptAndGreedyAnswer) {
   std::ifstream in(shared_path(kGolden));
   const json g = json::parse(in);
-  const HttpReply r = post_json(port(), "/v1/chat/completions", chat_body(golden_content(image_bytes())));
+  const HttpReply r = post_json(port(), "/v1/chat/completions", image_chat_body(golden_content(image_bytes())));
   ASSERT_EQ(r.status, 200) << r.body;
   const json reply = r.json();
   EXPECT_EQ(reply["usage"]["prompt_tokens"].get<int64_t>(), g["n_past"].get<int64_t>());
@@ -166,7 +109,7 @@ TEST_F(VisionHttp, TheNextTurnReusesTheImageFromTheCache) {
 TEST_F(VisionHttp, BrokenImagesAre400sNamingThePart) {
   const std::string bytes = image_bytes();
   const auto status_and_message = [&](const json& content) {
-    const HttpReply r = post_json(port(), "/v1/chat/completions", chat_body(content, 1));
+    const HttpReply r = post_json(port(), "/v1/chat/completions", image_chat_body(content, 1));
     return std::make_pair(r.status, r.status == 200 ? std::string() : r.json()["error"]["message"].get<std::string>());
   };
   auto [s1, m1] = status_and_message(json::array({{{"type", "text"}, {"text", "hi"}},
@@ -176,7 +119,7 @@ TEST_F(VisionHttp, BrokenImagesAre400sNamingThePart) {
   auto [s2, m2] = status_and_message(json::array({image_part(bytes.substr(0, bytes.size() / 2))}));
   EXPECT_EQ(s2, 400);
   EXPECT_NE(m2.find("truncated or corrupt"), std::string::npos) << m2;
-  auto [s3, m3] = status_and_message(json::array({{{"type", "image_url"}, {"image_url", {{"url", "https://example.com/cat.png"}}}}}));
+  auto [s3, m3] = status_and_message(json::array({image_url_part("https://example.com/cat.png")}));
   EXPECT_EQ(s3, 400);
   EXPECT_NE(m3.find("does not fetch remote images"), std::string::npos) << m3;
   auto [s4, m4] = status_and_message(json::array({image_part("GIF89a\x10\x27\x10\x27")}));
@@ -185,7 +128,7 @@ TEST_F(VisionHttp, BrokenImagesAre400sNamingThePart) {
   EXPECT_EQ(s5, 400);
   EXPECT_NE(m5.find("--image-max-count"), std::string::npos) << m5;
   // The server goes on serving.
-  EXPECT_EQ(post_json(port(), "/v1/chat/completions", chat_body(golden_content(bytes), 1)).status, 200);
+  EXPECT_EQ(post_json(port(), "/v1/chat/completions", image_chat_body(golden_content(bytes), 1)).status, 200);
 }
 
 TEST(VisionHttpNoProjector, ImagesAreRefusedWithTheReason) {
@@ -193,7 +136,7 @@ TEST(VisionHttpNoProjector, ImagesAreRefusedWithTheReason) {
   auto s = start_service();
   ASSERT_TRUE(s->ready()) << s->service().load_error();
   const HttpReply r = post_json(s->port(), "/v1/chat/completions",
-                                chat_body(json::array({image_part("\x89PNG\r\n\x1a\n")}), 1));
+                                image_chat_body(json::array({image_part("\x89PNG\r\n\x1a\n")}), 1));
   EXPECT_EQ(r.status, 400) << r.body;
   EXPECT_EQ(r.json()["error"]["code"], "image_input_not_supported") << r.body;
   EXPECT_NE(r.body.find("--mmproj"), std::string::npos) << r.body;
