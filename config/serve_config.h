@@ -40,6 +40,8 @@ struct HttpConfig {
   int64_t image_max_bytes = 20 << 20;  // an image's encoded bytes
   int64_t image_max_pixels = 1 << 25;  // an image's width x height
   int image_max_count = 8;             // images in one request
+  bool allow_remote_media = false;     // fetch http(s) image URLs (server/remote_media.h)
+  int remote_media_timeout = 10;       // seconds one image URL's transfer may take
   int header_timeout = 10;          // seconds for a new connection to send its request head
   int read_timeout = 30;            // seconds to receive a request body
   int idle_timeout = 60;            // keep-alive seconds

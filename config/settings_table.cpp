@@ -83,6 +83,14 @@ std::vector<Setting> http_settings(HttpConfig& h) {
        "largest image in pixels (width x height), checked before decoding", &h.image_max_pixels, 1, int64_t{1} << 32},
       {"image-max-count", "--image-max-count", g, "http", "images in one request at most", &h.image_max_count, 0,
        256},
+      {"allow-remote-media", "--allow-remote-media", g, "http",
+       "fetch the http and https image URLs clients send (each within --image-max-bytes and --remote-media-timeout, "
+       "at most 5 redirects, http and https only); the server then reaches any address a client names, its own "
+       "network's too: for trusted clients (default: off, such URLs are 400s)",
+       &h.allow_remote_media},
+      {"remote-media-timeout", "--remote-media-timeout", g, "http",
+       "seconds the fetch of one image URL may take, redirects included (--allow-remote-media)",
+       &h.remote_media_timeout, 1, 600},
       {"header-timeout", "--header-timeout", g, "http", "seconds a new connection has to send its request head",
        &h.header_timeout, 1, 3600},
       {"read-timeout", "--read-timeout", g, "http", "seconds to receive a request body", &h.read_timeout, 1, 3600},

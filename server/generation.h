@@ -20,6 +20,7 @@
 #include "server/channel.h"
 #include "server/http.h"
 #include "server/model_registry.h"
+#include "server/remote_media.h"
 #include "server/router.h"
 #include "server/work_pool.h"
 
@@ -35,24 +36,46 @@ net::awaitable<HttpResponse> serve_generation(App& app, RequestContext& ctx, con
 // Adds the x-ggufd-ignored-fields header naming `ignored` (request_fields.h), unless it is empty.
 void name_ignored_fields(HttpResponse& response, const std::vector<std::string>& ignored);
 
-// The handler of a generation endpoint: the model the body names is leased (lease_for_body), the
-// body becomes a Request (a PreparedRequest) by `prepare` on the work pool, then serve_generation
-// answers it in Formatter's shape, streamed or not, with the request's ignored fields named in
-// the x-ggufd-ignored-fields header. Format (a Formatter) is constructed from (app,
-// shared_ptr<const Request>). The response holds the lease until it is sent.
+// The answer to a prepared generation request: serve_generation in Format's shape (a Formatter
+// constructed from (app, shared_ptr<const Request>)), streamed or not, with the request's ignored
+// fields named in the x-ggufd-ignored-fields header, holding `lease` until it is sent.
+template <class Request, class Format>
+net::awaitable<HttpResponse> answer_generation(App& app, RequestContext& ctx, std::shared_ptr<ModelLease> lease,
+                                               std::shared_ptr<const Request> request) {
+  auto format = std::make_shared<const Format>(app, request);
+  HttpResponse response = co_await serve_generation(app, ctx, *request, format);
+  name_ignored_fields(response, request->ignored_fields);
+  response.hold = std::move(lease);
+  co_return response;
+}
+
+// The handler of a generation endpoint whose requests may hold images: the model the body names
+// is leased (lease_for_body), the body becomes a Request (a PreparedRequest) by `translate` and
+// prepare_generation on the work pool, with its remote images fetched in between
+// (prepare_in_steps), and answer_generation answers it.
+template <class Request, class Format>
+Handler generation_handler(ModelRegistry& models, CoreRequest (*translate)(const App&, std::string_view, Request&)) {
+  return [&models, translate](HttpRequest& req, RequestContext& ctx) -> net::awaitable<HttpResponse> {
+    std::shared_ptr<ModelLease> lease = co_await lease_for_body(models, req, ctx);
+    App& app = lease->app();
+    require_generation(app);
+    auto request = std::make_shared<const Request>(co_await prepare_in_steps<Request>(
+        app, ctx, [&app, &req, translate](Request& out) { return translate(app, req.body, out); },
+        [&app](CoreRequest core, Request& out) { prepare_generation(app, std::move(core), out); }));
+    co_return co_await answer_generation<Request, Format>(app, ctx, std::move(lease), std::move(request));
+  };
+}
+
+// The same for a dialect without images (completions): `prepare` makes the Request in one job.
 template <class Request, class Format>
 Handler generation_handler(ModelRegistry& models, Request (*prepare)(const App&, std::string_view)) {
   return [&models, prepare](HttpRequest& req, RequestContext& ctx) -> net::awaitable<HttpResponse> {
-    const std::shared_ptr<ModelLease> lease = co_await lease_for_body(models, req, ctx);
+    std::shared_ptr<ModelLease> lease = co_await lease_for_body(models, req, ctx);
     App& app = lease->app();
     require_generation(app);
     auto request = std::make_shared<const Request>(
         co_await app.work->run([&app, &req, prepare] { return prepare(app, req.body); }));
-    auto format = std::make_shared<const Format>(app, request);
-    HttpResponse response = co_await serve_generation(app, ctx, *request, format);
-    name_ignored_fields(response, request->ignored_fields);
-    response.hold = lease;
-    co_return response;
+    co_return co_await answer_generation<Request, Format>(app, ctx, std::move(lease), std::move(request));
   };
 }
 

@@ -289,6 +289,7 @@ std::unique_ptr<LoadedModel> load_model(const ModelOptions& o, const std::string
   auto m = std::make_unique<LoadedModel>();
   App& app = m->app;
   app.work = shared.work;
+  app.media = shared.media;
   app.responses = shared.responses;
   app.settings = shared.settings;
   // The text side needs the file's metadata only: it is built on a second thread while this one

@@ -21,6 +21,7 @@ namespace server {
 // What every model's App shares: the server's pools, stores and request settings.
 struct SharedParts {
   WorkPool* work = nullptr;
+  RemoteMedia* media = nullptr;  // null: remote images are not fetched
   ResponseStore* responses = nullptr;
   std::shared_ptr<engine::ComputeShare> compute;  // null: each model its own threads
   ServeSettings settings;                         // the server-wide fields (limits, timeouts, build)

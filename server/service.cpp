@@ -23,6 +23,7 @@
 #include "server/api/chat_prompt.h"
 #include "server/api/url.h"
 #include "server/handlers/handlers.h"
+#include "server/remote_media.h"
 #include "server/router.h"
 #include "server/work_pool.h"
 
@@ -46,6 +47,7 @@ struct Service::Impl {
   net::io_context io;
   Metrics http_metrics;  // requests by endpoint and status (the models' own are in the registry)
   std::unique_ptr<WorkPool> work;
+  std::unique_ptr<RemoteMedia> media;  // --allow-remote-media
   Router router;
   std::unique_ptr<HttpServer> http;
   std::unique_ptr<HttpServer> second_http;  // --ollama-listen
@@ -66,6 +68,7 @@ Service::Impl::~Impl() {
   if (watcher.joinable()) watcher.join();
   io.stop();
   for (std::thread& t : io_threads) t.join();
+  if (media) media->stop();  // its transfers end at once
   if (work) work->stop();  // before the models its jobs may read
   // A second signal stops io without the drain: the schedulers may still hold the sinks of the
   // cancelled requests, whose channels post to io and own its timers. They let go of them within
@@ -80,6 +83,7 @@ Service::Impl::~Impl() {
 SharedParts Service::Impl::shared_parts() {
   SharedParts p;
   p.work = work.get();
+  p.media = media.get();
   p.responses = responses.get();
   // Router: one pool for all models, taken in turns per step (docs/architecture.md).
   if (options.router.enabled) p.compute = engine::ComputeShare::make(options.model.engine.n_threads);
@@ -90,6 +94,7 @@ SharedParts Service::Impl::shared_parts() {
   s.max_json_depth = options.max_json_depth;
   s.image_limits = options.image_limits;
   s.max_images = options.max_images;
+  s.allow_remote_media = options.allow_remote_media;
   s.strict_api = options.strict_api;
   return p;
 }
@@ -126,6 +131,7 @@ net::awaitable<void> Service::Impl::drain() {
   while (!models->idle() && Clock::now() < deadline) co_await sleep(std::chrono::milliseconds(50));
   if (!models->idle()) {
     spdlog::warn("grace period over: cancelling the remaining requests");
+    if (media) media->cancel();  // requests still fetching images
     models->cancel_all();
     while (!models->idle()) co_await sleep(std::chrono::milliseconds(20));
   }
@@ -157,6 +163,12 @@ void Service::start() {
   Impl& d = *impl_;
   d.responses = std::make_unique<ResponseStore>(d.options.response_store);
   d.work = std::make_unique<WorkPool>(std::max(1, d.options.work_threads), std::max(1, d.options.work_queue));
+  if (d.options.allow_remote_media) {
+    RemoteMediaOptions media;
+    media.max_bytes = static_cast<size_t>(std::max<int64_t>(0, d.options.image_limits.max_bytes));
+    media.timeout_s = d.options.remote_media_timeout_s;
+    d.media = std::make_unique<RemoteMedia>(media);
+  }
   d.models = std::make_unique<ModelRegistry>(d.options, d.shared_parts());
   ModelRegistry& models = *d.models;
   add_health_routes(d.router, models);

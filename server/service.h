@@ -92,6 +92,10 @@ struct ServiceOptions {
   int max_json_depth = 64;            // request JSON nesting limit
   engine::ImageLimits image_limits;   // per image (ServeSettings)
   int max_images = 8;                 // per request
+  // --allow-remote-media: http(s) image URLs are fetched (server/remote_media.h), each within
+  // image_limits.max_bytes and remote_media_timeout_s seconds; off: they are 400s.
+  bool allow_remote_media = false;
+  int remote_media_timeout_s = 10;
   bool strict_api = false;            // unknown request fields and other model ids refused
   size_t tokenize_limit = 1 << 20;    // largest /tokenize and /detokenize body, bytes
 };

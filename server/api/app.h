@@ -32,6 +32,7 @@ class GrammarCache;
 namespace server {
 
 class WorkPool;
+class RemoteMedia;
 class ResponseStore;
 
 // Settings reported by /props and used as request defaults.
@@ -54,6 +55,7 @@ struct ServeSettings {
   std::string chat_template;          // the template text in use
   engine::ImageLimits image_limits;   // --image-max-bytes, --image-max-pixels: per image
   int max_images = 8;                 // --image-max-count: per request
+  bool allow_remote_media = false;    // --allow-remote-media: http(s) image URLs are fetched (App::media)
   std::string cpu_features;
   std::string kernels;                // the kernel set chosen at start-up
   std::string build_info;
@@ -87,6 +89,7 @@ struct App {
   std::string architecture;           // general.architecture ("bert", "nomic-bert", "qwen3", ...)
   std::function<std::tm()> template_clock;  // strftime_now()'s time; empty: now (tests fix it)
   WorkPool* work = nullptr;           // the CPU work of requests runs here, off the IO threads
+  RemoteMedia* media = nullptr;       // fetches remote images (set when settings.allow_remote_media)
   ResponseStore* responses = nullptr; // /v1/responses' stored responses (thread-safe); null: none kept
   ServeSettings settings;
   // This model's counters, kept by the router across its loads (tokens, latencies).

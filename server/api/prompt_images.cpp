@@ -1,11 +1,14 @@
 #include "server/api/prompt_images.h"
 
+#include <algorithm>
+#include <cctype>
 #include <memory>
 #include <random>
 
 #include "engine/runtime/image_prompt.h"
 #include "engine/vision/projector.h"
 #include "server/api/api_error.h"
+#include "server/api/request_json.h"
 
 namespace server {
 
@@ -75,17 +78,80 @@ std::string decode_base64(std::string_view b64, const std::string& where) {
   return out;
 }
 
-std::string image_url_bytes(std::string_view url, const std::string& where) {
-  if (url.rfind("data:", 0) != 0) {
-    const std::string shown(url.substr(0, std::min<size_t>(url.size(), 40)));
-    throw invalid_field(where, where + ": only data URIs (data:image/png;base64,...) are accepted; this server does not "
-                                       "fetch remote images (found \"" + shown + (url.size() > 40 ? "...\")" : "\")"));
-  }
-  const size_t comma = url.find(',');
-  if (comma == std::string_view::npos || url.substr(0, comma).find(";base64") == std::string_view::npos) {
+std::string data_uri_bytes(std::string_view uri, const std::string& where) {
+  const size_t comma = uri.find(',');
+  if (uri.rfind("data:", 0) != 0 || comma == std::string_view::npos ||
+      uri.substr(0, comma).find(";base64") == std::string_view::npos) {
     throw invalid_field(where, where + ": the data URI is not base64 (expected data:image/...;base64,...)");
   }
-  return decode_base64(url.substr(comma + 1), where);
+  return decode_base64(uri.substr(comma + 1), where);
+}
+
+ImageInput image_from_url(const App& app, std::string_view url, const std::string& where) {
+  if (url.rfind("data:", 0) == 0) return {data_uri_bytes(url, where), where, ""};
+  const auto scheme_is = [&](std::string_view scheme) {
+    if (url.size() < scheme.size()) return false;
+    for (size_t i = 0; i < scheme.size(); ++i) {
+      if (std::tolower(static_cast<unsigned char>(url[i])) != scheme[i]) return false;
+    }
+    return true;
+  };
+  const std::string shown = "\"" + excerpt(url, 80) + "\"";
+  if (!scheme_is("http://") && !scheme_is("https://")) {
+    throw invalid_field(where, where + ": an image URL must be a data URI (data:image/png;base64,...)" +
+                                   (app.settings.allow_remote_media ? " or an http or https URL" : "") + " (found " +
+                                   shown + ")");
+  }
+  if (!app.settings.allow_remote_media) {
+    throw ApiError(400, where + ": this server fetches remote images (http and https URLs) only when started with "
+                   "--allow-remote-media; send the image inline as base64 instead (found " + shown + ")",
+                   "invalid_request_error", where, "remote_image_not_allowed");
+  }
+  if (url.size() > kMaxImageUrl) {
+    throw invalid_field(where, where + ": the image URL has " + std::to_string(url.size()) + " bytes, more than " +
+                                   std::to_string(kMaxImageUrl));
+  }
+  for (size_t i = 0; i < url.size(); ++i) {
+    const auto c = static_cast<unsigned char>(url[i]);
+    if (c <= 0x20 || c == 0x7f) {
+      throw invalid_field(where, where + ": the image URL holds a space or control character at byte " + std::to_string(i) +
+                                     " (percent-encode it)");
+    }
+  }
+  return {"", where, std::string(url)};
+}
+
+std::vector<RemoteImage> remote_images(const std::vector<Message>& conversation) {
+  std::vector<RemoteImage> out;
+  for (const Message& m : conversation) {
+    for (const ImageInput& im : m.images) {
+      if (im.url.empty() || !im.bytes.empty()) continue;
+      const bool seen = std::any_of(out.begin(), out.end(), [&](const RemoteImage& r) { return r.url == im.url; });
+      if (!seen) out.push_back({im.url, im.where});
+    }
+  }
+  return out;
+}
+
+void set_remote_image(std::vector<Message>& conversation, const std::string& url, const std::string& bytes) {
+  for (Message& m : conversation) {
+    for (ImageInput& im : m.images) {
+      if (im.url == url && im.bytes.empty()) im.bytes = bytes;
+    }
+  }
+}
+
+void copy_remote_images(const std::vector<Message>& from, std::vector<Message>& to) {
+  for (const RemoteImage& r : remote_images(to)) {
+    for (const Message& m : from) {
+      const auto it = std::find_if(m.images.begin(), m.images.end(),
+                                   [&](const ImageInput& im) { return im.url == r.url && !im.bytes.empty(); });
+      if (it != m.images.end()) {
+        set_remote_image(to, r.url, it->bytes);
+        break;
+      }
+    }
+  }
 }
 
 void check_image_count(const App& app, size_t n_images) {
@@ -127,6 +193,10 @@ std::vector<int32_t> tokenize_with_images(const App& app, RenderedChat chat, con
   std::vector<int32_t> ids;
   std::vector<int64_t> counts;
   for (const ImageInput& in : images) {
+    if (in.bytes.empty() && !in.url.empty()) {
+      throw invalid_field(in.where, in.where + ": the remote image \"" + excerpt(in.url, 80) + "\" was not fetched "
+                                               "(this endpoint takes inline images only)");
+    }
     engine::RgbImage img;
     try {
       img = engine::decode_image(std::span(reinterpret_cast<const uint8_t*>(in.bytes.data()), in.bytes.size()),

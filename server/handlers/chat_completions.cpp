@@ -8,7 +8,7 @@
 namespace server {
 
 void add_chat_completions_routes(Router& router, ModelRegistry& models) {
-  router.add("POST", "/v1/chat/completions", generation_handler<ChatRequest, ChatFormatter>(models, prepare_chat),
+  router.add("POST", "/v1/chat/completions", generation_handler<ChatRequest, ChatFormatter>(models, translate_chat),
              RouteOptions::json_api());
 }
 

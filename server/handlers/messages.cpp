@@ -6,18 +6,21 @@
 #include "server/api/request_json.h"
 #include "server/generation.h"
 #include "server/handlers/handlers.h"
+#include "server/remote_media.h"
 
 namespace server {
 
 void add_messages_routes(Router& router, ModelRegistry& models) {
   const RouteOptions options = RouteOptions::json_api().with_errors(anthropic_error_json);
-  router.add("POST", "/v1/messages", generation_handler<MessagesRequest, MessagesFormatter>(models, prepare_messages),
+  router.add("POST", "/v1/messages", generation_handler<MessagesRequest, MessagesFormatter>(models, translate_messages),
              options);
   router.add("POST", "/v1/messages/count_tokens",
              [&models](HttpRequest& req, RequestContext& ctx) -> net::awaitable<HttpResponse> {
                const std::shared_ptr<ModelLease> lease = co_await lease_for_body(models, req, ctx);
                App& app = lease->app();
-               nlohmann::json body = co_await app.work->run([&app, &req] { return count_message_tokens(app, req.body); });
+               const nlohmann::json body = co_await prepare_in_steps<nlohmann::json>(
+                   app, ctx, [&app, &req](nlohmann::json&) { return translate_message_count(app, req.body); },
+                   [&app](CoreRequest core, nlohmann::json& out) { out = count_message_tokens(app, core); });
                co_return HttpResponse::json(200, dump_json(body));
              },
              options);

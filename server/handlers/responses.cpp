@@ -7,6 +7,7 @@
 #include "server/event_stream.h"
 #include "server/generation.h"
 #include "server/handlers/handlers.h"
+#include "server/remote_media.h"
 
 namespace server {
 
@@ -22,8 +23,9 @@ net::awaitable<HttpResponse> create(ModelRegistry& models, HttpRequest& req, Req
   const std::shared_ptr<ModelLease> lease = co_await lease_for_body(models, req, ctx);
   App& app = lease->app();
   require_generation(app);
-  auto request = std::make_shared<const ResponsesRequest>(
-      co_await app.work->run([&app, &req] { return prepare_responses(app, req.body); }));
+  auto request = std::make_shared<const ResponsesRequest>(co_await prepare_in_steps<ResponsesRequest>(
+      app, ctx, [&app, &req](ResponsesRequest& out) { return translate_responses(app, req.body, out); },
+      [&app](CoreRequest core, ResponsesRequest& out) { prepare_responses(app, std::move(core), out); }));
   HttpResponse response;
   if (request->failure) {  // streamed, and the prompt does not fit: the stream says so
     response.content_type = "text/event-stream";
@@ -45,7 +47,13 @@ void add_responses_routes(Router& router, ModelRegistry& models) {
              [&models](HttpRequest& req, RequestContext& ctx) -> net::awaitable<HttpResponse> {
                const std::shared_ptr<ModelLease> lease = co_await lease_for_body(models, req, ctx);
                App& app = lease->app();
-               nlohmann::json body = co_await app.work->run([&app, &req] { return count_response_tokens(app, req.body); });
+               const nlohmann::json body = co_await prepare_in_steps<nlohmann::json>(
+                   app, ctx,
+                   [&app, &req](nlohmann::json&) {
+                     ResponsesRequest unused;  // its id and echo: only for a response
+                     return translate_responses(app, req.body, unused);
+                   },
+                   [&app](CoreRequest core, nlohmann::json& out) { out = count_response_tokens(app, core); });
                co_return HttpResponse::json(200, dump_json(body));
              },
              RouteOptions::json_api());

@@ -2,7 +2,8 @@
 // (../shared/models/vision): the prompt and greedy answer libmtmd gives for the test image
 // (../shared/golden/vision), the same image through every dialect (OpenAI chat, Responses,
 // Anthropic Messages, Ollama chat and generate), the cache of an image across turns, and the
-// 400s of broken, oversized and misplaced images.
+// 400s of broken, oversized and misplaced images and of remote ones while they are off
+// (remote_media_test.cpp: with --allow-remote-media).
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -119,9 +120,14 @@ TEST_F(VisionHttp, BrokenImagesAre400sNamingThePart) {
   auto [s2, m2] = status_and_message(json::array({image_part(bytes.substr(0, bytes.size() / 2))}));
   EXPECT_EQ(s2, 400);
   EXPECT_NE(m2.find("truncated or corrupt"), std::string::npos) << m2;
+  // remote images are off by default: the 400 says how to turn them on
   auto [s3, m3] = status_and_message(json::array({image_url_part("https://example.com/cat.png")}));
   EXPECT_EQ(s3, 400);
-  EXPECT_NE(m3.find("does not fetch remote images"), std::string::npos) << m3;
+  EXPECT_NE(m3.find("messages[0].content[0]: this server fetches remote images"), std::string::npos) << m3;
+  EXPECT_NE(m3.find("--allow-remote-media"), std::string::npos) << m3;
+  auto [s6, m6] = status_and_message(json::array({image_url_part("file:///etc/passwd")}));
+  EXPECT_EQ(s6, 400);
+  EXPECT_NE(m6.find("must be a data URI"), std::string::npos) << m6;
   auto [s4, m4] = status_and_message(json::array({image_part("GIF89a\x10\x27\x10\x27")}));
   EXPECT_EQ(s4, 400);
   auto [s5, m5] = status_and_message(json::array({image_part(bytes), image_part(bytes), image_part(bytes), image_part(bytes)}));
@@ -129,6 +135,25 @@ TEST_F(VisionHttp, BrokenImagesAre400sNamingThePart) {
   EXPECT_NE(m5.find("--image-max-count"), std::string::npos) << m5;
   // The server goes on serving.
   EXPECT_EQ(post_json(port(), "/v1/chat/completions", image_chat_body(golden_content(bytes), 1)).status, 200);
+}
+
+TEST_F(VisionHttp, RemoteImagesAreOffByDefaultInEveryDialect) {
+  const json responses = {
+      {"input", {{{"role", "user"}, {"content", {{{"type", "input_image"}, {"image_url", "http://127.0.0.1:1/a.png"}}}}}}}};
+  HttpReply r = post_json(port(), "/v1/responses", responses);
+  ASSERT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(r.json()["error"]["code"], "remote_image_not_allowed") << r.body;
+  EXPECT_NE(r.body.find("input[0].content[0]"), std::string::npos) << r.body;
+  const json messages = {
+      {"model", "gemma3"},
+      {"max_tokens", 4},
+      {"messages", {{{"role", "user"},
+                     {"content", {{{"type", "image"}, {"source", {{"type", "url"}, {"url", "https://example.com/a.png"}}}}}}}}}};
+  r = post_json(port(), "/v1/messages", messages);
+  ASSERT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(r.json()["type"], "error") << r.body;  // Anthropic's shape
+  EXPECT_EQ(r.json()["error"]["type"], "invalid_request_error") << r.body;
+  EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("--allow-remote-media"), std::string::npos) << r.body;
 }
 
 TEST(VisionHttpNoProjector, ImagesAreRefusedWithTheReason) {

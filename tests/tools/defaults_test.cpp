@@ -23,6 +23,8 @@ TEST(Defaults, ConfigDefaultsAreTheLibrariesDefaults) {
   EXPECT_EQ(c.http.max_json_depth, s.max_json_depth);
   EXPECT_EQ(c.http.strict_api, s.strict_api);
   EXPECT_EQ(c.http.keep_billing_header, s.keep_billing_header);
+  EXPECT_EQ(c.http.allow_remote_media, s.allow_remote_media);
+  EXPECT_EQ(c.http.remote_media_timeout, s.remote_media_timeout_s);
   EXPECT_EQ(c.sampling.reasoning_effort, s.model.reasoning_effort);
   EXPECT_EQ(c.http.header_timeout, s.http.header_timeout.count());
   EXPECT_EQ(c.http.read_timeout, s.http.read_timeout.count());
@@ -84,6 +86,8 @@ TEST(Defaults, ConvertedDefaultsAreTheLibrariesDefaults) {
   EXPECT_EQ(o.max_json_depth, s.max_json_depth);
   EXPECT_EQ(o.strict_api, s.strict_api);
   EXPECT_EQ(o.keep_billing_header, s.keep_billing_header);
+  EXPECT_EQ(o.allow_remote_media, s.allow_remote_media);
+  EXPECT_EQ(o.remote_media_timeout_s, s.remote_media_timeout_s);
   EXPECT_EQ(o.request_timeout_s, s.request_timeout_s);
   EXPECT_EQ(o.shutdown_grace_s, s.shutdown_grace_s);
   EXPECT_EQ(o.metrics, s.metrics);

@@ -39,7 +39,8 @@ TEST_F(ServeOptionsTest, SingleModelIsTheCommandLineAsBefore) {
   const server::ServiceOptions o =
       service_options(parse({"-m", m, "--alias", "x", "-c", "2048", "--parallel", "2", "--chat-template-file", t,
                              "--kv-type", "q8_0", "--cache-ram", "64", "--temperature", "0.2", "--max-tokens", "50",
-                             "--port", "0", "--api-key", "k", "--no-metrics", "--spec", "ngram"}));
+                             "--port", "0", "--api-key", "k", "--no-metrics", "--spec", "ngram", "--image-max-bytes",
+                             "1M", "--allow-remote-media", "--remote-media-timeout", "4"}));
   EXPECT_FALSE(o.router.enabled);
   EXPECT_TRUE(o.preset_models.empty());
   EXPECT_EQ(o.model.path, m);
@@ -58,6 +59,9 @@ TEST_F(ServeOptionsTest, SingleModelIsTheCommandLineAsBefore) {
   EXPECT_FALSE(o.model.load_on_startup);
   EXPECT_EQ(o.http.port, 0);
   EXPECT_EQ(o.http.api_keys, std::vector<std::string>{"k"});
+  EXPECT_EQ(o.image_limits.max_bytes, 1 << 20);
+  EXPECT_TRUE(o.allow_remote_media);
+  EXPECT_EQ(o.remote_media_timeout_s, 4);
   EXPECT_FALSE(o.metrics);
   // /props' rows: every per-model setting, in table order, as the table prints it.
   EXPECT_EQ(row(o.model, "ctx-size"), "2048");

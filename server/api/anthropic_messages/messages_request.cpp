@@ -52,7 +52,8 @@ std::string result_text(const ojson& block, const std::string& where) {
 // Reads messages[i] into the conversation; see prepare_messages.
 class MessageReader {
  public:
-  MessageReader(std::vector<Message>& out, std::vector<std::string>& ignored) : out_(out), ignored_(ignored) {}
+  MessageReader(const App& app, std::vector<Message>& out, std::vector<std::string>& ignored)
+      : app_(app), out_(out), ignored_(ignored) {}
 
   void message(const ojson& m, size_t i) {
     const std::string where = "messages[" + std::to_string(i) + "]";
@@ -117,21 +118,30 @@ class MessageReader {
     }
   }
 
-  // {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "..."}}
-  static void image(Message& msg, const ojson& b, const std::string& where) {
+  // {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "..."}}, or
+  // "source": {"type": "url", "url": "https://..."} (image_from_url: fetched with --allow-remote-media)
+  void image(Message& msg, const ojson& b, const std::string& where) {
     const auto src = b.find("source");
     if (src == b.end() || !src->is_object()) throw invalid_field("messages", where + ".source must be an object");
     const std::string kind = string_or(*src, "type");
+    if (kind == "url") {
+      if (!src->contains("url") || !(*src)["url"].is_string()) {
+        throw invalid_field("messages", where + ".source.url must be a string");
+      }
+      msg.add_image(image_from_url(app_, (*src)["url"].get<std::string>(), where));
+      return;
+    }
     if (kind != "base64") {
-      throw invalid_field("messages", where + ".source.type '" + kind + "' is not supported: send the image as base64 "
-                                              "(this server does not fetch URLs or files)");
+      throw invalid_field("messages", where + ".source.type '" + excerpt(kind) + "' is not supported: send the image "
+                                              "as base64 or a url (this server does not take files)");
     }
     if (!src->contains("data") || !(*src)["data"].is_string()) {
       throw invalid_field("messages", where + ".source.data must be a base64 string");
     }
-    msg.add_image(decode_base64((*src)["data"].get<std::string>(), where), where);
+    msg.add_image({decode_base64((*src)["data"].get<std::string>(), where), where, ""});
   }
 
+  const App& app_;
   std::vector<Message>& out_;
   std::vector<std::string>& ignored_;
 };
@@ -254,7 +264,8 @@ void read_output_format(const json& body, std::string_view text, const App& app,
   }
 }
 
-CoreRequest translate_messages(const App& app, std::string_view text, bool need_max_tokens) {
+// The body as the core request; max_tokens is required for generation, not for count_tokens.
+CoreRequest translate_request(const App& app, std::string_view text, bool need_max_tokens) {
   const json body = parse_object(text, app.settings.max_json_depth);
   const ojson ordered = ojson::parse(text);
   CoreRequest core;
@@ -277,7 +288,7 @@ CoreRequest translate_messages(const App& app, std::string_view text, bool need_
   if (messages == ordered.end() || !messages->is_array() || messages->empty()) {
     throw invalid_field("messages", "'messages' must be a non-empty array");
   }
-  MessageReader reader(core.conversation, core.ignored_fields);
+  MessageReader reader(app, core.conversation, core.ignored_fields);
   for (size_t i = 0; i < messages->size(); ++i) reader.message((*messages)[i], i);
   merge_system_messages(core.conversation);
   return core;
@@ -315,15 +326,21 @@ std::string without_billing_header(const std::string& text) {
   return rest == std::string::npos ? std::string() : text.substr(rest);
 }
 
+CoreRequest translate_messages(const App& app, std::string_view text, MessagesRequest& out) {
+  out.id = make_id("msg_");
+  return translate_request(app, text, true);
+}
+
 MessagesRequest prepare_messages(const App& app, std::string_view text) {
   MessagesRequest r;
-  r.id = make_id("msg_");
-  prepare_generation(app, translate_messages(app, text, true), r);
+  prepare_generation(app, translate_messages(app, text, r), r);
   return r;
 }
 
-json count_message_tokens(const App& app, std::string_view text) {
-  return {{"input_tokens", conversation_tokens(app, translate_messages(app, text, false)).size()}};
+CoreRequest translate_message_count(const App& app, std::string_view text) { return translate_request(app, text, false); }
+
+json count_message_tokens(const App& app, const CoreRequest& core) {
+  return {{"input_tokens", conversation_tokens(app, core).size()}};
 }
 
 }  // namespace server

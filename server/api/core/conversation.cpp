@@ -66,13 +66,13 @@ ojson message_json(const Message& m, const ChatFeatures& f) {
 
 }  // namespace
 
-void Message::add_image(std::string bytes, std::string where) {
+void Message::add_image(ImageInput image) {
   if (form != Content::kParts) {
     if (form == Content::kNone) texts.clear();
     form = Content::kParts;
   }
   texts.push_back(image_placeholder());
-  images.push_back({std::move(bytes), std::move(where)});
+  images.push_back(std::move(image));
 }
 
 std::string Message::joined() const {

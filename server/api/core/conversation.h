@@ -22,10 +22,13 @@ struct CallRecord {
 };
 
 // One image of a request: its encoded bytes and the part that held it ("messages[1].content[0]"),
-// named in errors (prompt_images.h decodes it).
+// named in errors (prompt_images.h decodes it). A remote image (an http(s) URL, with
+// --allow-remote-media) comes with its `url` and no bytes; the server fetches them
+// (server/remote_media.h) before the request is prepared.
 struct ImageInput {
   std::string bytes;
   std::string where;
+  std::string url;  // "" unless remote
 };
 
 // One message. `role` is system, developer, user, assistant or tool (the dialects map theirs).
@@ -52,7 +55,7 @@ struct Message {
   // The content as one string (parts joined).
   std::string joined() const;
   // Appends an image part (the content becomes parts).
-  void add_image(std::string bytes, std::string where);
+  void add_image(ImageInput image);
 };
 
 // For dialects whose clients send several system-like messages (Responses' instructions and

@@ -164,7 +164,7 @@ void read_ollama_images(const Json& holder, const std::string& where, Message& m
     const std::string at = where + "[" + std::to_string(k) + "]";
     if (!(*im)[k].is_string()) throw invalid_field("images", at + " must be a base64 string");
     const std::string data = (*im)[k].template get<std::string>();
-    msg.add_image(data.rfind("data:", 0) == 0 ? image_url_bytes(data, at) : decode_base64(data, at), at);
+    msg.add_image({data.rfind("data:", 0) == 0 ? data_uri_bytes(data, at) : decode_base64(data, at), at, ""});
   }
 }
 

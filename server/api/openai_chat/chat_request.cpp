@@ -74,7 +74,7 @@ std::vector<CallRecord> parsed_calls(const ojson& calls, size_t i) {
   return out;
 }
 
-Message chat_message(const ojson& m, size_t i) {
+Message chat_message(const App& app, const ojson& m, size_t i) {
   Message out;
   out.role = m["role"].get<std::string>();
   const auto content = m.find("content");
@@ -92,7 +92,7 @@ Message chat_message(const ojson& m, size_t i) {
       }
       const ojson& url = part["image_url"];
       const std::string where = "messages[" + std::to_string(i) + "].content[" + std::to_string(k) + "]";
-      out.add_image(image_url_bytes(url.is_string() ? url.get<std::string>() : url["url"].get<std::string>(), where), where);
+      out.add_image(image_from_url(app, url.is_string() ? url.get<std::string>() : url["url"].get<std::string>(), where));
     }
   }
   for (const auto& [key, value] : m.items()) {
@@ -118,14 +118,14 @@ Message chat_message(const ojson& m, size_t i) {
 
 }  // namespace
 
-std::vector<Message> chat_conversation(const ojson& messages) {
+std::vector<Message> chat_conversation(const App& app, const ojson& messages) {
   check_messages(messages);
   std::vector<Message> out;
-  for (size_t i = 0; i < messages.size(); ++i) out.push_back(chat_message(messages[i], i));
+  for (size_t i = 0; i < messages.size(); ++i) out.push_back(chat_message(app, messages[i], i));
   return out;
 }
 
-ChatRequest prepare_chat(const App& app, std::string_view text) {
+CoreRequest translate_chat(const App& app, std::string_view text, ChatRequest&) {
   json body = parse_object(text, app.settings.max_json_depth);
   // the same body with its keys in the order sent, for what the template renders (the text was
   // just parsed within the depth limit, so this parse is too)
@@ -146,9 +146,13 @@ ChatRequest prepare_chat(const App& app, std::string_view text) {
   core.tools = parse_tool_request(ordered);
   static const ojson kAbsent;
   const auto messages = ordered.find("messages");
-  core.conversation = chat_conversation(messages == ordered.end() ? kAbsent : *messages);
+  core.conversation = chat_conversation(app, messages == ordered.end() ? kAbsent : *messages);
+  return core;
+}
+
+ChatRequest prepare_chat(const App& app, std::string_view text) {
   ChatRequest r;
-  prepare_generation(app, std::move(core), r);
+  prepare_generation(app, translate_chat(app, text, r), r);
   return r;
 }
 

@@ -14,9 +14,9 @@ using ojson = nlohmann::ordered_json;
 namespace {
 
 // Content parts (input_text, output_text, refusal; input_image into `m`'s images when `m` is
-// given) as texts; `where` names them in errors.
+// given, by `app`'s rules: image_from_url) as texts; `where` names them in errors.
 std::vector<std::string> part_texts(const ojson& content, const std::string& where, std::vector<std::string>& ignored,
-                                    Message* m = nullptr) {
+                                    const App* app = nullptr, Message* m = nullptr) {
   std::vector<std::string> out;
   if (content.is_string()) {
     out.push_back(content.get<std::string>());
@@ -33,10 +33,10 @@ std::vector<std::string> part_texts(const ojson& content, const std::string& whe
     if (type == "input_image" && m != nullptr) {
       const auto url = part.find("image_url");
       if (url == part.end() || !url->is_string()) {
-        throw invalid_field("input", at + ".image_url must be a data URI string (file_id images are not supported)");
+        throw invalid_field("input", at + ".image_url must be a data URI or URL string (file_id images are not supported)");
       }
       out.push_back(image_placeholder());
-      m->images.push_back({image_url_bytes(url->get<std::string>(), at), at});
+      m->images.push_back(image_from_url(*app, url->get<std::string>(), at));
       continue;
     }
     static const std::set<std::string> kUnsupportedParts = {"input_image", "input_file", "input_audio"};
@@ -64,7 +64,8 @@ std::string required_string(const ojson& item, const char* key, const std::strin
 // Reads input items one by one; see read_input.
 class InputReader {
  public:
-  InputReader(std::vector<Message>& out, std::vector<std::string>& ignored) : out_(out), ignored_(ignored) {}
+  InputReader(const App& app, std::vector<Message>& out, std::vector<std::string>& ignored)
+      : app_(app), out_(out), ignored_(ignored) {}
 
   void item(const ojson& item, size_t i) {
     const std::string where = "input[" + std::to_string(i) + "]";
@@ -92,7 +93,7 @@ class InputReader {
     if (content == item.end()) throw invalid_field("input", where + ".content is required");
     Message m;
     m.role = role;
-    m.texts = part_texts(*content, where + ".content", ignored_, &m);
+    m.texts = part_texts(*content, where + ".content", ignored_, &app_, &m);
     if (!m.images.empty()) m.form = Message::Content::kParts;
     if (m.texts.empty()) m.texts.emplace_back();
     if (role == "assistant") take_reasoning(m);
@@ -157,6 +158,7 @@ class InputReader {
     pending_reasoning_.clear();
   }
 
+  const App& app_;
   std::vector<Message>& out_;
   std::vector<std::string>& ignored_;
   std::string pending_reasoning_;
@@ -212,13 +214,14 @@ void read_responses_choice(const ojson& body, ToolRequest& r, std::vector<std::s
 
 }  // namespace
 
-void read_input(const ojson& input, std::vector<Message>& conversation, std::vector<std::string>& ignored) {
+void read_input(const App& app, const ojson& input, std::vector<Message>& conversation,
+                std::vector<std::string>& ignored) {
   if (input.is_string()) {
     conversation.push_back(Message::text("user", input.get<std::string>()));
     return;
   }
   if (!input.is_array()) throw invalid_field("input", "'input' must be a string or an array of items, found " + json_type_name(input));
-  InputReader reader(conversation, ignored);
+  InputReader reader(app, conversation, ignored);
   for (size_t i = 0; i < input.size(); ++i) reader.item(input[i], i);
 }
 

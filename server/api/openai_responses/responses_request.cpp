@@ -6,6 +6,7 @@
 #include "server/api/output_constraint.h"
 #include "server/api/openai_responses/response_store.h"
 #include "server/api/openai_responses/responses_input.h"
+#include "server/api/prompt_images.h"
 #include "server/api/request_fields.h"
 #include "server/api/request_json.h"
 
@@ -87,9 +88,10 @@ json echo_fields(const json& body) {
   return echo;
 }
 
-// The request as the core's, and what only this dialect needs (`out`'s id, store, summary,
-// conversation, echo).
+}  // namespace
+
 CoreRequest translate_responses(const App& app, std::string_view text, ResponsesRequest& out) {
+  out.id = make_id("resp_");
   const json body = parse_object(text, app.settings.max_json_depth);
   const ojson ordered = ojson::parse(text);
   CoreRequest core;
@@ -116,7 +118,7 @@ CoreRequest translate_responses(const App& app, std::string_view text, Responses
     out.conversation = stored->conversation;
   }
   if (auto input = ordered.find("input"); input != ordered.end() && !input->is_null()) {
-    read_input(*input, out.conversation, core.ignored_fields);
+    read_input(app, *input, out.conversation, core.ignored_fields);
   }
   if (out.conversation.empty()) throw invalid_field("input", "'input' is required (a string or a list of items)");
   if (auto instructions = get_string(body, "instructions"); instructions && !instructions->empty()) {
@@ -128,12 +130,8 @@ CoreRequest translate_responses(const App& app, std::string_view text, Responses
   return core;
 }
 
-}  // namespace
-
-ResponsesRequest prepare_responses(const App& app, std::string_view text) {
-  ResponsesRequest r;
-  r.id = make_id("resp_");
-  CoreRequest core = translate_responses(app, text, r);
+void prepare_responses(const App& app, CoreRequest core, ResponsesRequest& r) {
+  copy_remote_images(core.conversation, r.conversation);  // the stored conversation keeps the fetched bytes
   const bool stream = core.params.stream;
   try {
     prepare_generation(app, std::move(core), r);
@@ -142,12 +140,15 @@ ResponsesRequest prepare_responses(const App& app, std::string_view text) {
     r.failure = e;
     r.params.stream = true;
   }
+}
+
+ResponsesRequest prepare_responses(const App& app, std::string_view text) {
+  ResponsesRequest r;
+  prepare_responses(app, translate_responses(app, text, r), r);
   return r;
 }
 
-json count_response_tokens(const App& app, std::string_view text) {
-  ResponsesRequest r;
-  const CoreRequest core = translate_responses(app, text, r);
+json count_response_tokens(const App& app, const CoreRequest& core) {
   const std::vector<int32_t> tokens = conversation_tokens(app, core);
   return {{"object", "response.input_tokens"}, {"input_tokens", tokens.size()}};
 }

@@ -29,12 +29,23 @@ struct ResponsesRequest : PreparedRequest {
   std::optional<ApiError> failure;
 };
 
-// Throws ApiError (4xx) naming what is wrong; a previous_response_id the store does not hold is
-// a 404 naming it.
+// The body as the core request, and what only this dialect needs in `out` (a new id, store,
+// summary, conversation, echo). Remote images are left to fetch (ImageInput::url). Throws
+// ApiError (4xx) naming what is wrong; a previous_response_id the store does not hold is a 404
+// naming it.
+CoreRequest translate_responses(const App& app, std::string_view body, ResponsesRequest& out);
+
+// The second step: `r.conversation` gets the images fetched into `core` (so a later
+// previous_response_id does not fetch them again), then prepare_generation(); a streamed request
+// whose prompt does not fit gets `failure` instead of the throw. Throws ApiError (4xx).
+void prepare_responses(const App& app, CoreRequest core, ResponsesRequest& r);
+
+// Both steps at once, for callers that fetch nothing (a remote image is then a 400).
 ResponsesRequest prepare_responses(const App& app, std::string_view body);
 
-// POST /v1/responses/input_tokens: the prompt tokens of such a request (its tools and
-// instructions included), without generating. {"object": "response.input_tokens", "input_tokens"}.
-nlohmann::json count_response_tokens(const App& app, std::string_view body);
+// POST /v1/responses/input_tokens: the prompt tokens of such a request (translate_responses; its
+// tools and instructions included), without generating. {"object": "response.input_tokens",
+// "input_tokens"}.
+nlohmann::json count_response_tokens(const App& app, const CoreRequest& core);
 
 }  // namespace server
