@@ -109,6 +109,7 @@ struct Clamp {
   float in_lo = -INFINITY, in_hi = INFINITY, out_lo = -INFINITY, out_hi = INFINITY;
   bool clamps_input() const { return in_lo > -INFINITY || in_hi < INFINITY; }
   bool clamps_output() const { return out_lo > -INFINITY || out_hi < INFINITY; }
+  bool clamps() const { return clamps_input() || clamps_output(); }
 };
 
 struct Linear {

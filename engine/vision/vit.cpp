@@ -175,8 +175,7 @@ void VisionEncoder::attention_block(const VisionLayer& l, ThreadPool& pool) {
   // xn = norm(x) * ln1 (+ ln1_b)                       (n, V)
   for_rows(n_, pool, [&](int64_t t) { norm(xn_.data() + t * V, x_.data() + t * V, l.ln1, l.ln1_b); });
   // q, k, v = xn @ W^T + b                             (n, V) each
-  if (l.wq.clamp.clamps_input() || l.wk.clamp.clamps_input() || l.wv.clamp.clamps_input() ||
-      l.wq.clamp.clamps_output() || l.wk.clamp.clamps_output() || l.wv.clamp.clamps_output()) {
+  if (l.wq.clamp.clamps() || l.wk.clamp.clamps() || l.wv.clamp.clamps()) {
     linear(l.wq, xn_.data(), n_, q_.data(), pool);
     linear(l.wk, xn_.data(), n_, k_.data(), pool);
     linear(l.wv, xn_.data(), n_, v_.data(), pool);
@@ -291,8 +290,8 @@ void VisionEncoder::ffn_block(const VisionLayer& l, ThreadPool& pool) {
 
 std::vector<float> VisionEncoder::project(ThreadPool& pool) {
   switch (traits_.kind) {
-    case ProjectorKind::kGemma3: return project_gemma3(pool);
-    case ProjectorKind::kGemma4v: return project_gemma4v(pool);
+    case ProjectorKind::kGemma3:
+    case ProjectorKind::kGemma4v: return project_pooled(pool);
     case ProjectorKind::kPixtral: return project_pixtral(pool);
   }
   throw std::logic_error("vision encoder: a projector kind without a projection");
@@ -318,28 +317,22 @@ void average_pool(const float* x, int64_t gx, int64_t gy, int64_t k, int64_t V, 
 
 }  // namespace
 
-std::vector<float> VisionEncoder::project_gemma3(ThreadPool& pool) {
+// gemma3 and gemma4v: the mean of each k x k block of patches, normed, then one projection.
+std::vector<float> VisionEncoder::project_pooled(ThreadPool& pool) {
   const int64_t V = hp_.n_embd, T = hp_.n_embd_text, n_tok = (gx_ / hp_.n_merge) * (gy_ / hp_.n_merge);
-  // pooled = rmsnorm(mean of k x k patches) * soft_emb_norm          (n_tok, V)
+  // pooled = mean of k x k patches, then per token                                (n_tok, V)
+  //   gemma3:  rmsnorm(pooled) * soft_emb_norm
+  //   gemma4v: rmsnorm((pooled * sqrt(V) - std_bias) * std_scale)
   std::vector<float>& pooled = xn_;
   average_pool(x_.data(), gx_, gy_, hp_.n_merge, V, pooled.data());
-  for_rows(n_tok, pool, [&](int64_t t) {
-    rmsnorm(pooled.data() + t * V, pooled.data() + t * V, model_.soft_emb_norm.data(), V, hp_.eps);
-  });
-  // out = pooled @ input_projection                     (n_tok, V) -> (n_tok, T)
-  std::vector<float> out(sz(n_tok * T));
-  linear(model_.input_proj, pooled.data(), n_tok, out.data(), pool);
-  return out;
-}
-
-std::vector<float> VisionEncoder::project_gemma4v(ThreadPool& pool) {
-  const int64_t V = hp_.n_embd, T = hp_.n_embd_text, n_tok = (gx_ / hp_.n_merge) * (gy_ / hp_.n_merge);
-  // pooled = rmsnorm((mean of k x k patches * sqrt(V) - std_bias) * std_scale)   (n_tok, V)
-  std::vector<float>& pooled = xn_;
-  average_pool(x_.data(), gx_, gy_, hp_.n_merge, V, pooled.data());
+  const bool gemma3 = traits_.kind == ProjectorKind::kGemma3;
   const float root = std::sqrt(static_cast<float>(V));
   for_rows(n_tok, pool, [&](int64_t t) {
     float* p = pooled.data() + t * V;
+    if (gemma3) {
+      rmsnorm(p, p, model_.soft_emb_norm.data(), V, hp_.eps);
+      return;
+    }
     scale(p, root, V);
     if (!model_.std_bias.empty() && !model_.std_scale.empty()) {  // (both or neither, as llama.cpp)
       for (int64_t i = 0; i < V; ++i) p[i] -= model_.std_bias[sz(i)];
@@ -347,7 +340,7 @@ std::vector<float> VisionEncoder::project_gemma4v(ThreadPool& pool) {
     }
     rmsnorm(p, p, nullptr, V, hp_.eps);
   });
-  // out = input_projection @ clamp(pooled), clamped        (n_tok, V) -> (n_tok, T)
+  // out = clamp(pooled) @ input_projection^T, clamped (gemma4v's bounds)      (n_tok, V) -> (n_tok, T)
   std::vector<float> out(sz(n_tok * T));
   linear(model_.input_proj, pooled.data(), n_tok, out.data(), pool);
   return out;

@@ -44,8 +44,7 @@ class VisionEncoder {
   // out (n, rows) = clamp(x (n, cols)) @ W^T, clamped as l says
   void linear(const Linear& l, const float* x, int64_t n, float* out, ThreadPool& pool);
   std::vector<float> project(ThreadPool& pool);
-  std::vector<float> project_gemma3(ThreadPool& pool);
-  std::vector<float> project_gemma4v(ThreadPool& pool);
+  std::vector<float> project_pooled(ThreadPool& pool);
   std::vector<float> project_pixtral(ThreadPool& pool);
 
   const VisionModel& model_;
