@@ -190,11 +190,11 @@ void Scheduler::Impl::start(Slot& slot, GenerationRequest&& req) {
     if (slot.seq->embedding()) slot.seq->pooler.emplace(slot.seq->req.pooling, eval.rank_pools_last(), eval.n_embd(), n_prompt);
   } catch (const std::exception& e) {  // parameters the sampler refuses: this request only ends
     slot.seq.reset();
+    vacate(slot);  // before the client hears of the end, as in finish()
     try {
       sink->on_finish(FinishReason::kError, usage, e.what());
     } catch (...) {
     }
-    vacate(slot);
     return;
   }
   // Nothing to generate and nothing to score: done before any work.

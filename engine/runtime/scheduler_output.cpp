@@ -178,12 +178,16 @@ void Scheduler::Impl::finish(Slot& slot, FinishReason reason, const std::string&
     MutexLock lock(mu);
     publish_spec_counts();
   }
-  try {
-    seq.req.sink->on_finish(reason, seq.usage, message);
-  } catch (...) {  // a sink that cannot take its end has nobody left to tell
-  }
+  // The slot is free before its client hears of the end: whoever reads stats() after a reply sees
+  // the request gone (its cells, its running count).
+  const std::shared_ptr<TokenSink> sink = seq.req.sink;
+  const Usage usage = seq.usage;
   slot.seq.reset();
   vacate(slot);
+  try {
+    sink->on_finish(reason, usage, message);
+  } catch (...) {  // a sink that cannot take its end has nobody left to tell
+  }
 }
 
 void Scheduler::Impl::vacate(Slot& slot) {
