@@ -15,6 +15,7 @@
 #include "engine/kernels/cpu_features.h"
 #include "engine/kernels/dispatch.h"
 #include "engine/model/arch.h"
+#include "engine/vision/vit.h"
 #include "gguf/file_set.h"
 #include "server/api/chat_prompt.h"
 
@@ -250,10 +251,7 @@ std::shared_ptr<const engine::VisionModel> load_vision(const ModelOptions& o, co
   try {
     if (!generates) throw std::runtime_error("an encoder model takes no images");
     auto v = std::make_shared<const engine::VisionModel>(engine::VisionModel::load(path));
-    if (v->hparams().n_embd_text != hp.n_embd) {
-      throw std::runtime_error(path + ": its projection width " + std::to_string(v->hparams().n_embd_text) +
-                               " is not the model's embedding width " + std::to_string(hp.n_embd));
-    }
+    if (const std::string why = engine::pairing_error(*v, hp); !why.empty()) throw std::runtime_error(path + ": " + why);
     const engine::VisionHParams& vh = v->hparams();
     const std::string tokens = vh.fit == engine::ImageFit::kLetterbox
                                    ? std::to_string(vh.n_tokens(vh.image_size, vh.image_size)) + " tokens per image"

@@ -54,6 +54,9 @@ inline constexpr ArchTraits kArchTraits[] = {
     {Arch::kQwen3,     "qwen3",    RopeStyle::kNeox,   FfnAct::kSilu,     false, true,  false, false, false, false, "ffn_norm",
      false, EncoderPositions::kTable, RankHead::kLastSoftmax},
     {Arch::kQwen3Moe,  "qwen3moe", RopeStyle::kNeox,   FfnAct::kSilu,     false, true,  false, true,  false, false, "ffn_norm"},
+    // (IMRoPE from rope.dimension_sections, deepstack: n_deepstack_layers)
+    {Arch::kQwen3Vl,   "qwen3vl",  RopeStyle::kNeox,   FfnAct::kSilu,     false, true,  false, false, false, false, "ffn_norm"},
+    {Arch::kQwen3VlMoe, "qwen3vlmoe", RopeStyle::kNeox, FfnAct::kSilu,    false, true,  false, true,  false, false, "ffn_norm"},
     {Arch::kQwen2Moe,  "qwen2moe", RopeStyle::kNeox,   FfnAct::kSilu,     false, false, false, true,  false, true,  "ffn_norm"},
     {Arch::kGemma2,    "gemma2",   RopeStyle::kNeox,   FfnAct::kGeluTanh, false, false, true,  false, false, false, "ffn_norm"},
     {Arch::kGemma3,    "gemma3",   RopeStyle::kNeox,   FfnAct::kGeluTanh, false, true,  true,  false, false, false, "ffn_norm"},

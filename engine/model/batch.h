@@ -1,6 +1,7 @@
 // A batch of tokens for one forward pass.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -24,6 +25,10 @@ struct Batch {
   // Per entry the last position it attends to when that is past its own (an image's tokens that
   // see each other both ways: the image's last position); empty when every entry is causal.
   std::vector<int32_t> see;
+  // Per entry its M-RoPE positions (temporal, height, width, extra) when some entry's are not
+  // (pos, pos, pos, pos) as a text token's: a qwen-vl image's tokens and the text after one (set_mrope); empty when
+  // every entry's are.
+  std::vector<std::array<int32_t, 4>> mrope;
 
   void add(int32_t token, SeqId s, int32_t p, bool want_logits, bool want_hidden = false) {
     tokens.push_back(token);
@@ -35,6 +40,7 @@ struct Batch {
       embd.push_back(nullptr);
       see.push_back(p);
     }
+    if (!mrope.empty()) mrope.push_back({p, p, p, p});
   }
   // An embedding row in place of a token, seeing up to position see_to (>= p).
   void add_row(const float* row, SeqId s, int32_t p, int32_t see_to, bool want_logits) {
@@ -49,11 +55,21 @@ struct Batch {
     hidden.push_back(0);
     embd.push_back(row);
     see.push_back(see_to);
+    if (!mrope.empty()) mrope.push_back({p, p, p, p});
+  }
+  // Entry i's M-RoPE positions.
+  void set_mrope(int64_t i, const std::array<int32_t, 4>& p) {
+    if (mrope.empty()) {
+      mrope.reserve(pos.capacity());
+      for (int32_t q : pos) mrope.push_back({q, q, q, q});
+    }
+    mrope[static_cast<size_t>(i)] = p;
   }
   const float* row(int64_t i) const { return static_cast<size_t>(i) < embd.size() ? embd[static_cast<size_t>(i)] : nullptr; }
   void clear() {
     embd.clear();
     see.clear();
+    mrope.clear();
     tokens.clear();
     seq.clear();
     pos.clear();

@@ -187,7 +187,11 @@ void Forward::eval_chunk(const Batch& batch, int64_t begin, int64_t end, KvCache
     if (cache.n_window_cells() > 0) {
       window_cells_[sz(t)] = cache.cell_for(seq[t], pos[t], KvCache::Pool::kWindow);
     }
-    rope_angles(rope_.data() + t * hp_.n_rot, pos[t], rope_params_);
+    if (batch.mrope.empty()) {
+      rope_angles(rope_.data() + t * hp_.n_rot, pos[t], rope_params_);
+    } else {  // M-RoPE positions (a qwen-vl image's tokens, the text after one)
+      rope_angles_multi(rope_.data() + t * hp_.n_rot, batch.mrope[sz(begin + t)].data(), rope_params_);
+    }
     if (has_swa_) rope_angles(rope_swa_.data() + t * hp_.rot_swa(), pos[t], rope_params_swa_);
   }
   observe("inp_embd", -1, n, E, x_.data());
@@ -206,6 +210,12 @@ void Forward::eval_chunk(const Batch& batch, int64_t begin, int64_t end, KvCache
     ffn_block(il, n, pool);
     if (hp_.n_embd_per_layer > 0) per_layer_block(il, n, pool);
     if (const std::vector<float>& s = model_.layers[sz(il)].out_scale; !s.empty()) scale(x_.data(), s[0], n * E);
+    // deepstack (qwen3vl): x[t] += row[t][(il + 1) E, (il + 2) E) for an image's rows
+    if (il < hp_.n_deepstack) {
+      for (int64_t t = 0; t < n; ++t) {
+        if (const float* row = batch.row(begin + t)) add(x_.data() + t * E, row + (il + 1) * E, E);
+      }
+    }
     observe("l_out", il, n, E, x_.data());
   }
   if (hp_.ssm.enabled()) finish_recurrent(cache);

@@ -199,6 +199,16 @@ void read_arch_hparams(const gguf::File& file, const std::string& p, HParams& hp
     case Arch::kLfm2Moe:
       read_short_conv_hparams(file, p, hp);
       break;
+    case Arch::kQwen3Vl:
+    case Arch::kQwen3VlMoe:
+      read_rope_sections(file, p, hp);
+      if (const auto d = file.find_u64(p + "n_deepstack_layers")) {
+        if (*d > static_cast<uint64_t>(hp.n_layer)) {
+          fail(file, p + "n_deepstack_layers = " + std::to_string(*d) + " is over the block count " + std::to_string(hp.n_layer));
+        }
+        hp.n_deepstack = static_cast<int64_t>(*d);
+      }
+      break;
     case Arch::kJinaBertV2:  // llama.cpp's fixed value (no key)
       hp.alibi_max_bias = 8.0f;
       break;

@@ -47,6 +47,8 @@ void read_recurrent_layers(const gguf::File& file, const std::string& p, int64_t
   }
 }
 
+}  // namespace
+
 // rope.dimension_sections: four section sizes (an array of 4, or one number for all four).
 void read_rope_sections(const gguf::File& file, const std::string& p, HParams& hp) {
   const std::string key = p + "rope.dimension_sections";
@@ -61,15 +63,13 @@ void read_rope_sections(const gguf::File& file, const std::string& p, HParams& h
     if (*v > static_cast<uint64_t>(hp.n_rot)) fail(file, key + " = " + std::to_string(*v) + " is out of range");
     for (int& s : hp.rope_sections) s = static_cast<int>(*v);
   } else {
-    fail(file, key + " is missing (qwen35's attention layers use multi-section RoPE)");
+    fail(file, key + " is missing (multi-section RoPE)");
   }
   if (hp.rope_sections[0] + hp.rope_sections[1] + hp.rope_sections[2] == 0) {
     fail(file, key + ": the t, h and w sections are all 0");
   }
   hp.imrope = true;
 }
-
-}  // namespace
 
 void read_hybrid_hparams(const gguf::File& file, const std::string& p, HParams& hp) {
   DeltaNetParams& s = hp.ssm;

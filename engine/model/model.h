@@ -44,6 +44,9 @@ enum class Arch {
               // last layers, optional experts beside the dense FFN
   kLfm2,      // hybrid: gated short convolutions, the layers with K/V heads attention with q/k norms
   kLfm2Moe,   // lfm2's stack, experts (sigmoid-gated, selection bias) past the leading dense layers
+  kQwen3Vl,   // Qwen3-VL's text model: qwen3 with IMRoPE, an image row's deepstack slices added after
+              // the first layers
+  kQwen3VlMoe,// qwen3vl with qwen3moe's experts
 };
 
 // How a sequence's final hidden states become one vector (pooling_type; llama.cpp's numbering).
@@ -161,6 +164,8 @@ struct HParams {
   // attention.shared_kv_layers). Empty: every layer its own.
   std::vector<int32_t> kv_layer;
   bool v_norm = false;           // V is RMS-normed per head, without a weight (gemma4)
+  int64_t n_deepstack = 0;   // n_deepstack_layers (qwen3vl): an image's rows are n_embd x (1 + this)
+                             // wide, and layer il < this adds slice il + 1 to its output
   int64_t n_embd_per_layer = 0;  // embedding_length_per_layer_input: gemma4's per-layer inputs (0: none)
   // Every layer has the dense FFN; a layer with a router (ffn_gate_inp) adds experts beside it,
   // each branch post-normed, the sum post-normed again (gemma4's MoE).

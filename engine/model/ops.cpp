@@ -159,16 +159,37 @@ void yarn_corr_dims(RopeParams& rp, int64_t n_ctx_orig, float beta_fast, float b
   rp.corr_high = std::min(static_cast<float>(rp.n_rot - 1), std::ceil(dim(beta_slow)));
 }
 
+namespace {
+
+// The section (0 t, 1 h, 2 w, 3 extra) of pair i under rp.sections: IMRoPE interleaves t, h, w
+// while i mod sum < 3 x that section's size; M-RoPE lays them side by side.
+int rope_section(int i, const RopeParams& rp) {
+  const int* sec = rp.sections;
+  const int sum = sec[0] + sec[1] + sec[2] + sec[3];
+  if (sum == 0) return 0;
+  const int s = i % sum;
+  if (rp.imrope) return s < 3 * sec[s % 3] ? s % 3 : 3;
+  if (s < sec[0]) return 0;
+  if (s < sec[0] + sec[1]) return 1;
+  return s < sec[0] + sec[1] + sec[2] ? 2 : 3;
+}
+
+}  // namespace
+
 void rope_angles(float* cos_sin, int32_t pos, const RopeParams& rp) {
+  const int32_t p[4] = {pos, pos, pos, pos};
+  rope_angles_multi(cos_sin, p, rp);
+}
+
+void rope_angles_multi(float* cos_sin, const int32_t p[4], const RopeParams& rp) {
   const float theta_scale = std::pow(rp.freq_base, -2.0f / static_cast<float>(rp.n_rot));
-  float theta = static_cast<float>(pos);
-  const int sect = rp.sections[0] + rp.sections[1] + rp.sections[2] + rp.sections[3];
+  // each section's angle, multiplied by theta_scale once a pair as ggml does
+  const bool sectioned = rp.sections[0] + rp.sections[1] + rp.sections[2] + rp.sections[3] > 0;
+  float theta[4] = {static_cast<float>(p[0]), static_cast<float>(p[1]), static_cast<float>(p[2]),
+                    static_cast<float>(p[3])};
   for (int i = 0; i < rp.n_rot / 2; ++i) {
-    float extrap = rp.freq_factors ? theta / rp.freq_factors[i] : theta;
-    if (rp.imrope && sect > 0) {  // a text token: the extra section's position is 0
-      const int s = i % sect, kind = s % 3;
-      if (s >= 3 * rp.sections[kind]) extrap = 0.0f;
-    }
+    const float th = theta[sectioned ? rope_section(i, rp) : 0];
+    float extrap = rp.freq_factors ? th / rp.freq_factors[i] : th;
     float t = rp.freq_scale * extrap;
     float mscale = rp.mscale;
     if (rp.ext_factor != 0.0f) {  // YaRN: mix interpolated and extrapolated angles
@@ -179,7 +200,7 @@ void rope_angles(float* cos_sin, int32_t pos, const RopeParams& rp) {
     }
     cos_sin[2 * i] = std::cos(t) * mscale;
     cos_sin[2 * i + 1] = std::sin(t) * mscale;
-    theta *= theta_scale;
+    for (float& x : theta) x *= theta_scale;
   }
 }
 

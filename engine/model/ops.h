@@ -83,7 +83,8 @@ struct RopeParams {
   float corr_low = 0.0f, corr_high = 0.0f;
   // IMRoPE (qwen35: ggml's rope_multi, interleaved): pair i belongs to section (i mod sum) % 3 of
   // sections t, h, w while i mod sum < 3 x that section's size, else to the extra one. A text
-  // token has position pos in t, h and w and 0 in the extra section, whose pairs do not turn.
+  // token has its position in all four (llama.cpp's batch broadcasts it); an image's tokens
+  // (rope_angles_multi) have their own.
   bool imrope = false;
   int sections[4] = {0, 0, 0, 0};
 };
@@ -94,9 +95,13 @@ struct RopeParams {
 void yarn_corr_dims(RopeParams& rp, int64_t n_ctx_orig, float beta_fast, float beta_slow);
 
 // The angles of one position: cos_sin (n_rot/2, 2) = mscale * (cos, sin) of
-//   theta_i = freq_scale * pos * base^(-2i/n_rot) / freq_factors[i]   (YaRN: ramped, see above;
-// IMRoPE: pos 0 for the pairs of the extra section)
+//   theta_i = freq_scale * pos * base^(-2i/n_rot) / freq_factors[i]   (YaRN: ramped, see above)
 void rope_angles(float* cos_sin, int32_t pos, const RopeParams& rp);
+
+// The same for M-RoPE positions (temporal, height, width, extra) `p`: pair i turns by the position
+// of its section (rp.sections; IMRoPE interleaved as above, else contiguous t, h, w, extra), as
+// ggml's rope_multi. With (pos, pos, pos, pos) it equals rope_angles(pos).
+void rope_angles_multi(float* cos_sin, const int32_t p[4], const RopeParams& rp);
 
 // Rotates the first n_rot dims of one head x (head_dim,) by the angles cos_sin (n_rot/2, 2).
 void rope(float* x, const float* cos_sin, int n_rot, RopeStyle style);

@@ -187,6 +187,13 @@ void Scheduler::Impl::start(Slot& slot, GenerationRequest&& req) {
     const auto n_prompt = static_cast<int64_t>(req.prompt.size());
     slot.seq.emplace(std::move(req), tokenizer, keep);
     slot.seq->image_rows.resize(slot.seq->req.images.size());
+    if (opt.vision && opt.vision->traits().image_positions == ImagePositions::kMrope2d) {
+      const VisionHParams& hp = opt.vision->hparams();
+      for (const PromptImage& im : slot.seq->req.images) {
+        slot.seq->mrope_spans.push_back(
+            {im.at, im.n_tokens, hp.token_rows(im.input->height), hp.token_cols(im.input->width)});
+      }
+    }
     if (slot.seq->embedding()) slot.seq->pooler.emplace(slot.seq->req.pooling, eval.rank_pools_last(), eval.n_embd(), n_prompt);
   } catch (const std::exception& e) {  // parameters the sampler refuses: this request only ends
     slot.seq.reset();
@@ -223,6 +230,7 @@ void Scheduler::Impl::build_batch(std::vector<std::pair<Slot*, int64_t>>& prefil
   for (Slot* s : generating) {
     const auto pos = static_cast<int32_t>(s->cached.size() - 1);
     batch.add(s->seq->next_token, s->id(), pos, true);
+    place_mrope(*s, pos);
     outputs.push_back({s, -1, 0});
     for (size_t j = 0; j < s->draft.size(); ++j) {
       batch.add(s->draft[j], s->id(), pos + 1 + static_cast<int32_t>(j), true);

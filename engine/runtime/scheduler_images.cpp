@@ -115,12 +115,21 @@ void Scheduler::Impl::add_prompt_entry(Slot& s, int64_t i, bool logits, bool poo
   for (size_t k = 0; k < seq.req.images.size(); ++k) {
     const PromptImage& im = seq.req.images[k];
     if (i < im.at || i >= im.at + im.n_tokens) continue;
-    const int64_t E = opt.vision->hparams().n_embd_text;
+    const int64_t E = opt.vision->hparams().row_width();
     const auto see = static_cast<int32_t>(opt.vision->traits().non_causal ? im.at + im.n_tokens - 1 : i);
     batch.add_row(seq.image_rows[k].data() + (i - im.at) * E, s.id(), pos, see, logits);
+    place_mrope(s, i);
     return;
   }
   batch.add(seq.req.prompt[static_cast<size_t>(i)], s.id(), pos, logits, pooled);
+  place_mrope(s, i);
+}
+
+// M-RoPE (qwen-vl): positions from the prompt's image spans (Sequence::mrope_spans).
+void Scheduler::Impl::place_mrope(const Slot& s, int64_t i) {
+  const Sequence& seq = *s.seq;
+  if (seq.mrope_spans.empty() || i < seq.mrope_spans.front().at) return;
+  batch.set_mrope(batch.size() - 1, mrope_positions(seq.mrope_spans, i));
 }
 
 }  // namespace engine

@@ -93,6 +93,9 @@ struct Scheduler::Impl {
   int64_t image_cut(const Slot& s, int64_t done, int64_t n, int64_t budget) const;
   void advance_images();
   void add_prompt_entry(Slot& s, int64_t i, bool logits, bool pooled);
+  // The batch's last entry, position i of slot s, gets its M-RoPE positions when the projector
+  // places images so (qwen-vl) and s's prompt has one at or before i.
+  void place_mrope(const Slot& s, int64_t i);
   void finish(Slot& slot, FinishReason reason, const std::string& error = {}, bool flush = true);
   // The slot's request has ended (its sequence already reset): the slot is free for the next
   // request and holds nothing the running requests use.

@@ -12,6 +12,7 @@
 #include "engine/runtime/sampler.h"
 #include "engine/runtime/scheduler.h"
 #include "engine/runtime/stop_strings.h"
+#include "engine/vision/projector.h"
 #include "engine/text/grammar/token_masks.h"
 #include "engine/text/tokenizer/decoder.h"
 
@@ -53,6 +54,7 @@ struct Sequence {
   int32_t next_token = -1;
   NgramIndex ngram;  // empty until the n-gram drafter first looks (speculation.h)
   std::vector<std::vector<float>> image_rows;  // per req.images: (n_tokens, n_embd) once encoded
+  std::vector<ImageSpan> mrope_spans;  // per req.images when they take M-RoPE positions (qwen-vl)
 };
 
 }  // namespace engine

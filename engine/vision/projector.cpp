@@ -1,5 +1,6 @@
 #include "engine/vision/projector.h"
 
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
@@ -15,19 +16,25 @@ constexpr const char* kSpatialMerge = "clip.vision.spatial_merge_size";
 constexpr ProjectorTraits kProjectors[] = {
     // kind, name, fit, non_causal, begin, end,
     // norm, positions, merge key and default, min / max tokens (kKeepAspect), rope theta, attention scaled,
-    // v normed, pixels centred
+    // v normed, pixels centred, the image's positions in the decoder
     {ProjectorKind::kGemma3, "gemma3", ImageFit::kLetterbox, true, "<start_of_image>", "<end_of_image>",
-     VitNorm::kLayerNorm, VitPositions::kLearned, kScaleFactor, 4, 0, 0, 0.0f, true, false, false},
+     VitNorm::kLayerNorm, VitPositions::kLearned, kScaleFactor, 4, 0, 0, 0.0f, true, false, false,
+     ImagePositions::kSequential},
     {ProjectorKind::kGemma4v, "gemma4v", ImageFit::kKeepAspect, true, "<|image>", "<image|>",
-     VitNorm::kRmsNorm, VitPositions::kTablesRope, kScaleFactor, 3, 40, 280, 100.0f, false, true, true},
+     VitNorm::kRmsNorm, VitPositions::kTablesRope, kScaleFactor, 3, 40, 280, 100.0f, false, true, true,
+     ImagePositions::kSequential},
     {ProjectorKind::kPixtral, "pixtral", ImageFit::kKeepAspect, false, "", "[IMG_END]",
-     VitNorm::kRmsNorm, VitPositions::kRope2d, kSpatialMerge, 1, 8, 1024, 10000.0f, true, false, false},
+     VitNorm::kRmsNorm, VitPositions::kRope2d, kSpatialMerge, 1, 8, 1024, 10000.0f, true, false, false,
+     ImagePositions::kSequential},
+    {ProjectorKind::kQwen3vl, "qwen3vl_merger", ImageFit::kKeepAspect, false, "<|vision_start|>", "<|vision_end|>",
+     VitNorm::kLayerNorm, VitPositions::kResizedMrope, kSpatialMerge, 2, 8, 4096, 10000.0f, true, false, false,
+     ImagePositions::kMrope2d},
 };
 
 // Kinds llama.cpp's mtmd knows that ggufd does not run (yet): named in the load error, so a user
 // learns the file is fine and what is missing.
 constexpr const char* kKnownElsewhere[] = {
-    "gemma4uv", "qwen2vl_merger", "qwen2.5vl_merger", "qwen3vl_merger", "idefics3", "mlp", "mlp_norm",
+    "gemma4uv", "qwen2vl_merger", "qwen2.5vl_merger", "idefics3", "mlp", "mlp_norm",
     "ldp", "ldpv2", "resampler", "glm_edge", "lfm2", "internvl", "llama4", "kimivl", "ultravox", "qwen2a",
     "voxtral", "gemma3nv", "lightonocr", "cogvlm", "janus_pro"};
 
@@ -85,6 +92,9 @@ VisionHParams read_hparams(const gguf::File& f, const ProjectorTraits& traits) {
                 std::to_string(hp.n_head));
   }
   if (hp.image_size > 4096 || hp.n_layer > 256) fail(f, "image size or block count out of range");
+  if (traits.positions == VitPositions::kResizedMrope && hp.head_dim() > 512) {
+    fail(f, "head size " + std::to_string(hp.head_dim()) + " is over 512");
+  }
   if (traits.positions != VitPositions::kLearned && hp.head_dim() % 4 != 0) {
     fail(f, "head size " + std::to_string(hp.head_dim()) + " does not split into two rotary halves");
   }
@@ -141,6 +151,61 @@ std::vector<float> position_tables(const gguf::FileSet& files, const gguf::File&
   return out;
 }
 
+// qwen3vl's learned positions: GGUF [n_embd, side * side], f32 (a square grid of patches).
+std::vector<float> square_table(const Loader& ld, const gguf::File& f, int64_t V, int64_t& side) {
+  const gguf::TensorInfo& t = ld.get("v.position_embd.weight");
+  const auto n = t.n_dims == 2 ? static_cast<int64_t>(t.ne[1]) : 0;
+  side = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(n))));
+  if (n == 0 || side * side != n || side > 4096) {
+    fail(f, "tensor 'v.position_embd.weight' has shape " + shape_string(t) + ", expected [" + std::to_string(V) +
+                ", side * side]");
+  }
+  return ld.vectors("v.position_embd.weight", V, n, true);
+}
+
+// Rows of a matrix with `cols` values per row, as the file has it (at most 1 << 16).
+int64_t rows_of(const Loader& ld, const gguf::File& f, const std::string& name, int64_t cols) {
+  const gguf::TensorInfo& t = ld.get(name);
+  if (t.n_dims != 2 || static_cast<int64_t>(t.ne[0]) != cols || t.ne[1] == 0 || t.ne[1] > (1u << 16)) {
+    fail(f, "tensor '" + name + "' has shape " + shape_string(t) + ", expected [" + std::to_string(cols) + ", rows]");
+  }
+  return static_cast<int64_t>(t.ne[1]);
+}
+
+bool has_deepstack(const gguf::FileSet& files) {
+  for (const gguf::TensorInfo* t : files.tensors()) {
+    if (t->name.rfind("v.deepstack.", 0) == 0) return true;
+  }
+  return false;
+}
+
+// fc1 (H, 4V) and fc2 (T, H) with their biases, H as the file has it.
+BlockMerger read_block_merger(const Loader& ld, const gguf::File& f, const std::string& fc1, const std::string& fc2,
+                         int64_t V, int64_t T) {
+  BlockMerger m;
+  const int64_t H = rows_of(ld, f, fc1 + ".weight", 4 * V);
+  m.fc1 = linear(ld, fc1, H, 4 * V);
+  m.fc1_b = ld.vector(fc1 + ".bias", H, true);
+  m.fc2 = linear(ld, fc2, T, H);
+  m.fc2_b = ld.vector(fc2 + ".bias", T, true);
+  return m;
+}
+
+// A fused attn_qkv (3V, V) and its bias (3V): q, k and v are views of its row thirds.
+void split_qkv(const Loader& ld, const std::string& name, int64_t V, VisionLayer& l) {
+  const Matrix qkv = ld.matrix(name + ".weight", 3 * V, V);
+  Linear* parts[] = {&l.wq, &l.wk, &l.wv};
+  for (int i = 0; i < 3; ++i) {
+    parts[i]->w = Matrix{qkv.type, V, V, qkv.row_bytes,
+                         static_cast<const uint8_t*>(qkv.data) + static_cast<size_t>(i * V) * qkv.row_bytes};
+  }
+  const std::vector<float> b = ld.vector(name + ".bias", 3 * V, false);
+  if (b.empty()) return;
+  l.bq.assign(b.begin(), b.begin() + V);
+  l.bk.assign(b.begin() + V, b.begin() + 2 * V);
+  l.bv.assign(b.begin() + 2 * V, b.end());
+}
+
 }  // namespace
 
 bool VisionHParams::accepts(int64_t width, int64_t height) const {
@@ -148,6 +213,21 @@ bool VisionHParams::accepts(int64_t width, int64_t height) const {
   if (width <= 0 || height <= 0 || width % align() != 0 || height % align() != 0) return false;
   if (width / patch_size > max_side_patches() || height / patch_size > max_side_patches()) return false;
   return (width / align()) * (height / align()) <= max_tokens;
+}
+
+std::array<int32_t, 4> mrope_positions(const std::vector<ImageSpan>& images, int64_t i) {
+  int64_t shift = 0;
+  for (const ImageSpan& im : images) {
+    if (i < im.at) break;
+    if (i < im.at + im.n_tokens) {
+      const auto p = static_cast<int32_t>(im.at - shift);
+      const int64_t k = i - im.at;
+      return {p, p + static_cast<int32_t>(k / im.cols), p + static_cast<int32_t>(k % im.cols), 0};
+    }
+    shift += im.n_tokens - std::max(im.rows, im.cols);
+  }
+  const auto p = static_cast<int32_t>(i - shift);
+  return {p, p, p, p};
 }
 
 const ProjectorTraits& projector_traits(ProjectorKind kind) {
@@ -191,19 +271,26 @@ VisionModel VisionModel::from_files(gguf::FileSet files) {
     m.pos_embd = ld.vectors("v.position_embd.weight", V, m.hp_.max_patches(), true);
   } else if (tr.positions == VitPositions::kTablesRope) {
     m.pos_embd = position_tables(m.files_, f, V, m.hp_.pos_size);
+  } else if (tr.positions == VitPositions::kResizedMrope) {
+    m.pos_embd = square_table(ld, f, V, m.hp_.table_side);
   }
+  if (ld.has("v.patch_embd.weight.1")) m.patch_embd_1 = flat_matrix(ld, f, "v.patch_embd.weight.1", V, 3 * P * P);
   for (int64_t il = 0; il < m.hp_.n_layer; ++il) {
     const std::string b = "v.blk." + std::to_string(il) + ".";
     VisionLayer l;
     l.ln1 = ld.vector(b + "ln1.weight", V, true);
     l.ln1_b = ld.vector(b + "ln1.bias", V, layer_norm);
-    l.wq = linear(ld, b + "attn_q", V, V);
-    l.wk = linear(ld, b + "attn_k", V, V);
-    l.wv = linear(ld, b + "attn_v", V, V);
+    if (ld.has(b + "attn_qkv.weight")) {
+      split_qkv(ld, b + "attn_qkv", V, l);
+    } else {
+      l.wq = linear(ld, b + "attn_q", V, V);
+      l.wk = linear(ld, b + "attn_k", V, V);
+      l.wv = linear(ld, b + "attn_v", V, V);
+      l.bq = ld.vector(b + "attn_q.bias", V, false);
+      l.bk = ld.vector(b + "attn_k.bias", V, false);
+      l.bv = ld.vector(b + "attn_v.bias", V, false);
+    }
     l.wo = linear(ld, b + "attn_out", V, V);
-    l.bq = ld.vector(b + "attn_q.bias", V, false);
-    l.bk = ld.vector(b + "attn_k.bias", V, false);
-    l.bv = ld.vector(b + "attn_v.bias", V, false);
     l.bo = ld.vector(b + "attn_out.bias", V, false);
     l.q_norm = ld.vector(b + "attn_q_norm.weight", D, false);
     l.k_norm = ld.vector(b + "attn_k_norm.weight", D, false);
@@ -222,6 +309,24 @@ VisionModel VisionModel::from_files(gguf::FileSet files) {
   m.post_ln = ld.vector("v.post_ln.weight", V, false);
   m.post_ln_b = ld.vector("v.post_ln.bias", V, false);
   const int64_t T = m.hp_.n_embd_text;
+  if (tr.kind == ProjectorKind::kQwen3vl) {
+    // the merger: LayerNorm (post_ln), 2 x 2 patches concatenated, mm.0 + b, GELU, mm.2 + b
+    const int64_t M = m.hp_.n_merge;
+    if (M != 2) fail(f, "spatial_merge_size is " + std::to_string(M) + ", expected 2 (qwen3vl_merger merges 2 x 2)");
+    for (int64_t il = 0; il < m.hp_.n_layer; ++il) {  // deepstack (Qwen3-VL): a merger of the layer's output
+      const std::string b = "v.deepstack." + std::to_string(il) + ".";
+      if (!ld.has(b + "fc1.weight")) continue;
+      BlockMerger& d = m.layers[static_cast<size_t>(il)].deepstack;
+      d = read_block_merger(ld, f, b + "fc1", b + "fc2", V, T);
+      d.norm = ld.vector(b + "norm.weight", 4 * V, true);
+      d.norm_b = ld.vector(b + "norm.bias", 4 * V, true);
+      ++m.hp_.n_deepstack;
+    }
+    if (has_deepstack(m.files_) && m.hp_.n_deepstack == 0) fail(f, "v.deepstack.* tensors name no layer's fc1");
+    if (m.post_ln.empty()) fail(f, "tensor 'v.post_ln.weight' (the merger's norm) is missing");
+    m.block_merger = read_block_merger(ld, f, "mm.0", "mm.2", V, T);
+    return m;
+  }
   if (tr.kind == ProjectorKind::kPixtral) {
     // pixtral: [RMS norm, patch merger (Mistral Small 3.1)], mm.1 + b, GELU, mm.2 + b; [IMG_BREAK]
     const int64_t M = m.hp_.n_merge;

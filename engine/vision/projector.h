@@ -4,6 +4,7 @@
 // table (projector.cpp); its keys and tensors are those llama.cpp's tools/mtmd reads.
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -26,6 +27,9 @@ enum class ProjectorKind {
   kPixtral,  // Pixtral / Mistral Small 3.1 / Ministral 3: RMS-normed ViT with 2-D RoPE, gated SiLU,
              // an optional k x k patch merger, a two-layer GELU projector and an [IMG_BREAK] row
              // after each row of tokens but the last: any aspect, 8 to 1024 tokens
+  kQwen3vl,  // Qwen3-VL / Qwen3.5: LayerNorm ViT with a resized learned table and M-RoPE, GELU FFN,
+             // each 2 x 2 block of patches concatenated through a two-layer GELU merger: any aspect,
+             // 8 to 4096 tokens, which take 2-D M-RoPE positions in the decoder
 };
 
 // How an image is fitted to the encoder's input.
@@ -35,6 +39,18 @@ enum class ImageFit {
                // min_tokens <= tokens <= max_tokens ("smart resize"; gemma4v)
 };
 
+// An image's tokens in a prompt, for M-RoPE: where they start, how many, and their grid.
+struct ImageSpan {
+  int64_t at = 0, n_tokens = 0, rows = 0, cols = 0;
+};
+
+// Prompt position i's M-RoPE positions (temporal, height, width, extra) among `images` (in order,
+// kMrope2d): a token (row, col) of an image starting at rope position p has (p, p + row, p + col,
+// 0), as llama.cpp's mtmd gives it; text has its rope position in all four, which each image
+// before it moves back by n_tokens - max(rows, cols) (the text after an image continues at
+// p + max(rows, cols)).
+std::array<int32_t, 4> mrope_positions(const std::vector<ImageSpan>& images, int64_t i);
+
 // How the ViT is built (one set per projector row).
 enum class VitNorm { kLayerNorm, kRmsNorm };
 enum class VitPositions {
@@ -43,6 +59,17 @@ enum class VitPositions {
                 // RoPE in attention: a head's first half turns with the column, the second with the row
   kRope2d,      // no learned positions; 2-D RoPE of adjacent pairs: a head's first half turns with the
                 // row, the second with the column at the odd frequencies (llama.cpp's build_rope_2d)
+  kResizedMrope,  // position_embd (side^2, n_embd) resized bilinearly (corners aligned) to the patch
+                  // grid and added; M-RoPE of the vision kind in attention: NeoX pairs (i, i + D/2),
+                  // the first D/4 pairs turned by the row, the next D/4 by the column (ggml's
+                  // GGML_ROPE_TYPE_VISION with sections D/4 each)
+};
+
+// Where an image's tokens sit in the decoder's RoPE.
+enum class ImagePositions {
+  kSequential,  // one position per token, as text
+  kMrope2d,     // M-RoPE: all at the image's start p in the temporal section, p + row and p + column
+                // in the height and width sections; the text after it continues at p + max(rows, cols)
 };
 
 // One row of the projector table.
@@ -62,6 +89,7 @@ struct ProjectorTraits {
   bool attn_scaled;          // attention scores times 1/sqrt(head_dim) (false: times 1, q/k normed)
   bool v_norm;               // v RMS-normed per head, without a weight
   bool centre_pixels;        // the encoder takes 2 x pixel - 1 (after the file's mean and std)
+  ImagePositions image_positions;
 };
 const ProjectorTraits& projector_traits(ProjectorKind kind);
 
@@ -79,12 +107,17 @@ struct VisionHParams {
   float mean[3] = {0.5f, 0.5f, 0.5f};  // image_mean, image_std: per channel of pixels in [0, 1]
   float std[3] = {0.5f, 0.5f, 0.5f};
   int64_t pos_size = 0;     // kTablesRope: rows of each position table (patches per side at most)
+  int64_t table_side = 0;   // kResizedMrope: the learned table's side (any grid is resized from it)
   ImageFit fit = ImageFit::kLetterbox;
   int64_t min_tokens = 0, max_tokens = 0;  // kKeepAspect
   // The FFN's activation: clip.use_gelu GELU (tanh), clip.use_silu SiLU, neither quick GELU
   // (x sigmoid(1.702 x): what llama.cpp runs for a file that says nothing, as Gemma 4's do).
   enum class Act { kGelu, kSilu, kGeluQuick } act = Act::kGelu;
   bool row_breaks = false;  // pixtral: an [IMG_BREAK] row after each row of tokens but the last
+  int64_t n_deepstack = 0;  // qwen3vl: layers whose outputs are merged too (Qwen3-VL's deepstack)
+
+  // The width of a row the encoder gives: the projection, then each deepstack layer's merge.
+  int64_t row_width() const { return n_embd_text * (1 + n_deepstack); }
 
   int64_t head_dim() const { return n_embd / n_head; }
   int64_t align() const { return patch_size * n_merge; }  // input sides are multiples of this
@@ -94,6 +127,9 @@ struct VisionHParams {
   }
   // The most patches a side may have (fit_image keeps to it).
   int64_t max_side_patches() const { return pos_size > 0 ? pos_size : max_tokens * n_merge; }
+  // The image's tokens a row and its rows of tokens (without pixtral's breaks).
+  int64_t token_cols(int64_t width) const { return width / align(); }
+  int64_t token_rows(int64_t height) const { return height / align(); }
   // The most patches an input may have (scratch sizes).
   int64_t max_patches() const {
     return fit == ImageFit::kLetterbox ? (image_size / patch_size) * (image_size / patch_size)
@@ -117,6 +153,15 @@ struct Linear {
   Clamp clamp;
 };
 
+// qwen3vl's merger of 2 x 2 blocks of patches (the projector's, and each deepstack layer's):
+// blocks (n_tok, 4 n_embd), (LayerNorm * norm + norm_b), fc2(gelu(fc1 x + fc1_b)) + fc2_b.
+struct BlockMerger {
+  std::vector<float> norm, norm_b;  // (4 n_embd,) or empty: no norm here (the projector's is v.post_ln)
+  Linear fc1, fc2;                  // (H, 4 n_embd), (n_embd_text, H)
+  std::vector<float> fc1_b, fc2_b;  // (H,), (n_embd_text,)
+  bool present() const { return fc1.w.rows > 0; }
+};
+
 struct VisionLayer {
   std::vector<float> ln1, ln1_b;  // (n_embd,) pre-attention norm (bias: LayerNorm only)
   Linear wq, wk, wv, wo;          // (n_embd, n_embd)
@@ -130,6 +175,7 @@ struct VisionLayer {
   std::vector<float> ffn_up_b, ffn_down_b;
   std::vector<float> ffn_post_norm;          // (n_embd,) or empty
   std::vector<float> out_scale;              // (1,) the layer's output times this, or empty
+  BlockMerger deepstack;                     // qwen3vl (Qwen3-VL): the layer's output merged too, or none
 };
 
 // A loaded projector file: hyperparameters and weights, viewed in place in the mapped file
@@ -165,6 +211,9 @@ class VisionModel {
   Linear mm1, mm2;                            // pixtral: (T, n_embd), (T, T): mm2(gelu(mm1 x + b1)) + b2
   std::vector<float> mm1_b, mm2_b;            // (T,) or empty
   std::vector<float> img_break;               // (T,) pixtral's [IMG_BREAK] row
+  Matrix patch_embd_1;                        // (n_embd, 3 * patch * patch) qwen3vl: the temporal patch's
+                                              // second frame (the image again), or no rows
+  BlockMerger block_merger;                   // qwen3vl: mm.0 and mm.2 (after v.post_ln)
  private:
   explicit VisionModel(gguf::FileSet files) : files_(std::move(files)) {}
   gguf::FileSet files_;

@@ -1,7 +1,8 @@
 // The vision encoder's forward pass over one image, read top to bottom:
 //   patches (n, 3 p p) -> x = patches @ W_patch^T (+ b_patch) + positions (-> pixtral: RMS pre-norm)  (n, V)
 //     positions: gemma3 a learned row per patch; gemma4v column table[col] + row table[row];
-//     pixtral none (RoPE only)
+//     pixtral none (RoPE only); qwen3vl the learned table resized to the grid (and a second frame's
+//     patch embedding added)
 //   per layer: [norm ln1, Q/K/V (+ biases), (gemma4v: per-head RMS norms of q, k (weighted) and
 //               v), (gemma4v, pixtral: 2-D RoPE of q, k), attention over all patches, output
 //               (+ bias), (post-norm), residual]
@@ -13,6 +14,8 @@
 //      gemma4v: average k x k, * sqrt(V), (x - std_bias) * std_scale, RMS norm, @ input_projection
 //      pixtral: (RMS norm, k x k patches unfolded, @ patch_merger), mm2(gelu(mm1 x + b1)) + b2,
 //               an [IMG_BREAK] row after each row of tokens but the last
+//      qwen3vl: each 2 x 2 block of patches concatenated, mm.2(gelu(mm.0 x + b0)) + b2; each deepstack
+//               layer's output merged the same way by its own merger (after a LayerNorm), appended
 //   gemma4v's linears clamp their input and output where the file says so.
 #include "engine/vision/vit.h"
 
@@ -44,17 +47,30 @@ void clamp_row(float* x, int64_t n, float lo, float hi) {
 
 }  // namespace
 
+std::string pairing_error(const VisionModel& vision, const HParams& decoder) {
+  const VisionHParams& hp = vision.hparams();
+  if (hp.n_embd_text != decoder.n_embd) {
+    return "its projection width " + std::to_string(hp.n_embd_text) + " is not the model's embedding width " +
+           std::to_string(decoder.n_embd);
+  }
+  if (hp.n_deepstack != decoder.n_deepstack) {
+    return "its rows carry " + std::to_string(hp.n_deepstack) + " deepstack layers' merges and the model takes " +
+           std::to_string(decoder.n_deepstack) + " (n_deepstack_layers)";
+  }
+  const int* sec = decoder.rope_sections;
+  if (vision.traits().image_positions == ImagePositions::kMrope2d && sec[0] + sec[1] + sec[2] == 0) {
+    return std::string("its images (") + vision.traits().name +
+           ") take 2-D M-RoPE positions, and the model has no rope.dimension_sections (a qwen-vl text model has)";
+  }
+  return "";
+}
+
 VisionEncoder::VisionEncoder(const VisionModel& model)
     : model_(model), hp_(model.hparams()), traits_(model.traits()) {
-  const int64_t V = hp_.n_embd, P = hp_.patch_size, D = hp_.head_dim(), N = hp_.max_patches();
+  const int64_t D = hp_.head_dim();
   flash_params_.d_k = D;
   flash_params_.d_v = D;
   flash_params_.scale = traits_.attn_scaled ? 1.0f / std::sqrt(static_cast<float>(D)) : 1.0f;
-  patches_.resize(sz(N * 3 * P * P));
-  for (auto* b : {&x_, &xn_, &q_, &k_, &v_, &att_, &y_}) b->resize(sz(N * V));
-  hb_.resize(sz(N * hp_.n_ff));
-  if (!model_.layers.empty() && model_.layers[0].ffn_gate.w.rows > 0) hg_.resize(sz(N * hp_.n_ff));
-  clamped_.resize(sz(N * std::max(V, hp_.n_ff)));
   if (traits_.positions != VitPositions::kLearned) {
     // each half of a head (D/2 dims) turns as RoPE over D/2 dims; kRope2d's second half at the odd
     // frequencies (freq_scale base^(-2/D))
@@ -90,8 +106,25 @@ void VisionEncoder::begin(const EncoderInput& input, ThreadPool& pool) {
   gx_ = input.width / hp_.patch_size;
   gy_ = input.height / hp_.patch_size;
   n_ = gx_ * gy_;
+  reserve(n_);
   embed_patches(input, pool);
   block_ = 0;
+  deepstack_.clear();
+}
+
+// Scratch for n patches, grown as images need it (a small image does not pay for the largest).
+void VisionEncoder::reserve(int64_t n) {
+  if (n <= capacity_) return;
+  const int64_t V = hp_.n_embd, P = hp_.patch_size, F = hp_.n_ff;
+  // the projector's inputs: a merger's concatenated blocks and its hidden width fit in (n, V) buffers
+  patches_.resize(sz(n * 3 * P * P));
+  for (auto* b : {&x_, &xn_, &q_, &k_, &v_, &att_, &y_}) b->resize(sz(n * V));
+  int64_t hidden = std::max(F, model_.block_merger.fc1.w.rows / 4 + 1);  // per patch: a merger's per token / 4
+  for (const VisionLayer& l : model_.layers) hidden = std::max(hidden, l.deepstack.fc1.w.rows / 4 + 1);
+  hb_.resize(sz(n * hidden));
+  if (!model_.layers.empty() && model_.layers[0].ffn_gate.w.rows > 0) hg_.resize(sz(n * F));
+  clamped_.resize(sz(n * std::max(V, F)));
+  capacity_ = n;
 }
 
 void VisionEncoder::advance(ThreadPool& pool) {
@@ -101,6 +134,7 @@ void VisionEncoder::advance(ThreadPool& pool) {
     attention_block(l, pool);
   } else {
     ffn_block(l, pool);
+    if (l.deepstack.present()) deepstack_.push_back(merge_blocks(l.deepstack, pool));  // (n_tok, T)
   }
   ++block_;
 }
@@ -134,10 +168,16 @@ void VisionEncoder::embed_patches(const EncoderInput& input, ThreadPool& pool) {
   }
   // x = patches @ W_patch^T + b_patch + positions       (n, 3 P P) -> (n, V)   (the conv, as a product)
   matmul(model_.patch_embd, patches_.data(), n_, x_.data(), pool);
+  // qwen3vl: + patches @ W_patch_1^T (the temporal patch's second frame, the same image)
+  if (model_.patch_embd_1.rows > 0) matmul(model_.patch_embd_1, patches_.data(), n_, y_.data(), pool);
+  // kResizedMrope: the learned (side, side, V) grid resized to (gy, gx, V)
+  if (traits_.positions == VitPositions::kResizedMrope) resize_table(model_.pos_embd.data(), xn_.data(), pool);
   const float* tables = model_.pos_embd.data();  // kTablesRope: columns' (pos_size, V), then rows'
   for_rows(n_, pool, [&](int64_t t) {
     float* x = x_.data() + t * V;
+    if (model_.patch_embd_1.rows > 0) add(x, y_.data() + t * V, V);
     if (!model_.patch_bias.empty()) add(x, model_.patch_bias.data(), V);
+    if (traits_.positions == VitPositions::kResizedMrope) add(x, xn_.data() + t * V, V);
     if (traits_.positions == VitPositions::kLearned) {
       add(x, model_.pos_embd.data() + t * V, V);
     } else if (traits_.positions == VitPositions::kTablesRope) {
@@ -145,6 +185,34 @@ void VisionEncoder::embed_patches(const EncoderInput& input, ThreadPool& pool) {
       add(x, tables + (hp_.pos_size + t / gx_) * V, V);
     }
     if (!model_.pre_ln.empty()) norm(x, x, model_.pre_ln, {});
+  });
+}
+
+// out (gy, gx, V) = the table (S, S, V) resized bilinearly with its corners aligned, as ggml's
+// interpolate (GGML_SCALE_FLAG_ALIGN_CORNERS): source coordinate i (S - 1) / (n - 1), the two
+// neighbours clamped to the table, the weights from the clamped lower one.
+void VisionEncoder::resize_table(const float* table, float* out, ThreadPool& pool) const {
+  const int64_t S = hp_.table_side, V = hp_.n_embd;
+  const auto coord = [S](int64_t i, int64_t n, int64_t& lo, int64_t& hi, float& frac) {
+    const float sf = n > 1 && S > 1 ? static_cast<float>(n - 1) / static_cast<float>(S - 1)
+                                    : static_cast<float>(n) / static_cast<float>(S);
+    const float x = static_cast<float>(i) / sf;
+    lo = static_cast<int64_t>(std::floor(x));
+    hi = std::max<int64_t>(0, std::min(lo + 1, S - 1));
+    lo = std::max<int64_t>(0, std::min(lo, S - 1));
+    frac = std::max(0.0f, std::min(x - static_cast<float>(lo), 1.0f));
+  };
+  for_rows(n_, pool, [&](int64_t t) {
+    int64_t y0, y1, x0, x1;
+    float dy, dx;
+    coord(t / gx_, gy_, y0, y1, dy);
+    coord(t % gx_, gx_, x0, x1, dx);
+    const float *a = table + (y0 * S + x0) * V, *b = table + (y0 * S + x1) * V;
+    const float *c = table + (y1 * S + x0) * V, *d = table + (y1 * S + x1) * V;
+    float* o = out + t * V;
+    for (int64_t i = 0; i < V; ++i) {
+      o[i] = a[i] * (1 - dx) * (1 - dy) + b[i] * dx * (1 - dy) + c[i] * (1 - dx) * dy + d[i] * dx * dy;
+    }
   });
 }
 
@@ -196,6 +264,18 @@ void VisionEncoder::attention_block(const VisionLayer& l, ThreadPool& pool) {
     // half: gemma4v first half by the patch's column, second by its row (NeoX pairs in each half);
     // pixtral first by its row, second by its column (adjacent pairs)
     const int64_t col = t % gx_, row = t / gx_;
+    if (traits_.positions == VitPositions::kResizedMrope) {
+      // M-RoPE, vision kind: NeoX pairs (i, i + D/2) over the whole head; pairs [0, D/4) at the
+      // row's angles, [D/4, D/2) at the column's (the same frequencies)   angles (D/2, 2)
+      float angles[512];
+      std::copy_n(rope_first_.data() + row * D / 2, D / 2, angles);
+      std::copy_n(rope_first_.data() + col * D / 2, D / 2, angles + D / 2);
+      for (int64_t h = 0; h < H; ++h) {
+        rope(q + h * D, angles, static_cast<int>(D), RopeStyle::kNeox);
+        rope(k + h * D, angles, static_cast<int>(D), RopeStyle::kNeox);
+      }
+      return;
+    }
     const float* first = rope_first_.data() + (neox ? col : row) * D / 2;
     const float* second = rope_second_.data() + (neox ? row : col) * D / 2;
     for (int64_t h = 0; h < H; ++h) {
@@ -293,6 +373,7 @@ std::vector<float> VisionEncoder::project(ThreadPool& pool) {
     case ProjectorKind::kGemma3:
     case ProjectorKind::kGemma4v: return project_pooled(pool);
     case ProjectorKind::kPixtral: return project_pixtral(pool);
+    case ProjectorKind::kQwen3vl: return with_deepstack(merge_blocks(model_.block_merger, pool));
   }
   throw std::logic_error("vision encoder: a projector kind without a projection");
 }
@@ -388,6 +469,47 @@ std::vector<float> VisionEncoder::project_pixtral(ThreadPool& pool) {
       out.insert(out.end(), r, r + T);
     }
     if (ty + 1 < oy) out.insert(out.end(), model_.img_break.begin(), model_.img_break.end());
+  }
+  return out;
+}
+
+// qwen3vl's mergers: each 2 x 2 block of x (gy, gx, V) concatenated, (LayerNorm,) two GELU layers.
+//   blocks (n_tok, 4V) -> h = gelu(blocks @ fc1^T + b1) (n_tok, H) -> out = h @ fc2^T + b2 (n_tok, T)
+// The projector merges the last layer's output after v.post_ln; a deepstack layer its own output.
+std::vector<float> VisionEncoder::merge_blocks(const BlockMerger& m, ThreadPool& pool) {
+  const int64_t V = hp_.n_embd, V4 = 4 * V, T = hp_.n_embd_text, H = m.fc1.w.rows;
+  const int64_t ox = gx_ / 2, n_tok = ox * (gy_ / 2);
+  // blocks[t] = patches (2ty, 2tx), (2ty, 2tx + 1), (2ty + 1, 2tx), (2ty + 1, 2tx + 1) of token t =
+  // (ty, tx), as llama.cpp's reshapes order them
+  float* blocks = q_.data();
+  for_rows(n_tok, pool, [&](int64_t t) {
+    const int64_t ty = t / ox, tx = t % ox;
+    float* b = blocks + t * V4;
+    for (int64_t j = 0; j < 4; ++j) std::copy_n(x_.data() + ((2 * ty + j / 2) * gx_ + 2 * tx + j % 2) * V, V, b + j * V);
+    if (!m.norm.empty()) layernorm(b, b, m.norm.data(), m.norm_b.data(), V4, hp_.eps);
+  });
+  float* h = hb_.data();
+  linear(m.fc1, blocks, n_tok, h, pool);
+  for_rows(n_tok, pool, [&](int64_t t) {
+    add(h + t * H, m.fc1_b.data(), H);
+    gelu(h + t * H, H);
+  });
+  std::vector<float> out(sz(n_tok * T));
+  linear(m.fc2, h, n_tok, out.data(), pool);
+  for_rows(n_tok, pool, [&](int64_t t) { add(out.data() + t * T, m.fc2_b.data(), T); });
+  return out;
+}
+
+// rows (n_tok, T) -> (n_tok, T (1 + deepstack layers)): each token's row, then its deepstack rows.
+std::vector<float> VisionEncoder::with_deepstack(std::vector<float> rows) const {
+  if (deepstack_.empty()) return rows;
+  const int64_t T = hp_.n_embd_text, n_tok = static_cast<int64_t>(rows.size()) / T, W = hp_.row_width();
+  std::vector<float> out(sz(n_tok * W));
+  for (int64_t t = 0; t < n_tok; ++t) {
+    std::copy_n(rows.data() + t * T, T, out.data() + t * W);
+    for (size_t k = 0; k < deepstack_.size(); ++k) {
+      std::copy_n(deepstack_[k].data() + t * T, T, out.data() + t * W + (1 + static_cast<int64_t>(k)) * T);
+    }
   }
   return out;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "engine/kernels/thread_pool.h"
@@ -10,6 +11,10 @@
 #include "engine/vision/projector.h"
 
 namespace engine {
+
+// Why the projector cannot feed a decoder of these hyperparameters ("" when it can): its rows'
+// width is not the decoder's, or its images take M-RoPE positions the decoder has no sections for.
+std::string pairing_error(const VisionModel& vision, const HParams& decoder);
 
 // Runs a VisionModel's ViT and projector over one image at a time.
 //
@@ -22,7 +27,7 @@ class VisionEncoder {
  public:
   explicit VisionEncoder(const VisionModel& model);
 
-  // input (3, height, width) -> (hp.n_tokens(width, height), n_embd_text). Throws
+  // input (3, height, width) -> (hp.n_tokens(width, height), hp.row_width()). Throws
   // std::invalid_argument for a size the encoder does not take (hp.accepts) or pixels that do not fit it.
   std::vector<float> encode(const EncoderInput& input, ThreadPool& pool);
 
@@ -46,6 +51,10 @@ class VisionEncoder {
   std::vector<float> project(ThreadPool& pool);
   std::vector<float> project_pooled(ThreadPool& pool);
   std::vector<float> project_pixtral(ThreadPool& pool);
+  std::vector<float> merge_blocks(const BlockMerger& m, ThreadPool& pool);
+  std::vector<float> with_deepstack(std::vector<float> rows) const;
+  void reserve(int64_t n);
+  void resize_table(const float* table, float* out, ThreadPool& pool) const;
 
   const VisionModel& model_;
   const VisionHParams& hp_;
@@ -53,6 +62,8 @@ class VisionEncoder {
   int64_t gx_ = 0, gy_ = 0;  // the image's patch grid: columns, rows
   int64_t n_ = 0;            // patches (gx * gy)
   int64_t block_ = 0;  // blocks run of the image begun (2 per layer)
+  int64_t capacity_ = 0;  // patches the scratch holds
+  std::vector<std::vector<float>> deepstack_;  // per deepstack layer run so far: (n_tok, T)
   kernels::FlashParams flash_params_{};
   std::vector<FlashWorker> workers_;  // one per thread
 
@@ -60,8 +71,8 @@ class VisionEncoder {
   // (max_side_patches, head_dim/4, 2) each; which half takes the row is the projector's
   std::vector<float> rope_first_, rope_second_;
 
-  // Scratch for the most patches (hp.max_patches()), row t belongs to patch t (row-major over
-  // the patch grid).
+  // Scratch for the patches of the largest image so far (reserve()), row t belongs to patch t
+  // (row-major over the patch grid).
   std::vector<float> patches_;  // (n, 3 * patch * patch) each patch's pixels, (c, ky, kx)
   std::vector<float> x_;        // (n, n_embd) residual stream
   std::vector<float> xn_;       // (n, n_embd) normed input of a block

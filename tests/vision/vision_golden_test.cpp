@@ -69,6 +69,8 @@ constexpr Case kCases[] = {
     {"synth-gemma3-F32", "gemma3", true},         {"synth-gemma3-Q8_0", "gemma3", true},
     {"synth-gemma4-F32", "gemma4v", false},       {"synth-gemma4-Q8_0", "gemma4v", false},
     {"tiny-mistral3-F32", "pixtral", false, true}, {"tiny-mistral3-Q8_0", "pixtral", false, true},
+    {"synth-qwen35-F32", "qwen3vl", false},       {"synth-qwen35-Q8_0", "qwen3vl", false},
+    {"synth-qwen3vl-F32", "qwen3vl-deepstack", false, true}, {"synth-qwen3vl-Q8_0", "qwen3vl-deepstack", false, true},
 };
 
 class VisionGolden : public ::testing::TestWithParam<Case> {};
@@ -100,28 +102,53 @@ TEST_P(VisionGolden, EmbeddingsAndLogitsMatchLibmtmd) {
   const std::vector<float> rows = encoder.encode(input, pool);
   const int64_t E = model.hparams().n_embd;
   ASSERT_EQ(vision.hparams().n_embd_text, E);
+  // W: a row's width (E, or with deepstack slices E x 3). golden_mtmd writes mtmd's output buffer in
+  // rows of E values, so with deepstack its n rows are the first n / 3 tokens' whole rows
+  const int64_t W = vision.hparams().row_width();
   double worst_cos = 1.0;
   Batch b;
   int32_t pos = 0;
+  // qwen-vl: the entries' M-RoPE positions; the image takes chunk["n_pos"] of them
+  const bool mrope = vision.traits().image_positions == ImagePositions::kMrope2d;
+  const VisionHParams& vh = vision.hparams();
+  std::vector<ImageSpan> spans;
+  const auto place = [&] {
+    if (mrope) b.set_mrope(b.size() - 1, mrope_positions(spans, b.size() - 1));
+  };
+  int64_t n_past = 0;
   for (const auto& chunk : g["chunks"]) {
     if (chunk["type"] == "text") {
-      for (const auto& t : chunk["tokens"]) b.add(t.get<int32_t>(), 0, pos++, false);
+      for (const auto& t : chunk["tokens"]) {
+        b.add(t.get<int32_t>(), 0, pos++, false);
+        place();
+      }
+      n_past += static_cast<int64_t>(chunk["tokens"].size());
       continue;
     }
     const int64_t n = chunk["n_tokens"].get<int64_t>();
     ASSERT_EQ(n, vision.hparams().n_tokens(input.width, input.height));
-    ASSERT_EQ(rows.size(), static_cast<size_t>(n * E));
+    spans.push_back({pos, n, vh.token_rows(input.height), vh.token_cols(input.width)});
+    const int64_t n_pos = mrope ? std::max(spans.back().rows, spans.back().cols) : n;
+    ASSERT_EQ(chunk["n_pos"].get<int64_t>(), n_pos);
+    n_past += n_pos;
+    ASSERT_EQ(rows.size(), static_cast<size_t>(n * W));
     for (int64_t i = 0; i < n; ++i) {
       const double c = cosine(rows.data() + i * E, chunk["embd"][static_cast<size_t>(i)].get<std::vector<float>>());
       worst_cos = std::min(worst_cos, c);
       EXPECT_GE(c, 0.9999) << "image row " << i;
     }
     const int32_t last = pos + static_cast<int32_t>(n) - 1;
-    for (int64_t i = 0; i < n; ++i, ++pos) b.add_row(rows.data() + i * E, 0, pos, vision.traits().non_causal ? last : pos, false);
+    for (int64_t i = 0; i < n; ++i, ++pos) {
+      b.add_row(rows.data() + i * W, 0, pos, vision.traits().non_causal ? last : pos, false);
+      place();
+    }
   }
-  ASSERT_EQ(pos, g["n_past"].get<int32_t>());
+  ASSERT_EQ(n_past, g["n_past"].get<int64_t>());
   b.logits.back() = 1;
-  for (const auto& t : g["greedy"]) b.add(t.get<int32_t>(), 0, pos++, true);
+  for (const auto& t : g["greedy"]) {
+    b.add(t.get<int32_t>(), 0, pos++, true);
+    place();
+  }
 
   // The logits after the prompt and after each greedy token (teacher-forced).
   KvCache cache(model.hparams(), pos, KvType::kF16);

@@ -123,7 +123,9 @@ int run_image_logits(const LogitsOptions& o) {
   const engine::Tokenizer tok = engine::Tokenizer::from_gguf(model.file());
   const engine::VisionModel vision = engine::VisionModel::load(o.mmproj);
   const int64_t n_vocab = model.hparams().n_vocab, E = model.hparams().n_embd, k = std::clamp<int64_t>(o.top, 1, n_vocab);
-  if (vision.hparams().n_embd_text != E) throw std::invalid_argument("--mmproj: its projection width does not fit the model");
+  if (const std::string why = engine::pairing_error(vision, model.hparams()); !why.empty()) {
+    throw std::invalid_argument("--mmproj: " + why);
+  }
   const std::string bytes = read_text_file(o.image);
   const engine::RgbImage img = engine::decode_image(
       std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), engine::ImageLimits{});
@@ -153,16 +155,23 @@ int run_image_logits(const LogitsOptions& o) {
   engine::KvCache cache(model.hparams(), n + o.greedy, engine::kv_type_from_name(o.kv_type));
   engine::Forward fwd(model, n);
   engine::Batch batch;
-  const int64_t a = image_at[0];
+  const int64_t a = image_at[0], W = vision.hparams().row_width();  // (W: E, or with deepstack slices)
   const auto last = static_cast<int32_t>(a + n_img - 1);
+  const engine::VisionHParams& vh = vision.hparams();
+  const bool mrope = vision.traits().image_positions == engine::ImagePositions::kMrope2d;
+  const std::vector<engine::ImageSpan> spans = {{a, n_img, vh.token_rows(input.height), vh.token_cols(input.width)}};
+  const auto place = [&](int64_t i) {  // M-RoPE positions (qwen-vl)
+    if (mrope) batch.set_mrope(batch.size() - 1, engine::mrope_positions(spans, i));
+  };
   for (int64_t i = 0; i < n; ++i) {
     const bool out = i + 1 == n;
     if (i >= a && i < a + n_img) {
-      batch.add_row(rows.data() + (i - a) * E, 0, static_cast<int32_t>(i),
+      batch.add_row(rows.data() + (i - a) * W, 0, static_cast<int32_t>(i),
                     vision.traits().non_causal ? last : static_cast<int32_t>(i), out);
     } else {
       batch.add(tokens[static_cast<size_t>(i)], 0, static_cast<int32_t>(i), out);
     }
+    place(i);
   }
   fwd.eval(batch, cache, pool);
   const nlohmann::json last_top = top_k(fwd.logits(0), n_vocab, k);
@@ -173,20 +182,25 @@ int run_image_logits(const LogitsOptions& o) {
     greedy.push_back(t);
     batch.clear();
     batch.add(t, 0, static_cast<int32_t>(n + g), true);
+    place(n + g);
     fwd.eval(batch, cache, pool);
     row = fwd.logits(0);
     gen_top.push_back(top_k(row, n_vocab, k));
   }
+  // the positions the image takes: M-RoPE's max(rows, cols), else one per token
+  const int64_t n_pos = mrope ? std::max(spans[0].rows, spans[0].cols) : n_img;
   nlohmann::json embd = nlohmann::json::array();
+  // (in rows of E values as golden_mtmd writes mtmd's buffer: with deepstack rows of E x (1 + d),
+  // those are the first tokens' whole rows)
   for (int64_t i = 0; i < n_img; ++i) embd.push_back(std::vector<float>(rows.begin() + i * E, rows.begin() + (i + 1) * E));
   const nlohmann::json chunks = {
       {{"type", "text"}, {"tokens", std::vector<int32_t>(tokens.begin(), tokens.begin() + a)}},
-      {{"type", "image"}, {"n_tokens", n_img}, {"n_pos", n_img}, {"embd", embd}},
+      {{"type", "image"}, {"n_tokens", n_img}, {"n_pos", n_pos}, {"embd", embd}},
       {{"type", "text"}, {"tokens", std::vector<int32_t>(tokens.begin() + a + n_img, tokens.end())}}};
   const nlohmann::json out = {{"model", base_name(o.model)}, {"mmproj", base_name(o.mmproj)}, {"image", base_name(o.image)},
                               {"image_nx", img.width},       {"image_ny", img.height},        {"n_vocab", n_vocab},
                               {"topk", k},                   {"non_causal_image", vision.traits().non_causal},
-                              {"chunks", chunks},            {"last_top", last_top},          {"n_past", n},
+                              {"chunks", chunks},            {"last_top", last_top},          {"n_past", n - n_img + n_pos},
                               {"greedy", greedy},            {"gen_top", gen_top}};
   std::printf("%s\n", out.dump().c_str());
   return 0;

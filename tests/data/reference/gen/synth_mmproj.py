@@ -23,22 +23,36 @@ pixtral (Mistral Small 3.1 / Ministral 3's vision encoder with its patch merger;
   mm.patch_merger), the LLaVA projector (mm.1 + bias, GELU, mm.2 + bias) and v.token_embd.img_break after each row of
   tokens but the last. The image keeps its aspect (sides multiples of patch x merge, 8 to 1024 tokens).
 
+qwen3vl_merger (Qwen3-VL / Qwen3.5's vision encoder; seed 7, text width 256, as synth-qwen35):
+  two patch embeddings (v.patch_embd.weight and .weight.1: the temporal patch's two frames, both the image) with a bias;
+  a learned position table of 16 x 16 (v.position_embd.weight), bilinearly resized (corners aligned) to the patch
+  grid; per layer LayerNorms ln1 / ln2 with biases, one fused attn_qkv with a bias, attn_out with a bias, M-RoPE of
+  the vision kind (NeoX pairs over the whole head: the first quarter of pairs turned by the patch's row, the second by
+  its column, base 10000), scores times 1/sqrt(head), a GELU FFN (up, down, biases; clip.use_gelu); then the merger:
+  a LayerNorm (v.post_ln), each 2 x 2 block of patches concatenated (mm.0 + bias, GELU, mm.2 + bias). The image keeps
+  its aspect (sides multiples of patch x 2, 8 to 4096 tokens); in the decoder its tokens take 2-D M-RoPE positions.
+  With --deepstack (Qwen3-VL): the outputs of those layers, each 2 x 2 block concatenated, through their own merger
+  (v.deepstack.N: LayerNorm over the 4 patches, fc1 + bias, GELU, fc2 + bias), appended to each token's row.
+
 Needs gguf-py (PYTHONPATH=<llama.cpp>/gguf-py) and numpy.
-Usage: synth_mmproj.py {gemma4v,pixtral} OUT.gguf [--seed S] [--text-embd T] [--embd 64] [--layers 2] [--heads 2]
-                       [--ff 128] [--patch 8]   (the defaults make the files kept here)"""
+Usage: synth_mmproj.py {gemma4v,pixtral,qwen3vl_merger} OUT.gguf [--seed S] [--text-embd T] [--embd 64] [--layers 2] [--heads 2]
+                       [--ff 128] [--patch 8] [--side 16] [--deepstack 0,1]   (the defaults make the files
+                       kept here; synth-mmproj-qwen3vl-deepstack-F32 is qwen3vl_merger --deepstack 0,1 --seed 9 --text-embd 128)"""
 import argparse
 import numpy as np
 import gguf
 
 ap = argparse.ArgumentParser()
-ap.add_argument("kind", choices=["gemma4v", "pixtral"]); ap.add_argument("out")
+ap.add_argument("kind", choices=["gemma4v", "pixtral", "qwen3vl_merger"]); ap.add_argument("out")
 ap.add_argument("--seed", type=int); ap.add_argument("--text-embd", type=int)
 ap.add_argument("--embd", type=int, default=64); ap.add_argument("--layers", type=int, default=2)
 ap.add_argument("--heads", type=int, default=2); ap.add_argument("--ff", type=int, default=128)
 ap.add_argument("--patch", type=int, default=8)
+ap.add_argument("--side", type=int, default=16)  # qwen3vl_merger: the learned position table's side
+ap.add_argument("--deepstack", default="")  # qwen3vl_merger: "0,1": those layers' outputs merged too (Qwen3-VL)
 a = ap.parse_args()
-rng = np.random.default_rng(a.seed if a.seed is not None else {"gemma4v": 3, "pixtral": 5}[a.kind])
-T = a.text_embd or {"gemma4v": 256, "pixtral": 128}[a.kind]
+rng = np.random.default_rng(a.seed if a.seed is not None else {"gemma4v": 3, "pixtral": 5, "qwen3vl_merger": 7}[a.kind])
+T = a.text_embd or {"gemma4v": 256, "pixtral": 128, "qwen3vl_merger": 256}[a.kind]
 V, L, H, FF, PS = a.embd, a.layers, a.heads, a.ff, a.patch
 D = V // H
 
@@ -112,6 +126,34 @@ def pixtral():
     t("v.token_embd.img_break", (0.5 * rng.standard_normal(T)).astype(np.float32))
 
 
-{"gemma4v": gemma4v, "pixtral": pixtral}[a.kind]()
+def qwen3vl_merger():
+    M, SIDE = 2, a.side
+    w.add_bool("clip.use_gelu", True); w.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)
+    w.add_uint32("clip.vision.image_size", SIDE * PS)  # the converter's sqrt(num_position_embeddings) x patch
+    w.add_array("clip.vision.image_mean", [0.5, 0.5, 0.5]); w.add_array("clip.vision.image_std", [0.5, 0.5, 0.5])
+    w.add_uint32("clip.vision.spatial_merge_size", M)
+    t("v.patch_embd.weight.1", (rng.standard_normal((V, 3, PS, PS)) / np.sqrt(3 * PS * PS)).astype(np.float32))
+    t("v.patch_embd.bias", bias(V))
+    t("v.position_embd.weight", (0.5 * rng.standard_normal((SIDE * SIDE, V))).astype(np.float32))
+    for i in range(L):
+        p = f"v.blk.{i}."
+        t(p + "ln1.weight", norm(V)); t(p + "ln1.bias", bias(V)); t(p + "ln2.weight", norm(V)); t(p + "ln2.bias", bias(V))
+        t(p + "attn_qkv.weight", mat(3 * V, V)); t(p + "attn_qkv.bias", bias(3 * V))
+        t(p + "attn_out.weight", mat(V, V)); t(p + "attn_out.bias", bias(V))
+        t(p + "ffn_up.weight", mat(FF, V)); t(p + "ffn_up.bias", bias(FF))
+        t(p + "ffn_down.weight", mat(V, FF)); t(p + "ffn_down.bias", bias(V))
+    deep = [int(x) for x in a.deepstack.split(",") if x != ""]
+    if deep: w.add_array("clip.vision.is_deepstack_layers", [i in deep for i in range(L)])
+    for i in deep:
+        p = f"v.deepstack.{i}."
+        t(p + "norm.weight", norm(4 * V)); t(p + "norm.bias", bias(4 * V))
+        t(p + "fc1.weight", mat(4 * V, 4 * V)); t(p + "fc1.bias", bias(4 * V))
+        t(p + "fc2.weight", mat(T, 4 * V)); t(p + "fc2.bias", bias(T))
+    t("v.post_ln.weight", norm(V)); t("v.post_ln.bias", bias(V))
+    t("mm.0.weight", mat(4 * V, 4 * V)); t("mm.0.bias", bias(4 * V))
+    t("mm.2.weight", mat(T, 4 * V)); t("mm.2.bias", bias(T))
+
+
+{"gemma4v": gemma4v, "pixtral": pixtral, "qwen3vl_merger": qwen3vl_merger}[a.kind]()
 w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
 print(f"wrote {a.out}: {a.kind} projector, ViT {L} layers x {V} ({H} heads), {PS}px patches, to {T}")

@@ -1,0 +1,65 @@
+#!/usr/bin/python3
+"""A random-weight qwen3vl text model (Qwen3-VL's decoder: qwen3 with interleaved M-RoPE and deepstack) for llama.cpp
+references with a qwen3vl_merger projector that has deepstack layers (gen/synth_mmproj.py qwen3vl_merger --deepstack).
+
+The conventions of ../shared/tools/synth_arch.py: weights N(0, 1/fan_in), norms 1 + N(0, 0.01) (here 0.1, as
+synth_lfm2.py), F32, the tokenizer copied from a donor (default ../shared/models/stories260K.gguf, a 512-token SPM
+vocabulary); quantize afterwards with llama-quantize. As llama.cpp b10108's src/models/qwen3vl.cpp loads it: embd 128,
+3 layers, 2 heads / 1 KV of 64, per-head q/k norms, IMRoPE with rope.dimension_sections [12, 10, 10, 0] (Qwen3-VL's
+[24, 20, 20, 0] for half the head) base 5e6, SwiGLU FFN 256, an output matrix, and n_deepstack_layers 2: an image's
+row is 128 x 3 wide, and layers 0 and 1 add its second and third slices to their outputs (fewer than the layers:
+llama.cpp's graph cannot add deepstack to its last layer, whose rows it first cuts to the outputs).
+Needs gguf-py (PYTHONPATH=<llama.cpp>/gguf-py) and numpy.
+Usage: synth_qwen3vl.py OUT.gguf [--donor F.gguf] [--seed N]"""
+import argparse, os
+import numpy as np
+import gguf
+
+here = os.path.dirname(os.path.abspath(__file__))
+ap = argparse.ArgumentParser()
+ap.add_argument("out")
+ap.add_argument("--donor", default=os.path.join(here, "..", "..", "..", "..", "shared", "models", "stories260K.gguf"))
+ap.add_argument("--seed", type=int, default=11)
+a = ap.parse_args()
+rng = np.random.default_rng(a.seed)
+
+E, L, H, KV, D, FF, DEEP = 128, 3, 2, 1, 64, 256, 2
+arch = "qwen3vl"
+donor = gguf.GGUFReader(a.donor)
+tok_fields = {k: f for k, f in donor.fields.items() if k.startswith("tokenizer.")}
+n_vocab = len(tok_fields["tokenizer.ggml.tokens"].contents())
+
+w = gguf.GGUFWriter(a.out, arch)
+w.add_name("synth-" + arch)
+w.add_context_length(4096); w.add_embedding_length(E); w.add_block_count(L); w.add_feed_forward_length(FF)
+w.add_head_count(H); w.add_head_count_kv(KV); w.add_key_length(D); w.add_value_length(D)
+w.add_rope_dimension_count(D); w.add_layer_norm_rms_eps(1e-6); w.add_rope_freq_base(5e6)
+w.add_array(arch + ".rope.dimension_sections", [12, 10, 10, 0]); w.add_uint32(arch + ".n_deepstack_layers", DEEP)
+w.add_file_type(gguf.LlamaFileType.ALL_F32)
+for k, f in tok_fields.items():
+    t = f.types[0]
+    if t == gguf.GGUFValueType.ARRAY:
+        w.add_array(k, f.contents())
+    elif t == gguf.GGUFValueType.STRING:
+        w.add_string(k, f.contents())
+    else:
+        w.add_key_value(k, f.contents(), t)
+
+def mat(rows, cols):  # gguf shape (cols = fan_in, rows) -> numpy (rows, cols)
+    return (rng.standard_normal((rows, cols)) / np.sqrt(cols)).astype(np.float32)
+def norm(n):
+    return (1.0 + 0.1 * rng.standard_normal(n)).astype(np.float32)
+def t(name, arr): w.add_tensor(name, arr)
+
+t("token_embd.weight", mat(n_vocab, E))
+t("output_norm.weight", norm(E))
+t("output.weight", mat(n_vocab, E))
+for i in range(L):
+    p = f"blk.{i}."
+    t(p + "attn_norm.weight", norm(E)); t(p + "ffn_norm.weight", norm(E))
+    t(p + "attn_q.weight", mat(H * D, E)); t(p + "attn_k.weight", mat(KV * D, E)); t(p + "attn_v.weight", mat(KV * D, E))
+    t(p + "attn_output.weight", mat(E, H * D))
+    t(p + "attn_q_norm.weight", norm(D)); t(p + "attn_k_norm.weight", norm(D))
+    t(p + "ffn_gate.weight", mat(FF, E)); t(p + "ffn_up.weight", mat(FF, E)); t(p + "ffn_down.weight", mat(E, FF))
+w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+print(f"wrote {a.out}: {arch}, {L} layers, embd {E}, deepstack {DEEP}, vocab {n_vocab}")
