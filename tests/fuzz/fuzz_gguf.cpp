@@ -2,7 +2,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <exception>
+
+#include "engine/vision/projector.h"
 #include "gguf/file.h"
+#include "gguf/file_set.h"
 #include "gguf/summary.h"
 #include "gguf/writer.h"
 #include "server/api/gguf_json.h"
@@ -22,6 +26,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)server::dump(server::file_to_json(f, false));
     (void)gguf::summarize(f);
     (void)w.to_bytes();
+    // as a vision projector (--mmproj): its keys, tensors and shapes checked, or a clear refusal
+    try {
+      (void)engine::VisionModel::from_files(gguf::FileSet::single(f));
+    } catch (const std::runtime_error&) {
+    }
   } catch (const gguf::Error&) {
   }
   return 0;
