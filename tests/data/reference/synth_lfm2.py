@@ -16,6 +16,8 @@ import argparse, os
 import numpy as np
 import gguf
 
+from synth_common import Weights, copy_tokenizer
+
 here = os.path.dirname(os.path.abspath(__file__))
 ap = argparse.ArgumentParser()
 ap.add_argument("out")
@@ -34,10 +36,6 @@ if a.moe:
 L, D = len(ATTN), E // H
 arch = "lfm2moe" if a.moe else "lfm2"
 
-donor = gguf.GGUFReader(a.donor)
-tok_fields = {k: f for k, f in donor.fields.items() if k.startswith("tokenizer.")}
-n_vocab = len(tok_fields["tokenizer.ggml.tokens"].contents())
-
 w = gguf.GGUFWriter(a.out, arch)
 w.add_name("synth-" + arch)
 w.add_context_length(4096); w.add_embedding_length(E); w.add_block_count(L); w.add_feed_forward_length(FF)
@@ -48,19 +46,8 @@ if a.moe:
     w.add_leading_dense_block_count(N_DENSE); w.add_expert_count(N_EXP); w.add_expert_used_count(N_USED)
     w.add_expert_feed_forward_length(FF_EXP); w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
 w.add_file_type(gguf.LlamaFileType.ALL_F32)
-for k, f in tok_fields.items():
-    t = f.types[0]
-    if t == gguf.GGUFValueType.ARRAY:
-        w.add_array(k, f.contents())
-    elif t == gguf.GGUFValueType.STRING:
-        w.add_string(k, f.contents())
-    else:
-        w.add_key_value(k, f.contents(), t)
-
-def mat(rows, cols):  # gguf shape (cols = fan_in, rows) -> numpy (rows, cols)
-    return (rng.standard_normal((rows, cols)) / np.sqrt(cols)).astype(np.float32)
-def norm(n):
-    return (1.0 + 0.1 * rng.standard_normal(n)).astype(np.float32)
+n_vocab = copy_tokenizer(a.donor, w)
+mat, norm = Weights(rng).mat, Weights(rng).norm
 def t(name, arr): w.add_tensor(name, arr)
 
 t("token_embd.weight", mat(n_vocab, E))

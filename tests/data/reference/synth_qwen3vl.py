@@ -15,6 +15,8 @@ import argparse, os
 import numpy as np
 import gguf
 
+from synth_common import Weights, copy_tokenizer
+
 here = os.path.dirname(os.path.abspath(__file__))
 ap = argparse.ArgumentParser()
 ap.add_argument("out")
@@ -25,10 +27,6 @@ rng = np.random.default_rng(a.seed)
 
 E, L, H, KV, D, FF, DEEP = 128, 3, 2, 1, 64, 256, 2
 arch = "qwen3vl"
-donor = gguf.GGUFReader(a.donor)
-tok_fields = {k: f for k, f in donor.fields.items() if k.startswith("tokenizer.")}
-n_vocab = len(tok_fields["tokenizer.ggml.tokens"].contents())
-
 w = gguf.GGUFWriter(a.out, arch)
 w.add_name("synth-" + arch)
 w.add_context_length(4096); w.add_embedding_length(E); w.add_block_count(L); w.add_feed_forward_length(FF)
@@ -36,19 +34,8 @@ w.add_head_count(H); w.add_head_count_kv(KV); w.add_key_length(D); w.add_value_l
 w.add_rope_dimension_count(D); w.add_layer_norm_rms_eps(1e-6); w.add_rope_freq_base(5e6)
 w.add_array(arch + ".rope.dimension_sections", [12, 10, 10, 0]); w.add_uint32(arch + ".n_deepstack_layers", DEEP)
 w.add_file_type(gguf.LlamaFileType.ALL_F32)
-for k, f in tok_fields.items():
-    t = f.types[0]
-    if t == gguf.GGUFValueType.ARRAY:
-        w.add_array(k, f.contents())
-    elif t == gguf.GGUFValueType.STRING:
-        w.add_string(k, f.contents())
-    else:
-        w.add_key_value(k, f.contents(), t)
-
-def mat(rows, cols):  # gguf shape (cols = fan_in, rows) -> numpy (rows, cols)
-    return (rng.standard_normal((rows, cols)) / np.sqrt(cols)).astype(np.float32)
-def norm(n):
-    return (1.0 + 0.1 * rng.standard_normal(n)).astype(np.float32)
+n_vocab = copy_tokenizer(a.donor, w)
+mat, norm = Weights(rng).mat, Weights(rng).norm
 def t(name, arr): w.add_tensor(name, arr)
 
 t("token_embd.weight", mat(n_vocab, E))
