@@ -126,6 +126,9 @@ void Forward::check_tokens(const Batch& batch) const {
   if (!batch.embd.empty() && (batch.embd.size() != sz(n) || batch.see.size() != sz(n))) {
     throw std::invalid_argument("batch: embedding rows and positions seen differ in length from the tokens");
   }
+  if (!batch.mrope.empty() && batch.mrope.size() != sz(n)) {
+    throw std::invalid_argument("batch: M-RoPE positions differ in length from the tokens");
+  }
   for (int64_t i = 0; i < n; ++i) {
     if (batch.row(i) == nullptr && (batch.tokens[sz(i)] < 0 || batch.tokens[sz(i)] >= hp_.n_vocab)) {
       throw std::invalid_argument("batch: token id " + std::to_string(batch.tokens[sz(i)]) +

@@ -188,10 +188,8 @@ void Scheduler::Impl::start(Slot& slot, GenerationRequest&& req) {
     slot.seq.emplace(std::move(req), tokenizer, keep);
     slot.seq->image_rows.resize(slot.seq->req.images.size());
     if (opt.vision && opt.vision->traits().image_positions == ImagePositions::kMrope2d) {
-      const VisionHParams& hp = opt.vision->hparams();
       for (const PromptImage& im : slot.seq->req.images) {
-        slot.seq->mrope_spans.push_back(
-            {im.at, im.n_tokens, hp.token_rows(im.input->height), hp.token_cols(im.input->width)});
+        slot.seq->mrope_spans.push_back(opt.vision->hparams().span(im.at, im.input->width, im.input->height));
       }
     }
     if (slot.seq->embedding()) slot.seq->pooler.emplace(slot.seq->req.pooling, eval.rank_pools_last(), eval.n_embd(), n_prompt);

@@ -123,13 +123,15 @@ struct VisionHParams {
   int64_t align() const { return patch_size * n_merge; }  // input sides are multiples of this
   // The image's tokens in the decoder for an input of width x height pixels: (patches / merge)^2.
   int64_t n_tokens(int64_t width, int64_t height) const {
-    return (width / align()) * (height / align()) + (row_breaks ? height / align() - 1 : 0);
+    const int64_t cols = width / align(), rows = height / align();
+    return cols * rows + (row_breaks ? rows - 1 : 0);
+  }
+  // The span of such an input's tokens starting at prompt position `at` (M-RoPE's grid).
+  ImageSpan span(int64_t at, int64_t width, int64_t height) const {
+    return {at, n_tokens(width, height), height / align(), width / align()};
   }
   // The most patches a side may have (fit_image keeps to it).
   int64_t max_side_patches() const { return pos_size > 0 ? pos_size : max_tokens * n_merge; }
-  // The image's tokens a row and its rows of tokens (without pixtral's breaks).
-  int64_t token_cols(int64_t width) const { return width / align(); }
-  int64_t token_rows(int64_t height) const { return height / align(); }
   // The most patches an input may have (scratch sizes).
   int64_t max_patches() const {
     return fit == ImageFit::kLetterbox ? (image_size / patch_size) * (image_size / patch_size)

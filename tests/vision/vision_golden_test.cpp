@@ -127,7 +127,7 @@ TEST_P(VisionGolden, EmbeddingsAndLogitsMatchLibmtmd) {
     }
     const int64_t n = chunk["n_tokens"].get<int64_t>();
     ASSERT_EQ(n, vision.hparams().n_tokens(input.width, input.height));
-    spans.push_back({pos, n, vh.token_rows(input.height), vh.token_cols(input.width)});
+    spans.push_back(vh.span(pos, input.width, input.height));
     const int64_t n_pos = mrope ? std::max(spans.back().rows, spans.back().cols) : n;
     ASSERT_EQ(chunk["n_pos"].get<int64_t>(), n_pos);
     n_past += n_pos;

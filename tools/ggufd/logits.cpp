@@ -159,7 +159,7 @@ int run_image_logits(const LogitsOptions& o) {
   const auto last = static_cast<int32_t>(a + n_img - 1);
   const engine::VisionHParams& vh = vision.hparams();
   const bool mrope = vision.traits().image_positions == engine::ImagePositions::kMrope2d;
-  const std::vector<engine::ImageSpan> spans = {{a, n_img, vh.token_rows(input.height), vh.token_cols(input.width)}};
+  const std::vector<engine::ImageSpan> spans = {vh.span(a, input.width, input.height)};
   const auto place = [&](int64_t i) {  // M-RoPE positions (qwen-vl)
     if (mrope) batch.set_mrope(batch.size() - 1, engine::mrope_positions(spans, i));
   };
