@@ -57,6 +57,8 @@ inline constexpr ArchTraits kArchTraits[] = {
     // (IMRoPE from rope.dimension_sections, deepstack: n_deepstack_layers)
     {Arch::kQwen3Vl,   "qwen3vl",  RopeStyle::kNeox,   FfnAct::kSilu,     false, true,  false, false, false, false, "ffn_norm"},
     {Arch::kQwen3VlMoe, "qwen3vlmoe", RopeStyle::kNeox, FfnAct::kSilu,    false, true,  false, true,  false, false, "ffn_norm"},
+    // (M-RoPE from rope.dimension_sections)
+    {Arch::kQwen2Vl,   "qwen2vl",  RopeStyle::kNeox,   FfnAct::kSilu,     true,  false, false, false, false, false, "ffn_norm"},
     {Arch::kQwen2Moe,  "qwen2moe", RopeStyle::kNeox,   FfnAct::kSilu,     false, false, false, true,  false, true,  "ffn_norm"},
     {Arch::kGemma2,    "gemma2",   RopeStyle::kNeox,   FfnAct::kGeluTanh, false, false, true,  false, false, false, "ffn_norm"},
     {Arch::kGemma3,    "gemma3",   RopeStyle::kNeox,   FfnAct::kGeluTanh, false, true,  true,  false, false, false, "ffn_norm"},

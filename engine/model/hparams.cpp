@@ -209,6 +209,9 @@ void read_arch_hparams(const gguf::File& file, const std::string& p, HParams& hp
         hp.n_deepstack = static_cast<int64_t>(*d);
       }
       break;
+    case Arch::kQwen2Vl:  // M-RoPE: the sections side by side over the rotated pairs
+      read_rope_sections(file, p, hp, false);
+      break;
     case Arch::kJinaBertV2:  // llama.cpp's fixed value (no key)
       hp.alibi_max_bias = 8.0f;
       break;

@@ -50,7 +50,7 @@ void read_recurrent_layers(const gguf::File& file, const std::string& p, int64_t
 }  // namespace
 
 // rope.dimension_sections: four section sizes (an array of 4, or one number for all four).
-void read_rope_sections(const gguf::File& file, const std::string& p, HParams& hp) {
+void read_rope_sections(const gguf::File& file, const std::string& p, HParams& hp, bool interleaved) {
   const std::string key = p + "rope.dimension_sections";
   if (const gguf::Value* a = file.find_array(key)) {
     if (a->size() != 4) fail(file, key + " has " + std::to_string(a->size()) + " entries, expected 4");
@@ -68,7 +68,7 @@ void read_rope_sections(const gguf::File& file, const std::string& p, HParams& h
   if (hp.rope_sections[0] + hp.rope_sections[1] + hp.rope_sections[2] == 0) {
     fail(file, key + ": the t, h and w sections are all 0");
   }
-  hp.imrope = true;
+  hp.imrope = interleaved;
 }
 
 void read_hybrid_hparams(const gguf::File& file, const std::string& p, HParams& hp) {
@@ -127,6 +127,12 @@ void read_short_conv_hparams(const gguf::File& file, const std::string& p, HPara
 }
 
 void describe_hybrid(const HParams& hp, std::vector<HParamField>& out) {
+  const int* sec = hp.rope_sections;
+  if (sec[0] + sec[1] + sec[2] + sec[3] > 0) {  // multi-section RoPE (qwen35, qwen-vl)
+    out.push_back({"rope_sections", std::to_string(sec[0]) + "," + std::to_string(sec[1]) + "," + std::to_string(sec[2]) +
+                                        "," + std::to_string(sec[3]) + (hp.imrope ? " (imrope)" : " (mrope)"),
+                   false});
+  }
   if (!hp.ssm.enabled()) return;
   const DeltaNetParams& s = hp.ssm;
   if (s.short_conv) {
@@ -142,12 +148,6 @@ void describe_hybrid(const HParams& hp, std::vector<HParamField>& out) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f MiB per sequence", mib);
   out.push_back({"recurrent_state", buf, false});
-  if (hp.imrope) {
-    out.push_back({"rope_sections", std::to_string(hp.rope_sections[0]) + "," + std::to_string(hp.rope_sections[1]) + "," +
-                                        std::to_string(hp.rope_sections[2]) + "," + std::to_string(hp.rope_sections[3]) +
-                                        " (imrope)",
-                   false});
-  }
   if (hp.n_layer_nextn > 0) out.push_back({"nextn_predict_layers", std::to_string(hp.n_layer_nextn), true});
 }
 

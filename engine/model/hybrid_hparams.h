@@ -15,8 +15,9 @@ namespace engine {
 // hp. `p` is "<arch>.". Throws std::runtime_error naming the file and the key.
 void read_hybrid_hparams(const gguf::File& file, const std::string& p, HParams& hp);
 
-// rope.dimension_sections (four sizes, or one for all four): IMRoPE (qwen35, qwen3vl).
-void read_rope_sections(const gguf::File& file, const std::string& p, HParams& hp);
+// rope.dimension_sections (four sizes, or one for all four): IMRoPE (qwen35, qwen3vl), or with
+// interleaved false M-RoPE, the sections side by side (qwen2vl).
+void read_rope_sections(const gguf::File& file, const std::string& p, HParams& hp, bool interleaved = true);
 
 // lfm2, lfm2moe: shortconv.l_cache (the conv's taps) into hp.ssm for the layers
 // attention.head_count_kv marks 0 (already in hp.recurrent_layer); lfm2 only (as llama.cpp):

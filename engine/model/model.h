@@ -47,6 +47,7 @@ enum class Arch {
   kQwen3Vl,   // Qwen3-VL's text model: qwen3 with IMRoPE, an image row's deepstack slices added after
               // the first layers
   kQwen3VlMoe,// qwen3vl with qwen3moe's experts
+  kQwen2Vl,   // Qwen2-VL's and Qwen2.5-VL's text model: qwen2 with M-RoPE (sections side by side)
 };
 
 // How a sequence's final hidden states become one vector (pooling_type; llama.cpp's numbering).

@@ -16,25 +16,31 @@ constexpr const char* kSpatialMerge = "clip.vision.spatial_merge_size";
 constexpr ProjectorTraits kProjectors[] = {
     // kind, name, fit, non_causal, begin, end,
     // norm, positions, merge key and default, min / max tokens (kKeepAspect), rope theta, attention scaled,
-    // v normed, pixels centred, the image's positions in the decoder
+    // v normed, pixels centred, the image's positions in the decoder, the projection
     {ProjectorKind::kGemma3, "gemma3", ImageFit::kLetterbox, true, "<start_of_image>", "<end_of_image>",
      VitNorm::kLayerNorm, VitPositions::kLearned, kScaleFactor, 4, 0, 0, 0.0f, true, false, false,
-     ImagePositions::kSequential},
+     ImagePositions::kSequential, Projection::kPooled},
     {ProjectorKind::kGemma4v, "gemma4v", ImageFit::kKeepAspect, true, "<|image>", "<image|>",
      VitNorm::kRmsNorm, VitPositions::kTablesRope, kScaleFactor, 3, 40, 280, 100.0f, false, true, true,
-     ImagePositions::kSequential},
+     ImagePositions::kSequential, Projection::kPooled},
     {ProjectorKind::kPixtral, "pixtral", ImageFit::kKeepAspect, false, "", "[IMG_END]",
      VitNorm::kRmsNorm, VitPositions::kRope2d, kSpatialMerge, 1, 8, 1024, 10000.0f, true, false, false,
-     ImagePositions::kSequential},
+     ImagePositions::kSequential, Projection::kPatchMerger},
     {ProjectorKind::kQwen3vl, "qwen3vl_merger", ImageFit::kKeepAspect, false, "<|vision_start|>", "<|vision_end|>",
      VitNorm::kLayerNorm, VitPositions::kResizedMrope, kSpatialMerge, 2, 8, 4096, 10000.0f, true, false, false,
-     ImagePositions::kMrope2d},
+     ImagePositions::kMrope2d, Projection::kBlockMerger},
+    {ProjectorKind::kQwen2vl, "qwen2vl_merger", ImageFit::kKeepAspect, false, "<|vision_start|>", "<|vision_end|>",
+     VitNorm::kLayerNorm, VitPositions::kMrope, kSpatialMerge, 2, 8, 4096, 10000.0f, true, false, false,
+     ImagePositions::kMrope2d, Projection::kBlockMerger},
+    {ProjectorKind::kQwen25vl, "qwen2.5vl_merger", ImageFit::kKeepAspect, false, "<|vision_start|>", "<|vision_end|>",
+     VitNorm::kRmsNorm, VitPositions::kMrope, kSpatialMerge, 2, 8, 4096, 10000.0f, true, false, false,
+     ImagePositions::kMrope2d, Projection::kBlockMerger},
 };
 
 // Kinds llama.cpp's mtmd knows that ggufd does not run (yet): named in the load error, so a user
 // learns the file is fine and what is missing.
 constexpr const char* kKnownElsewhere[] = {
-    "gemma4uv", "qwen2vl_merger", "qwen2.5vl_merger", "idefics3", "mlp", "mlp_norm",
+    "gemma4uv", "idefics3", "mlp", "mlp_norm",
     "ldp", "ldpv2", "resampler", "glm_edge", "lfm2", "internvl", "llama4", "kimivl", "ultravox", "qwen2a",
     "voxtral", "gemma3nv", "lightonocr", "cogvlm", "janus_pro"};
 
@@ -92,7 +98,17 @@ VisionHParams read_hparams(const gguf::File& f, const ProjectorTraits& traits) {
                 std::to_string(hp.n_head));
   }
   if (hp.image_size > 4096 || hp.n_layer > 256) fail(f, "image size or block count out of range");
-  if (traits.positions == VitPositions::kResizedMrope && hp.head_dim() > 512) {
+  if (traits.kind == ProjectorKind::kQwen25vl) {
+    // llama.cpp requires n_wa_pattern here (0: no windows); the windows are Qwen2.5-VL's 112 pixels a
+    // side (llama.cpp reads no key for them), in merged tokens
+    hp.n_wa_pattern = static_cast<int64_t>(f.get_u64("clip.vision.n_wa_pattern"));
+    hp.window_tokens = 112 / hp.align();
+    if (hp.n_wa_pattern > 0 && hp.window_tokens == 0) {
+      fail(f, "patch size x merge is " + std::to_string(hp.align()) + " pixels, over the 112-pixel attention window");
+    }
+  }
+  if ((traits.positions == VitPositions::kResizedMrope || traits.positions == VitPositions::kMrope) &&
+      hp.head_dim() > 512) {
     fail(f, "head size " + std::to_string(hp.head_dim()) + " is over 512");
   }
   if (traits.positions != VitPositions::kLearned && hp.head_dim() % 4 != 0) {
@@ -298,7 +314,10 @@ VisionModel VisionModel::from_files(gguf::FileSet files) {
     l.ln2 = ld.vector(b + "ln2.weight", V, true);
     l.ln2_b = ld.vector(b + "ln2.bias", V, layer_norm);
     l.ffn_up = linear(ld, b + "ffn_up", F, V);
-    if (ld.has(b + "ffn_gate.weight")) l.ffn_gate = linear(ld, b + "ffn_gate", F, V);
+    if (ld.has(b + "ffn_gate.weight")) {
+      l.ffn_gate = linear(ld, b + "ffn_gate", F, V);
+      l.ffn_gate_b = ld.vector(b + "ffn_gate.bias", F, false);
+    }
     l.ffn_down = linear(ld, b + "ffn_down", V, F);
     l.ffn_up_b = ld.vector(b + "ffn_up.bias", F, false);
     l.ffn_down_b = ld.vector(b + "ffn_down.bias", V, false);
@@ -309,10 +328,17 @@ VisionModel VisionModel::from_files(gguf::FileSet files) {
   m.post_ln = ld.vector("v.post_ln.weight", V, false);
   m.post_ln_b = ld.vector("v.post_ln.bias", V, false);
   const int64_t T = m.hp_.n_embd_text;
-  if (tr.kind == ProjectorKind::kQwen3vl) {
-    // the merger: LayerNorm (post_ln), 2 x 2 patches concatenated, mm.0 + b, GELU, mm.2 + b
+  if (tr.projection == Projection::kBlockMerger) {
+    // qwen-vl: (norm v.post_ln), 2 x 2 patches concatenated, mm.0 + b, GELU, mm.2 + b
     const int64_t M = m.hp_.n_merge;
-    if (M != 2) fail(f, "spatial_merge_size is " + std::to_string(M) + ", expected 2 (qwen3vl_merger merges 2 x 2)");
+    if (M != 2) fail(f, "spatial_merge_size is " + std::to_string(M) + ", expected 2 (" + tr.name + " merges 2 x 2)");
+    if (tr.kind != ProjectorKind::kQwen3vl && !m.patch_bias.empty()) {
+      fail(f, std::string("tensor 'v.patch_embd.bias' is present; ") + tr.name + " has none (llama.cpp refuses it)");
+    }
+    if (tr.kind != ProjectorKind::kQwen3vl && m.patch_embd_1.rows == 0) {
+      fail(f, std::string("tensor 'v.patch_embd.weight.1' (the temporal patch's second frame) is missing; ") + tr.name +
+                  " has two patch embeddings");
+    }
     for (int64_t il = 0; il < m.hp_.n_layer; ++il) {  // deepstack (Qwen3-VL): a merger of the layer's output
       const std::string b = "v.deepstack." + std::to_string(il) + ".";
       if (!ld.has(b + "fc1.weight")) continue;
@@ -322,8 +348,13 @@ VisionModel VisionModel::from_files(gguf::FileSet files) {
       d.norm_b = ld.vector(b + "norm.bias", 4 * V, true);
       ++m.hp_.n_deepstack;
     }
-    if (has_deepstack(m.files_) && m.hp_.n_deepstack == 0) fail(f, "v.deepstack.* tensors name no layer's fc1");
-    if (m.post_ln.empty()) fail(f, "tensor 'v.post_ln.weight' (the merger's norm) is missing");
+    if (has_deepstack(m.files_) && (m.hp_.n_deepstack == 0 || tr.kind != ProjectorKind::kQwen3vl)) {
+      fail(f, std::string("v.deepstack.* tensors ") +
+                  (tr.kind == ProjectorKind::kQwen3vl ? "name no layer's fc1" : "in a projector without deepstack"));
+    }
+    if (tr.kind == ProjectorKind::kQwen3vl && m.post_ln.empty()) {
+      fail(f, "tensor 'v.post_ln.weight' (the merger's norm) is missing");
+    }
     m.block_merger = read_block_merger(ld, f, "mm.0", "mm.2", V, T);
     return m;
   }

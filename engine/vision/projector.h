@@ -30,6 +30,16 @@ enum class ProjectorKind {
   kQwen3vl,  // Qwen3-VL / Qwen3.5: LayerNorm ViT with a resized learned table and M-RoPE, GELU FFN,
              // each 2 x 2 block of patches concatenated through a two-layer GELU merger: any aspect,
              // 8 to 4096 tokens, which take 2-D M-RoPE positions in the decoder
+  kQwen2vl,  // Qwen2-VL: as kQwen3vl without learned positions, quick GELU FFN, separate q / k / v
+  kQwen25vl, // Qwen2.5-VL: as kQwen2vl with RMS norms, a gated SiLU FFN and window attention (every
+             // n_wa_pattern-th layer full, the others within windows of 112 pixels a side)
+};
+
+// What turns the ViT's output into the decoder's rows.
+enum class Projection {
+  kPooled,        // k x k average pooling, a norm and one linear (gemma3, gemma4v)
+  kPatchMerger,   // (a k x k patch merger,) two GELU layers and row breaks (pixtral)
+  kBlockMerger,   // each 2 x 2 block of patches concatenated through two GELU layers (qwen-vl)
 };
 
 // How an image is fitted to the encoder's input.
@@ -63,6 +73,7 @@ enum class VitPositions {
                   // grid and added; M-RoPE of the vision kind in attention: NeoX pairs (i, i + D/2),
                   // the first D/4 pairs turned by the row, the next D/4 by the column (ggml's
                   // GGML_ROPE_TYPE_VISION with sections D/4 each)
+  kMrope,         // kResizedMrope without the learned table (qwen2vl, qwen2.5vl)
 };
 
 // Where an image's tokens sit in the decoder's RoPE.
@@ -90,6 +101,7 @@ struct ProjectorTraits {
   bool v_norm;               // v RMS-normed per head, without a weight
   bool centre_pixels;        // the encoder takes 2 x pixel - 1 (after the file's mean and std)
   ImagePositions image_positions;
+  Projection projection;
 };
 const ProjectorTraits& projector_traits(ProjectorKind kind);
 
@@ -115,6 +127,11 @@ struct VisionHParams {
   enum class Act { kGelu, kSilu, kGeluQuick } act = Act::kGelu;
   bool row_breaks = false;  // pixtral: an [IMG_BREAK] row after each row of tokens but the last
   int64_t n_deepstack = 0;  // qwen3vl: layers whose outputs are merged too (Qwen3-VL's deepstack)
+  // qwen2.5vl's window attention (clip.vision.n_wa_pattern): layer il attends to all patches when
+  // (il + 1) % n_wa_pattern == 0, else only to those of its window: squares of window_tokens x
+  // window_tokens merged tokens (112 pixels) tiling the token grid from its top left. 0: none.
+  int64_t n_wa_pattern = 0, window_tokens = 0;
+  bool windowed(int64_t il) const { return n_wa_pattern > 0 && (il + 1) % n_wa_pattern != 0; }
 
   // The width of a row the encoder gives: the projection, then each deepstack layer's merge.
   int64_t row_width() const { return n_embd_text * (1 + n_deepstack); }
@@ -172,7 +189,8 @@ struct VisionLayer {
   std::vector<float> attn_post_norm;         // (n_embd,) RMS norm of the attention's output, or empty
   std::vector<float> ln2, ln2_b;  // (n_embd,) pre-FFN norm
   Linear ffn_up;                  // (n_ff, n_embd)
-  Linear ffn_gate;                // (n_ff, n_embd): act(gate) * up, or no rows (act(up))
+  Linear ffn_gate;                // (n_ff, n_embd): act(gate + b) * up, or no rows (act(up))
+  std::vector<float> ffn_gate_b;  // (n_ff,) or empty
   Linear ffn_down;                // (n_embd, n_ff)
   std::vector<float> ffn_up_b, ffn_down_b;
   std::vector<float> ffn_post_norm;          // (n_embd,) or empty
@@ -213,9 +231,9 @@ class VisionModel {
   Linear mm1, mm2;                            // pixtral: (T, n_embd), (T, T): mm2(gelu(mm1 x + b1)) + b2
   std::vector<float> mm1_b, mm2_b;            // (T,) or empty
   std::vector<float> img_break;               // (T,) pixtral's [IMG_BREAK] row
-  Matrix patch_embd_1;                        // (n_embd, 3 * patch * patch) qwen3vl: the temporal patch's
+  Matrix patch_embd_1;                        // (n_embd, 3 * patch * patch) qwen-vl: the temporal patch's
                                               // second frame (the image again), or no rows
-  BlockMerger block_merger;                   // qwen3vl: mm.0 and mm.2 (after v.post_ln)
+  BlockMerger block_merger;                   // kBlockMerger: mm.0 and mm.2 (after v.post_ln)
  private:
   explicit VisionModel(gguf::FileSet files) : files_(std::move(files)) {}
   gguf::FileSet files_;

@@ -1,24 +1,21 @@
 // The vision encoder's forward pass over one image, read top to bottom:
 //   patches (n, 3 p p) -> x = patches @ W_patch^T (+ b_patch) + positions (-> pixtral: RMS pre-norm)  (n, V)
 //     positions: gemma3 a learned row per patch; gemma4v column table[col] + row table[row];
-//     pixtral none (RoPE only); qwen3vl the learned table resized to the grid (and a second frame's
-//     patch embedding added)
+//     pixtral, qwen2vl, qwen2.5vl none (RoPE only); qwen3vl the learned table resized to the grid;
+//     qwen-vl add a second frame's patch embedding
 //   per layer: [norm ln1, Q/K/V (+ biases), (gemma4v: per-head RMS norms of q, k (weighted) and
-//               v), (gemma4v, pixtral: 2-D RoPE of q, k), attention over all patches, output
-//               (+ bias), (post-norm), residual]
-//              [norm ln2, up (+ bias), GELU / SiLU (of the gate, times up), down (+ bias),
-//               (post-norm), residual, (times the layer's out scale)]
-//     norms: gemma3 LayerNorm with biases; gemma4v and pixtral RMS norm
-//   -> (post LayerNorm), then the projector:
-//      gemma3: average k x k patches, RMS norm * soft_emb_norm, @ input_projection    (n_tokens, T)
-//      gemma4v: average k x k, * sqrt(V), (x - std_bias) * std_scale, RMS norm, @ input_projection
-//      pixtral: (RMS norm, k x k patches unfolded, @ patch_merger), mm2(gelu(mm1 x + b1)) + b2,
-//               an [IMG_BREAK] row after each row of tokens but the last
-//      qwen3vl: each 2 x 2 block of patches concatenated, mm.2(gelu(mm.0 x + b0)) + b2; each deepstack
-//               layer's output merged the same way by its own merger (after a LayerNorm), appended
+//               v), (2-D RoPE or M-RoPE of q, k), attention over all patches (qwen2.5vl: most
+//               layers only within windows), output (+ bias), (post-norm), residual]
+//              [norm ln2, up (+ bias), GELU / SiLU / quick GELU (of the gate + bias, times up),
+//               down (+ bias), (post-norm), residual, (times the layer's out scale)]
+//     norms: gemma3, qwen3vl, qwen2vl LayerNorm with biases; gemma4v, pixtral, qwen2.5vl RMS norm
+//   -> (post norm), then the projection (projection.cpp)
 //   gemma4v's linears clamp their input and output where the file says so.
+// Rows of the residual stream are patches in raster order, except under window attention, where
+// each window's patches are contiguous (order_ / slot_ map the two).
 #include "engine/vision/vit.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <stdexcept>
@@ -72,6 +69,7 @@ VisionEncoder::VisionEncoder(const VisionModel& model)
   flash_params_.d_v = D;
   flash_params_.scale = traits_.attn_scaled ? 1.0f / std::sqrt(static_cast<float>(D)) : 1.0f;
   if (traits_.positions != VitPositions::kLearned) {
+    // (M-RoPE uses rope_first_ for rows and columns alike)
     // each half of a head (D/2 dims) turns as RoPE over D/2 dims; kRope2d's second half at the odd
     // frequencies (freq_scale base^(-2/D))
     RopeParams first, second;
@@ -107,6 +105,7 @@ void VisionEncoder::begin(const EncoderInput& input, ThreadPool& pool) {
   gy_ = input.height / hp_.patch_size;
   n_ = gx_ * gy_;
   reserve(n_);
+  order_windows();
   embed_patches(input, pool);
   block_ = 0;
   deepstack_.clear();
@@ -127,11 +126,38 @@ void VisionEncoder::reserve(int64_t n) {
   capacity_ = n;
 }
 
+// order_, slot_ and windows_ for the image begun: the identity and one window of all patches, or
+// under window attention the windows of window_tokens x window_tokens tokens (2 x 2 patches each)
+// tiling the token grid from the top left (partial at the right and bottom edges), one after
+// another, each in raster order inside it.
+void VisionEncoder::order_windows() {
+  order_.resize(sz(n_));
+  slot_.resize(sz(n_));
+  windows_.clear();
+  if (hp_.n_wa_pattern == 0) {
+    for (int64_t p = 0; p < n_; ++p) order_[sz(p)] = static_cast<int32_t>(p);
+  } else {
+    const int64_t side = hp_.window_tokens * hp_.n_merge;  // a window's side in patches
+    int64_t s = 0;
+    for (int64_t y0 = 0; y0 < gy_; y0 += side) {
+      for (int64_t x0 = 0; x0 < gx_; x0 += side) {
+        const int64_t begin = s;
+        for (int64_t y = y0; y < std::min(y0 + side, gy_); ++y) {
+          for (int64_t x = x0; x < std::min(x0 + side, gx_); ++x) order_[sz(s++)] = static_cast<int32_t>(y * gx_ + x);
+        }
+        windows_.push_back({begin, s});
+      }
+    }
+  }
+  for (int64_t s = 0; s < n_; ++s) slot_[sz(order_[sz(s)])] = static_cast<int32_t>(s);
+}
+
 void VisionEncoder::advance(ThreadPool& pool) {
   if (done()) return;
-  const VisionLayer& l = model_.layers[sz(block_ / 2)];
+  const int64_t il = block_ / 2;
+  const VisionLayer& l = model_.layers[sz(il)];
   if (block_ % 2 == 0) {
-    attention_block(l, pool);
+    attention_block(l, hp_.windowed(il), pool);
   } else {
     ffn_block(l, pool);
     if (l.deepstack.present()) deepstack_.push_back(merge_blocks(l.deepstack, pool));  // (n_tok, T)
@@ -156,7 +182,7 @@ void VisionEncoder::embed_patches(const EncoderInput& input, ThreadPool& pool) {
   const bool centre = traits_.centre_pixels;
   for (int64_t py = 0; py < gy_; ++py) {
     for (int64_t px = 0; px < gx_; ++px) {
-      float* dst = patches_.data() + (py * gx_ + px) * 3 * P * P;
+      float* dst = patches_.data() + slot_[sz(py * gx_ + px)] * 3 * P * P;
       for (int64_t c = 0; c < 3; ++c) {
         for (int64_t ky = 0; ky < P; ++ky) {
           const float* src = input.pixels.data() + c * W * H + (py * P + ky) * W + px * P;
@@ -170,14 +196,15 @@ void VisionEncoder::embed_patches(const EncoderInput& input, ThreadPool& pool) {
   matmul(model_.patch_embd, patches_.data(), n_, x_.data(), pool);
   // qwen3vl: + patches @ W_patch_1^T (the temporal patch's second frame, the same image)
   if (model_.patch_embd_1.rows > 0) matmul(model_.patch_embd_1, patches_.data(), n_, y_.data(), pool);
-  // kResizedMrope: the learned (side, side, V) grid resized to (gy, gx, V)
+  // kResizedMrope: the learned (side, side, V) grid resized to (gy, gx, V), rows in stream order
   if (traits_.positions == VitPositions::kResizedMrope) resize_table(model_.pos_embd.data(), xn_.data(), pool);
   const float* tables = model_.pos_embd.data();  // kTablesRope: columns' (pos_size, V), then rows'
-  for_rows(n_, pool, [&](int64_t t) {
-    float* x = x_.data() + t * V;
-    if (model_.patch_embd_1.rows > 0) add(x, y_.data() + t * V, V);
+  for_rows(n_, pool, [&](int64_t s) {
+    float* x = x_.data() + s * V;
+    const int64_t t = order_[sz(s)];  // the patch in raster order
+    if (model_.patch_embd_1.rows > 0) add(x, y_.data() + s * V, V);
     if (!model_.patch_bias.empty()) add(x, model_.patch_bias.data(), V);
-    if (traits_.positions == VitPositions::kResizedMrope) add(x, xn_.data() + t * V, V);
+    if (traits_.positions == VitPositions::kResizedMrope) add(x, xn_.data() + s * V, V);
     if (traits_.positions == VitPositions::kLearned) {
       add(x, model_.pos_embd.data() + t * V, V);
     } else if (traits_.positions == VitPositions::kTablesRope) {
@@ -202,14 +229,15 @@ void VisionEncoder::resize_table(const float* table, float* out, ThreadPool& poo
     lo = std::max<int64_t>(0, std::min(lo, S - 1));
     frac = std::max(0.0f, std::min(x - static_cast<float>(lo), 1.0f));
   };
-  for_rows(n_, pool, [&](int64_t t) {
+  for_rows(n_, pool, [&](int64_t s) {
+    const int64_t t = order_[sz(s)];
     int64_t y0, y1, x0, x1;
     float dy, dx;
     coord(t / gx_, gy_, y0, y1, dy);
     coord(t % gx_, gx_, x0, x1, dx);
     const float *a = table + (y0 * S + x0) * V, *b = table + (y0 * S + x1) * V;
     const float *c = table + (y1 * S + x0) * V, *d = table + (y1 * S + x1) * V;
-    float* o = out + t * V;
+    float* o = out + s * V;
     for (int64_t i = 0; i < V; ++i) {
       o[i] = a[i] * (1 - dx) * (1 - dy) + b[i] * dx * (1 - dy) + c[i] * (1 - dx) * dy + d[i] * dx * dy;
     }
@@ -238,7 +266,7 @@ void VisionEncoder::linear(const Linear& l, const float* x, int64_t n, float* ou
   if (c.clamps_output()) for_rows(n, pool, [&](int64_t t) { clamp_row(out + t * rows, rows, c.out_lo, c.out_hi); });
 }
 
-void VisionEncoder::attention_block(const VisionLayer& l, ThreadPool& pool) {
+void VisionEncoder::attention_block(const VisionLayer& l, bool windowed, ThreadPool& pool) {
   const int64_t V = hp_.n_embd, D = hp_.head_dim(), H = hp_.n_head;
   // xn = norm(x) * ln1 (+ ln1_b)                       (n, V)
   for_rows(n_, pool, [&](int64_t t) { norm(xn_.data() + t * V, x_.data() + t * V, l.ln1, l.ln1_b); });
@@ -254,8 +282,8 @@ void VisionEncoder::attention_block(const VisionLayer& l, ThreadPool& pool) {
   }
   const bool neox = traits_.positions == VitPositions::kTablesRope;
   const RopeStyle style = neox ? RopeStyle::kNeox : RopeStyle::kNormal;
-  for_rows(n_, pool, [&](int64_t t) {
-    float *q = q_.data() + t * V, *k = k_.data() + t * V, *v = v_.data() + t * V;
+  for_rows(n_, pool, [&](int64_t s) {
+    float *q = q_.data() + s * V, *k = k_.data() + s * V, *v = v_.data() + s * V;
     if (!l.bq.empty()) add(q, l.bq.data(), V);
     if (!l.bk.empty()) add(k, l.bk.data(), V);
     if (!l.bv.empty()) add(v, l.bv.data(), V);
@@ -263,8 +291,8 @@ void VisionEncoder::attention_block(const VisionLayer& l, ThreadPool& pool) {
     // per head: (gemma4v) q, k RMS-normed with their weights, v without; then 2-D RoPE of each
     // half: gemma4v first half by the patch's column, second by its row (NeoX pairs in each half);
     // pixtral first by its row, second by its column (adjacent pairs)
-    const int64_t col = t % gx_, row = t / gx_;
-    if (traits_.positions == VitPositions::kResizedMrope) {
+    const int64_t t = order_[sz(s)], col = t % gx_, row = t / gx_;
+    if (traits_.positions == VitPositions::kResizedMrope || traits_.positions == VitPositions::kMrope) {
       // M-RoPE, vision kind: NeoX pairs (i, i + D/2) over the whole head; pairs [0, D/4) at the
       // row's angles, [D/4, D/2) at the column's (the same frequencies)   angles (D/2, 2)
       float angles[512];
@@ -289,7 +317,7 @@ void VisionEncoder::attention_block(const VisionLayer& l, ThreadPool& pool) {
       }
     }
   });
-  attend(pool);
+  attend(windowed, pool);
   // x += post_norm(att @ Wo^T + bo)                    (n, V)
   linear(l.wo, att_.data(), n_, y_.data(), pool);
   for_rows(n_, pool, [&](int64_t t) {
@@ -300,18 +328,29 @@ void VisionEncoder::attention_block(const VisionLayer& l, ThreadPool& pool) {
   });
 }
 
-// att[t, h] = softmax(q[t, h] . k[:, h] * scale) @ v[:, h]     (n, H, D): every patch sees all,
-// in tiles of up to kFlashRows patches of one head; keys without positions (no mask)
-void VisionEncoder::attend(ThreadPool& pool) {
+// att[t, h] = softmax(q[t, h] . k[:, h] * scale) @ v[:, h]     (n, H, D): every patch sees all (or,
+// windowed, those of its window), in tiles of up to kFlashRows patches of one head and one window;
+// keys without positions (no mask)
+void VisionEncoder::attend(bool windowed, ThreadPool& pool) {
   const int64_t V = hp_.n_embd, D = hp_.head_dim(), H = hp_.n_head;
-  const int64_t tiles_per_head = (n_ + kernels::kFlashRows - 1) / kernels::kFlashRows;
+  const std::pair<int64_t, int64_t> all[] = {{0, n_}};
+  const std::pair<int64_t, int64_t>* wins = windowed ? windows_.data() : all;
+  const int64_t n_wins = windowed ? static_cast<int64_t>(windows_.size()) : 1;
+  // the tiles: (window, first row) for each window's rows in steps of kFlashRows
+  tiles_.clear();
+  for (int64_t w = 0; w < n_wins; ++w) {
+    for (int64_t r0 = wins[w].first; r0 < wins[w].second; r0 += kernels::kFlashRows) tiles_.push_back({w, r0});
+  }
+  const auto n_tiles = static_cast<int64_t>(tiles_.size());
   const kernels::FlashFn flash = kernels::dispatch().flash;
   std::atomic<int64_t> next{0};
   pool.run([&](int ith, int) {
     FlashWorker& w = workers_[sz(ith)];
-    for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < H * tiles_per_head;) {
-      const int64_t h = i / tiles_per_head, r0 = (i % tiles_per_head) * kernels::kFlashRows;
-      const int rows = static_cast<int>(std::min<int64_t>(kernels::kFlashRows, n_ - r0));
+    for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < H * n_tiles;) {
+      const int64_t h = i / n_tiles;
+      const auto [win, r0] = tiles_[sz(i % n_tiles)];
+      const int64_t k0 = wins[win].first, k1 = wins[win].second;
+      const int rows = static_cast<int>(std::min<int64_t>(kernels::kFlashRows, k1 - r0));
       for (int r = 0; r < rows; ++r) {
         w.q_rows[sz(r)] = q_.data() + (r0 + r) * V + h * D;
         w.out_rows[sz(r)] = att_.data() + (r0 + r) * V + h * D;
@@ -322,7 +361,7 @@ void VisionEncoder::attend(ThreadPool& pool) {
                                 kernels::KvElem::kF32};
       kernels::FlashState st = w.state();
       kernels::flash_init(st, rows, D);
-      flash(flash_params_, w.query(rows), kv, 0, n_, st, w.scratch);
+      flash(flash_params_, w.query(rows), kv, k0, k1, st, w.scratch);
       kernels::flash_finish(st, rows, D, nullptr, w.out_rows.data());
     }
   });
@@ -341,6 +380,7 @@ void VisionEncoder::ffn_block(const VisionLayer& l, ThreadPool& pool) {
     if (!l.ffn_up_b.empty()) add(h, l.ffn_up_b.data(), F);
     if (gated) {
       float* g = hg_.data() + t * F;
+      if (!l.ffn_gate_b.empty()) add(g, l.ffn_gate_b.data(), F);
       switch (hp_.act) {
         case VisionHParams::Act::kGelu: gelu_mul(g, h, F); break;
         case VisionHParams::Act::kSilu: silu_mul(g, h, F); break;
@@ -366,152 +406,6 @@ void VisionEncoder::ffn_block(const VisionLayer& l, ThreadPool& pool) {
     add(x, y, V);
     if (!l.out_scale.empty()) scale(x, l.out_scale[0], V);
   });
-}
-
-std::vector<float> VisionEncoder::project(ThreadPool& pool) {
-  switch (traits_.kind) {
-    case ProjectorKind::kGemma3:
-    case ProjectorKind::kGemma4v: return project_pooled(pool);
-    case ProjectorKind::kPixtral: return project_pixtral(pool);
-    case ProjectorKind::kQwen3vl: return with_deepstack(merge_blocks(model_.block_merger, pool));
-  }
-  throw std::logic_error("vision encoder: a projector kind without a projection");
-}
-
-namespace {
-
-// pooled (gx/k * gy/k, V) = the mean of each k x k block of x (gy, gx, V), row-major
-void average_pool(const float* x, int64_t gx, int64_t gy, int64_t k, int64_t V, float* pooled) {
-  const int64_t ox = gx / k, oy = gy / k;
-  const float inv = 1.0f / static_cast<float>(k * k);
-  for (int64_t ty = 0; ty < oy; ++ty) {
-    for (int64_t tx = 0; tx < ox; ++tx) {
-      float* dst = pooled + (ty * ox + tx) * V;
-      std::fill_n(dst, V, 0.0f);
-      for (int64_t dy = 0; dy < k; ++dy) {
-        for (int64_t dx = 0; dx < k; ++dx) add(dst, x + ((ty * k + dy) * gx + tx * k + dx) * V, V);
-      }
-      scale(dst, inv, V);
-    }
-  }
-}
-
-}  // namespace
-
-// gemma3 and gemma4v: the mean of each k x k block of patches, normed, then one projection.
-std::vector<float> VisionEncoder::project_pooled(ThreadPool& pool) {
-  const int64_t V = hp_.n_embd, T = hp_.n_embd_text, n_tok = (gx_ / hp_.n_merge) * (gy_ / hp_.n_merge);
-  // pooled = mean of k x k patches, then per token                                (n_tok, V)
-  //   gemma3:  rmsnorm(pooled) * soft_emb_norm
-  //   gemma4v: rmsnorm((pooled * sqrt(V) - std_bias) * std_scale)
-  std::vector<float>& pooled = xn_;
-  average_pool(x_.data(), gx_, gy_, hp_.n_merge, V, pooled.data());
-  const bool gemma3 = traits_.kind == ProjectorKind::kGemma3;
-  const float root = std::sqrt(static_cast<float>(V));
-  for_rows(n_tok, pool, [&](int64_t t) {
-    float* p = pooled.data() + t * V;
-    if (gemma3) {
-      rmsnorm(p, p, model_.soft_emb_norm.data(), V, hp_.eps);
-      return;
-    }
-    scale(p, root, V);
-    if (!model_.std_bias.empty() && !model_.std_scale.empty()) {  // (both or neither, as llama.cpp)
-      for (int64_t i = 0; i < V; ++i) p[i] -= model_.std_bias[sz(i)];
-      mul(p, model_.std_scale.data(), V);
-    }
-    rmsnorm(p, p, nullptr, V, hp_.eps);
-  });
-  // out = clamp(pooled) @ input_projection^T, clamped (gemma4v's bounds)      (n_tok, V) -> (n_tok, T)
-  std::vector<float> out(sz(n_tok * T));
-  linear(model_.input_proj, pooled.data(), n_tok, out.data(), pool);
-  return out;
-}
-
-std::vector<float> VisionEncoder::project_pixtral(ThreadPool& pool) {
-  const int64_t V = hp_.n_embd, T = hp_.n_embd_text, k = hp_.n_merge, ox = gx_ / k, oy = gy_ / k, n_tok = ox * oy;
-  const float* in = x_.data();  // (n_tok, V) after the merger, (n, V) without one
-  if (model_.merger.w.rows > 0) {
-    // xn = rmsnorm(x) * merger_norm                                          (n, V)
-    for_rows(n_, pool, [&](int64_t t) {
-      rmsnorm(xn_.data() + t * V, x_.data() + t * V, model_.merger_norm.data(), V, hp_.eps);
-    });
-    // unfolded[ty * ox + tx][c k k + dy k + dx] = xn[(ty k + dy) gx + tx k + dx][c]    (n_tok, V k k)
-    float* unfolded = q_.data();
-    for_rows(n_tok, pool, [&](int64_t t) {
-      const int64_t ty = t / ox, tx = t % ox;
-      float* dst = unfolded + t * V * k * k;
-      for (int64_t dy = 0; dy < k; ++dy) {
-        for (int64_t dx = 0; dx < k; ++dx) {
-          const float* src = xn_.data() + ((ty * k + dy) * gx_ + tx * k + dx) * V;
-          for (int64_t c = 0; c < V; ++c) dst[c * k * k + dy * k + dx] = src[c];
-        }
-      }
-    });
-    // merged = unfolded @ W_merger^T                                          (n_tok, V)
-    linear(model_.merger, unfolded, n_tok, k_.data(), pool);
-    in = k_.data();
-  }
-  // h = gelu(in @ W1^T + b1); rows = h @ W2^T + b2                           (n_tok, T)
-  std::vector<float> h(sz(n_tok * T)), rows(sz(n_tok * T));
-  linear(model_.mm1, in, n_tok, h.data(), pool);
-  for_rows(n_tok, pool, [&](int64_t t) {
-    if (!model_.mm1_b.empty()) add(h.data() + t * T, model_.mm1_b.data(), T);
-    gelu(h.data() + t * T, T);
-  });
-  linear(model_.mm2, h.data(), n_tok, rows.data(), pool);
-  // out: each row of ox tokens, then [IMG_BREAK] after every row but the last     (n_tok + oy - 1, T)
-  std::vector<float> out;
-  out.reserve(sz((n_tok + oy - 1) * T));
-  for (int64_t ty = 0; ty < oy; ++ty) {
-    for (int64_t tx = 0; tx < ox; ++tx) {
-      float* r = rows.data() + (ty * ox + tx) * T;
-      if (!model_.mm2_b.empty()) add(r, model_.mm2_b.data(), T);
-      out.insert(out.end(), r, r + T);
-    }
-    if (ty + 1 < oy) out.insert(out.end(), model_.img_break.begin(), model_.img_break.end());
-  }
-  return out;
-}
-
-// qwen3vl's mergers: each 2 x 2 block of x (gy, gx, V) concatenated, (LayerNorm,) two GELU layers.
-//   blocks (n_tok, 4V) -> h = gelu(blocks @ fc1^T + b1) (n_tok, H) -> out = h @ fc2^T + b2 (n_tok, T)
-// The projector merges the last layer's output after v.post_ln; a deepstack layer its own output.
-std::vector<float> VisionEncoder::merge_blocks(const BlockMerger& m, ThreadPool& pool) {
-  const int64_t V = hp_.n_embd, V4 = 4 * V, T = hp_.n_embd_text, H = m.fc1.w.rows;
-  const int64_t ox = gx_ / 2, n_tok = ox * (gy_ / 2);
-  // blocks[t] = patches (2ty, 2tx), (2ty, 2tx + 1), (2ty + 1, 2tx), (2ty + 1, 2tx + 1) of token t =
-  // (ty, tx), as llama.cpp's reshapes order them
-  float* blocks = q_.data();
-  for_rows(n_tok, pool, [&](int64_t t) {
-    const int64_t ty = t / ox, tx = t % ox;
-    float* b = blocks + t * V4;
-    for (int64_t j = 0; j < 4; ++j) std::copy_n(x_.data() + ((2 * ty + j / 2) * gx_ + 2 * tx + j % 2) * V, V, b + j * V);
-    if (!m.norm.empty()) layernorm(b, b, m.norm.data(), m.norm_b.data(), V4, hp_.eps);
-  });
-  float* h = hb_.data();
-  linear(m.fc1, blocks, n_tok, h, pool);
-  for_rows(n_tok, pool, [&](int64_t t) {
-    add(h + t * H, m.fc1_b.data(), H);
-    gelu(h + t * H, H);
-  });
-  std::vector<float> out(sz(n_tok * T));
-  linear(m.fc2, h, n_tok, out.data(), pool);
-  for_rows(n_tok, pool, [&](int64_t t) { add(out.data() + t * T, m.fc2_b.data(), T); });
-  return out;
-}
-
-// rows (n_tok, T) -> (n_tok, T (1 + deepstack layers)): each token's row, then its deepstack rows.
-std::vector<float> VisionEncoder::with_deepstack(std::vector<float> rows) const {
-  if (deepstack_.empty()) return rows;
-  const int64_t T = hp_.n_embd_text, n_tok = static_cast<int64_t>(rows.size()) / T, W = hp_.row_width();
-  std::vector<float> out(sz(n_tok * W));
-  for (int64_t t = 0; t < n_tok; ++t) {
-    std::copy_n(rows.data() + t * T, T, out.data() + t * W);
-    for (size_t k = 0; k < deepstack_.size(); ++k) {
-      std::copy_n(deepstack_[k].data() + t * T, T, out.data() + t * W + (1 + static_cast<int64_t>(k)) * T);
-    }
-  }
-  return out;
 }
 
 }  // namespace engine

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/kernels/thread_pool.h"
@@ -42,8 +43,9 @@ class VisionEncoder {
 
  private:
   void embed_patches(const EncoderInput& input, ThreadPool& pool);
-  void attention_block(const VisionLayer& l, ThreadPool& pool);
-  void attend(ThreadPool& pool);
+  void order_windows();
+  void attention_block(const VisionLayer& l, bool windowed, ThreadPool& pool);
+  void attend(bool windowed, ThreadPool& pool);
   void ffn_block(const VisionLayer& l, ThreadPool& pool);
   void norm(float* out, const float* x, const std::vector<float>& w, const std::vector<float>& b) const;
   // out (n, rows) = clamp(x (n, cols)) @ W^T, clamped as l says
@@ -62,6 +64,12 @@ class VisionEncoder {
   int64_t gx_ = 0, gy_ = 0;  // the image's patch grid: columns, rows
   int64_t n_ = 0;            // patches (gx * gy)
   int64_t block_ = 0;  // blocks run of the image begun (2 per layer)
+  // Row s of the residual stream holds patch order_[s] (raster index); patch p sits in row slot_[p].
+  // The identity without window attention; with it, each window's patches are rows
+  // [windows_[w].first, windows_[w].second). Only kBlockMerger projections read rows through slot_.
+  std::vector<int32_t> order_, slot_;          // (n,) each
+  std::vector<std::pair<int64_t, int64_t>> windows_;
+  std::vector<std::pair<int64_t, int64_t>> tiles_;  // attend(): (window, first row) of each tile
   int64_t capacity_ = 0;  // patches the scratch holds
   std::vector<std::vector<float>> deepstack_;  // per deepstack layer run so far: (n_tok, T)
   kernels::FlashParams flash_params_{};

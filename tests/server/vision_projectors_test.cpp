@@ -52,6 +52,17 @@ const Case kCases[] = {
      "{{ bos_token }}{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' }}" GGUFD_PARTS
      "{{ '<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
      30},  // the same, each row with two deepstack slices (Qwen3-VL's text model adds them after layers 0, 1)
+    {"qwen25vl", "models/synth-qwen2vl-F32.gguf", "synth-mmproj-qwen25vl-F32.gguf",
+     "synth-qwen2vl-F32+mmproj-qwen25vl.json",
+     "{{ bos_token }}{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' }}" GGUFD_PARTS
+     "{{ '<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
+     12},  // 28-pixel patches: 96 x 72 fitted to 224 x 168, 4 x 3 tokens at M-RoPE positions; the ViT's
+           // layer 0 attends within windows of 2 x 2 tokens (112 pixels)
+    {"qwen2vl", "models/synth-qwen2vl-F32.gguf", "synth-mmproj-qwen2vl-F32.gguf",
+     "synth-qwen2vl-F32+mmproj-qwen2vl.json",
+     "{{ bos_token }}{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' }}" GGUFD_PARTS
+     "{{ '<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
+     30},  // 6 x 5 tokens at M-RoPE positions (Qwen2-VL: no windows, LayerNorm, quick GELU)
 };
 
 

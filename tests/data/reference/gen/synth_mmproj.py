@@ -34,8 +34,18 @@ qwen3vl_merger (Qwen3-VL / Qwen3.5's vision encoder; seed 7, text width 256, as 
   With --deepstack (Qwen3-VL): the outputs of those layers, each 2 x 2 block concatenated, through their own merger
   (v.deepstack.N: LayerNorm over the 4 patches, fc1 + bias, GELU, fc2 + bias), appended to each token's row.
 
+qwen2vl_merger (Qwen2-VL's vision encoder; seed 13, text width 128, as synth-qwen2vl) and qwen2.5vl_merger (Qwen2.5-VL's;
+seed 15): two patch embeddings (the temporal patch's two frames) without a bias (llama.cpp refuses one); no learned
+positions: M-RoPE of the vision kind alone; per layer q / k / v / out with biases (separate, as the converter splits
+the fused qkv), scores times 1/sqrt(head); then v.post_ln (the merger's ln_q) and the 2 x 2 block merger (mm.0 + bias,
+GELU, mm.2 + bias). qwen2vl_merger: LayerNorms with biases, a quick GELU FFN with biases (no activation key, as its
+converter writes it). qwen2.5vl_merger: RMS norms, a gated SiLU FFN with biases on gate, up and down (clip.use_silu),
+and window attention: clip.vision.n_wa_pattern 2 (layer 1 full, layer 0 within windows of Qwen2.5-VL's 112 pixels,
+which llama.cpp takes from no key). Its patches are 28 pixels (--patch 28 by default here), so that a window is 2 x 2
+tokens and the test image (fitted to 224 x 168, 4 x 3 tokens) has whole and partial windows.
+
 Needs gguf-py (PYTHONPATH=<llama.cpp>/gguf-py) and numpy.
-Usage: synth_mmproj.py {gemma4v,pixtral,qwen3vl_merger} OUT.gguf [--seed S] [--text-embd T] [--embd 64] [--layers 2] [--heads 2]
+Usage: synth_mmproj.py {gemma4v,pixtral,qwen3vl_merger,qwen2vl_merger,qwen2.5vl_merger} OUT.gguf [--seed S] [--text-embd T] [--embd 64] [--layers 2] [--heads 2]
                        [--ff 128] [--patch 8] [--side 16] [--deepstack 0,1]   (the defaults make the files
                        kept here; synth-mmproj-qwen3vl-deepstack-F32 is qwen3vl_merger --deepstack 0,1 --seed 9 --text-embd 128)"""
 import argparse
@@ -43,17 +53,18 @@ import numpy as np
 import gguf
 
 ap = argparse.ArgumentParser()
-ap.add_argument("kind", choices=["gemma4v", "pixtral", "qwen3vl_merger"]); ap.add_argument("out")
+ap.add_argument("kind", choices=["gemma4v", "pixtral", "qwen3vl_merger", "qwen2vl_merger", "qwen2.5vl_merger"]); ap.add_argument("out")
 ap.add_argument("--seed", type=int); ap.add_argument("--text-embd", type=int)
 ap.add_argument("--embd", type=int, default=64); ap.add_argument("--layers", type=int, default=2)
 ap.add_argument("--heads", type=int, default=2); ap.add_argument("--ff", type=int, default=128)
-ap.add_argument("--patch", type=int, default=8)
+ap.add_argument("--patch", type=int)  # default 8 (qwen2.5vl_merger 28)
 ap.add_argument("--side", type=int, default=16)  # qwen3vl_merger: the learned position table's side
 ap.add_argument("--deepstack", default="")  # qwen3vl_merger: "0,1": those layers' outputs merged too (Qwen3-VL)
 a = ap.parse_args()
-rng = np.random.default_rng(a.seed if a.seed is not None else {"gemma4v": 3, "pixtral": 5, "qwen3vl_merger": 7}[a.kind])
-T = a.text_embd or {"gemma4v": 256, "pixtral": 128, "qwen3vl_merger": 256}[a.kind]
-V, L, H, FF, PS = a.embd, a.layers, a.heads, a.ff, a.patch
+rng = np.random.default_rng(a.seed if a.seed is not None else {"gemma4v": 3, "pixtral": 5, "qwen3vl_merger": 7,
+                                                              "qwen2vl_merger": 13, "qwen2.5vl_merger": 15}[a.kind])
+T = a.text_embd or {"gemma4v": 256, "pixtral": 128, "qwen3vl_merger": 256, "qwen2vl_merger": 128, "qwen2.5vl_merger": 128}[a.kind]
+V, L, H, FF, PS = a.embd, a.layers, a.heads, a.ff, a.patch or (28 if a.kind == "qwen2.5vl_merger" else 8)
 D = V // H
 
 
@@ -154,6 +165,32 @@ def qwen3vl_merger():
     t("mm.2.weight", mat(T, 4 * V)); t("mm.2.bias", bias(T))
 
 
-{"gemma4v": gemma4v, "pixtral": pixtral, "qwen3vl_merger": qwen3vl_merger}[a.kind]()
+def qwen2vl_family(v25):
+    M = 2
+    if v25:
+        w.add_bool("clip.use_silu", True)
+        w.add_uint32("clip.vision.n_wa_pattern", 2)
+    w.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)
+    w.add_uint32("clip.vision.image_size", 560)  # the converter's default (unused: any size)
+    w.add_array("clip.vision.image_mean", [0.48145466, 0.4578275, 0.40821073])
+    w.add_array("clip.vision.image_std", [0.26862954, 0.26130258, 0.27577711])
+    w.add_uint32("clip.vision.spatial_merge_size", M)
+    t("v.patch_embd.weight.1", (rng.standard_normal((V, 3, PS, PS)) / np.sqrt(3 * PS * PS)).astype(np.float32))
+    for i in range(L):
+        p = f"v.blk.{i}."
+        t(p + "ln1.weight", norm(V)); t(p + "ln2.weight", norm(V))
+        if not v25: t(p + "ln1.bias", bias(V)); t(p + "ln2.bias", bias(V))
+        for n in ("attn_q", "attn_k", "attn_v", "attn_out"): t(p + n + ".weight", mat(V, V)); t(p + n + ".bias", bias(V))
+        if v25: t(p + "ffn_gate.weight", mat(FF, V)); t(p + "ffn_gate.bias", bias(FF))
+        t(p + "ffn_up.weight", mat(FF, V)); t(p + "ffn_up.bias", bias(FF))
+        t(p + "ffn_down.weight", mat(V, FF)); t(p + "ffn_down.bias", bias(V))
+    t("v.post_ln.weight", norm(V))
+    if not v25: t("v.post_ln.bias", bias(V))
+    t("mm.0.weight", mat(4 * V, 4 * V)); t("mm.0.bias", bias(4 * V))
+    t("mm.2.weight", mat(T, 4 * V)); t("mm.2.bias", bias(T))
+
+
+{"gemma4v": gemma4v, "pixtral": pixtral, "qwen3vl_merger": qwen3vl_merger,
+ "qwen2vl_merger": lambda: qwen2vl_family(False), "qwen2.5vl_merger": lambda: qwen2vl_family(True)}[a.kind]()
 w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
 print(f"wrote {a.out}: {a.kind} projector, ViT {L} layers x {V} ({H} heads), {PS}px patches, to {T}")
