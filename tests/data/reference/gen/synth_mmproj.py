@@ -46,7 +46,7 @@ tokens and the test image (fitted to 224 x 168, 4 x 3 tokens) has whole and part
 
 Needs gguf-py (PYTHONPATH=<llama.cpp>/gguf-py) and numpy.
 Usage: synth_mmproj.py {gemma4v,pixtral,qwen3vl_merger,qwen2vl_merger,qwen2.5vl_merger} OUT.gguf [--seed S] [--text-embd T] [--embd 64] [--layers 2] [--heads 2]
-                       [--ff 128] [--patch 8] [--side 16] [--deepstack 0,1]   (the defaults make the files
+                       [--ff 128] [--patch 8] [--side 16] [--deepstack 0,1] [--wa-pattern 2]   (the defaults make the files
                        kept here; synth-mmproj-qwen3vl-deepstack-F32 is qwen3vl_merger --deepstack 0,1 --seed 9 --text-embd 128)"""
 import argparse
 import numpy as np
@@ -59,7 +59,8 @@ ap.add_argument("--embd", type=int, default=64); ap.add_argument("--layers", typ
 ap.add_argument("--heads", type=int, default=2); ap.add_argument("--ff", type=int, default=128)
 ap.add_argument("--patch", type=int)  # default 8 (qwen2.5vl_merger 28)
 ap.add_argument("--side", type=int, default=16)  # qwen3vl_merger: the learned position table's side
-ap.add_argument("--deepstack", default="")  # qwen3vl_merger: "0,1": those layers' outputs merged too (Qwen3-VL)
+ap.add_argument("--deepstack", default="")
+ap.add_argument("--wa-pattern", type=int, default=2)  # qwen2.5vl_merger: every n-th layer attends to the whole image  # qwen3vl_merger: "0,1": those layers' outputs merged too (Qwen3-VL)
 a = ap.parse_args()
 rng = np.random.default_rng(a.seed if a.seed is not None else {"gemma4v": 3, "pixtral": 5, "qwen3vl_merger": 7,
                                                               "qwen2vl_merger": 13, "qwen2.5vl_merger": 15}[a.kind])
@@ -169,7 +170,7 @@ def qwen2vl_family(v25):
     M = 2
     if v25:
         w.add_bool("clip.use_silu", True)
-        w.add_uint32("clip.vision.n_wa_pattern", 2)
+        w.add_uint32("clip.vision.n_wa_pattern", a.wa_pattern)
     w.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)
     w.add_uint32("clip.vision.image_size", 560)  # the converter's default (unused: any size)
     w.add_array("clip.vision.image_mean", [0.48145466, 0.4578275, 0.40821073])
