@@ -15,6 +15,8 @@
 #include "engine/kernels/cpu_features.h"
 #include "engine/kernels/dispatch.h"
 #include "engine/model/arch.h"
+#include "engine/runtime/image_prompt.h"
+#include "engine/vision/image.h"
 #include "engine/vision/vit.h"
 #include "gguf/file_set.h"
 #include "server/api/chat_prompt.h"
@@ -244,7 +246,8 @@ std::string mmproj_beside(const std::string& model_path) {
 // The vision projector: --mmproj, or one found beside the model (--mmproj-auto) whose projection
 // fits the model's width. An explicit one that does not load or fit fails the load; a found one
 // is then left out with a warning.
-std::shared_ptr<const engine::VisionModel> load_vision(const ModelOptions& o, const engine::HParams& hp, bool generates) {
+std::shared_ptr<const engine::VisionModel> load_vision(const ModelOptions& o, const engine::HParams& hp,
+                                                       const engine::Tokenizer& tok, bool generates) {
   const bool named = !o.mmproj_path.empty();
   const std::string path = named ? o.mmproj_path : o.mmproj_auto && generates ? mmproj_beside(o.path) : "";
   if (path.empty()) return nullptr;
@@ -252,9 +255,18 @@ std::shared_ptr<const engine::VisionModel> load_vision(const ModelOptions& o, co
     if (!generates) throw std::runtime_error("an encoder model takes no images");
     auto v = std::make_shared<const engine::VisionModel>(engine::VisionModel::load(path));
     if (const std::string why = engine::pairing_error(*v, hp); !why.empty()) throw std::runtime_error(path + ": " + why);
+    for (const std::string& text : engine::looked_up_texts(v->traits())) {  // (idefics3's layout tokens)
+      if (engine::lookup_token(tok, text) < 0) {
+        throw std::runtime_error(path + ": its images (" + v->traits().name + ") are laid out with a token '" +
+                                 (text == "\n" ? "\\n" : text == "\n\n" ? "\\n\\n" : text) + "' the model's vocabulary lacks");
+      }
+    }
     const engine::VisionHParams& vh = v->hparams();
     const std::string tokens = vh.fit == engine::ImageFit::kLetterbox
                                    ? std::to_string(vh.n_tokens(vh.image_size, vh.image_size)) + " tokens per image"
+                               : vh.fit == engine::ImageFit::kTiles
+                                   ? std::to_string(vh.n_tokens(vh.image_size, vh.image_size)) + " tokens per tile, up to " +
+                                         std::to_string(vh.longest_edge) + " pixels a side in tiles, and an overview"
                                    : std::to_string(vh.min_tokens) + " to " + std::to_string(vh.max_tokens) +
                                          " tokens per image, as its aspect";
     spdlog::info("vision projector {}: {}, ViT {} layers x {}, {}", path, v->traits().name, vh.n_layer, vh.n_embd, tokens);
@@ -302,7 +314,7 @@ std::unique_ptr<LoadedModel> load_model(const ModelOptions& o, const std::string
   const std::string& tmpl = t.template_text;
   app.settings.chat_template_source = t.template_source;
   set_pooling(*m->model, o.pooling, app);
-  app.vision = load_vision(o, m->model->hparams(), app.generates);
+  app.vision = load_vision(o, m->model->hparams(), *m->tokenizer, app.generates);
   engine::SchedulerOptions so = scheduler_options(o, *m->model, app, shared);
   so.vision = app.vision;
   if (so.spec == engine::SpecMode::kDraft) {

@@ -1,5 +1,5 @@
-// A prompt with images: text pieces tokenized around the images' spans, as llama.cpp's mtmd
-// builds it (the projector's begin / end text beside each image, tokenized with the text).
+// A prompt with images: text pieces tokenized around the images' parts, as llama.cpp's mtmd
+// builds it (each part's texts beside its positions, tokenized with the text).
 #pragma once
 
 #include <cstddef>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/vision/projector.h"
+#include "engine/vision/image.h"
 
 namespace engine {
 
@@ -20,14 +20,27 @@ struct TextPiece {
   std::vector<size_t> guarded;
 };
 
+// One part of an image in a prompt (engine::image_parts): the texts before and after it and its
+// n_tokens positions, which hold `id`.
+struct PromptPart {
+  std::vector<PartText> before, after;
+  int32_t id = 0;
+  int64_t n_tokens = 0;
+};
+
+// The token of a text looked up (PartText::lookup): the first whose piece is exactly `text`, as
+// mtmd's lookup_token; -1 when the vocabulary has none.
+int32_t lookup_token(const Tokenizer& tok, const std::string& text);
+
 // The tokens of pieces[0] <image 0> pieces[1] ... <image n-1> pieces[n], each text tokenized on
 // its own with control tokens parsed, as mtmd does (a SentencePiece vocabulary then puts its space
-// prefix before each): piece k (BOS as the model adds it with the first only), image k's begin
-// text, its n_tokens[k] positions holding image_ids[k], its end text, piece k + 1, ... image_at
-// receives where each image's positions start. Needs pieces.size() == image_ids.size() + 1 ==
-// n_tokens.size() + 1.
-std::vector<int32_t> tokenize_around_images(const Tokenizer& tok, const ProjectorTraits& traits,
-                                            const std::vector<TextPiece>& pieces, const std::vector<int32_t>& image_ids,
-                                            const std::vector<int64_t>& n_tokens, std::vector<int64_t>& image_at);
+// prefix before each): piece k (BOS as the model adds it with the first only), then each part of
+// image k (its before texts, its n_tokens positions holding its id, its after texts), piece k + 1,
+// ... part_at receives where each part's positions start, parts of all images in order. Needs
+// pieces.size() == images.size() + 1. Throws std::invalid_argument for a looked-up text the
+// vocabulary lacks (the server checks looked_up_texts() at load).
+std::vector<int32_t> tokenize_around_images(const Tokenizer& tok, const std::vector<TextPiece>& pieces,
+                                            const std::vector<std::vector<PromptPart>>& images,
+                                            std::vector<int64_t>& part_at);
 
 }  // namespace engine

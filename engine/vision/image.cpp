@@ -2,6 +2,8 @@
 // checked first; then the fit to the encoder's square input.
 #include "engine/vision/image.h"
 
+#include "engine/vision/resize.h"
+
 #include <stb_image.h>
 #include <webp/decode.h>
 
@@ -97,35 +99,6 @@ RgbImage decode_webp(std::span<const uint8_t> bytes, const ImageLimits& limits) 
   return img;
 }
 
-float lerp(float a, float b, float t) { return a + (b - a) * t; }
-
-// dst (th, tw, 3) = src scaled by mtmd's bilinear filter: corners aligned (output x samples
-// x * (src_w - 1) / (tw - 1)), truncated to 8 bits.
-RgbImage resize_bilinear(const RgbImage& src, int64_t tw, int64_t th) {
-  RgbImage dst{tw, th, std::vector<uint8_t>(static_cast<size_t>(tw * th * 3))};
-  const float xr = tw > 1 ? static_cast<float>(src.width - 1) / static_cast<float>(tw - 1) : 0.0f;
-  const float yr = th > 1 ? static_cast<float>(src.height - 1) / static_cast<float>(th - 1) : 0.0f;
-  const auto at = [&](int64_t y, int64_t x, int c) {
-    return static_cast<float>(src.rgb[static_cast<size_t>((y * src.width + x) * 3 + c)]);
-  };
-  for (int64_t y = 0; y < th; ++y) {
-    const float py = yr * static_cast<float>(y);
-    const int64_t y0 = std::min(static_cast<int64_t>(py), src.height - 1), y1 = std::min(y0 + 1, src.height - 1);
-    const float fy = py - static_cast<float>(y0);
-    for (int64_t x = 0; x < tw; ++x) {
-      const float px = xr * static_cast<float>(x);
-      const int64_t x0 = std::min(static_cast<int64_t>(px), src.width - 1), x1 = std::min(x0 + 1, src.width - 1);
-      const float fx = px - static_cast<float>(x0);
-      for (int c = 0; c < 3; ++c) {
-        const float top = lerp(at(y0, x0, c), at(y0, x1, c), fx);
-        const float bottom = lerp(at(y1, x0, c), at(y1, x1, c), fx);
-        dst.rgb[static_cast<size_t>((y * tw + x) * 3 + c)] = static_cast<uint8_t>(lerp(top, bottom, fy));
-      }
-    }
-  }
-  return dst;
-}
-
 }  // namespace
 
 const char* sniff_image(std::span<const uint8_t> b) {
@@ -148,7 +121,7 @@ RgbImage decode_image(std::span<const uint8_t> bytes, const ImageLimits& limits)
 }
 
 void fitted_size(const RgbImage& img, const VisionHParams& hp, int64_t& width, int64_t& height) {
-  if (hp.fit == ImageFit::kLetterbox) {
+  if (hp.fit != ImageFit::kKeepAspect) {  // (kTiles: one tile; image_parts() makes the image's)
     width = height = hp.image_size;
     return;
   }
@@ -180,35 +153,9 @@ void fitted_size(const RgbImage& img, const VisionHParams& hp, int64_t& width, i
 }
 
 EncoderInput fit_image(const RgbImage& img, const VisionHParams& hp) {
-  EncoderInput in;
-  fitted_size(img, hp, in.width, in.height);
-  const int64_t W = in.width, H = in.height;
-  // letterbox: scale = min(W / w, H / h) in f32; the scaled size rounds up, capped (as mtmd's
-  // PAD_CEIL); an image already of the input's size is copied as is
-  RgbImage box{W, H, std::vector<uint8_t>(static_cast<size_t>(W * H * 3), 0)};  // black
-  if (img.width == W && img.height == H) {
-    box.rgb = img.rgb;
-  } else {
-    const float scale = std::min(static_cast<float>(W) / static_cast<float>(img.width),
-                                 static_cast<float>(H) / static_cast<float>(img.height));
-    const auto w = std::min<int64_t>(static_cast<int64_t>(std::ceil(static_cast<float>(img.width) * scale)), W);
-    const auto h = std::min<int64_t>(static_cast<int64_t>(std::ceil(static_cast<float>(img.height) * scale)), H);
-    const RgbImage scaled = resize_bilinear(img, w, h);  // (even to its own size, as mtmd)
-    const int64_t ox = (W - w) / 2, oy = (H - h) / 2;
-    for (int64_t y = 0; y < h; ++y) {
-      std::memcpy(&box.rgb[static_cast<size_t>(((y + oy) * W + ox) * 3)], &scaled.rgb[static_cast<size_t>(y * w * 3)],
-                  static_cast<size_t>(w * 3));
-    }
-  }
-  // planar (3, H, W): (v / 255 - mean[c]) / std[c]
-  in.pixels.resize(static_cast<size_t>(3 * W * H));
-  for (int c = 0; c < 3; ++c) {
-    for (int64_t i = 0; i < W * H; ++i) {
-      const float v = static_cast<float>(box.rgb[static_cast<size_t>(i * 3 + c)]) / 255.0f;
-      in.pixels[static_cast<size_t>(c * W * H + i)] = (v - hp.mean[c]) / hp.std[c];
-    }
-  }
-  return in;
+  int64_t W = 0, H = 0;
+  fitted_size(img, hp, W, H);
+  return to_input(letterbox(img, W, H, Resize::kBilinear), hp);
 }
 
 }  // namespace engine

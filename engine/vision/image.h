@@ -58,4 +58,29 @@ void fitted_size(const RgbImage& img, const VisionHParams& hp, int64_t& width, i
 // scaled to fitted_size() (the same letterbox, which pads at most a pixel or two).
 EncoderInput fit_image(const RgbImage& img, const VisionHParams& hp);
 
+// Text beside an image's part in a prompt: tokenized with control tokens parsed, or (`lookup`)
+// the one token whose piece is exactly `text` (mtmd's lookup_token).
+struct PartText {
+  std::string text;
+  bool lookup = false;
+};
+
+// One encoder input an image becomes, and the text mtmd puts before and after its tokens.
+struct ImagePart {
+  std::vector<PartText> before, after;
+  EncoderInput input;
+};
+
+// An image as a prompt takes it, as mtmd lays it out: one part (fit_image's input between the
+// projector's begin and end texts), or for kTiles (idefics3) the tiles row by row, each after
+// "<fake_token_around_image><row_R_col_C>" and each row but the last ended by "\n", then the
+// overview between "\n\n<fake_token_around_image><global-img>" and "<fake_token_around_image>".
+// The tiles cut the image scaled (bicubic, letterboxed) so that its longer side is
+// hp.longest_edge, each side rounded up to a multiple of image_size; the overview is the image
+// stretched (bilinear) to image_size square. Throws ImageError as fit_image.
+std::vector<ImagePart> image_parts(const RgbImage& img, const ProjectorTraits& traits, const VisionHParams& hp);
+// The texts image_parts() marks `lookup` for this kind of projector: the model's vocabulary must
+// have a token for each.
+std::vector<std::string> looked_up_texts(const ProjectorTraits& traits);
+
 }  // namespace engine

@@ -4,6 +4,7 @@
 //     gemma4v: * sqrt(V), (x - std_bias) * std_scale, RMS norm, @ input_projection (clamped)
 //   kPatchMerger (pixtral): (RMS norm, k x k patches unfolded, @ patch_merger), mm2(gelu(mm1 x + b1)) + b2,
 //     an [IMG_BREAK] row after each row of tokens but the last
+//   kPixelShuffle (idefics3): each k x k block of patches concatenated (rows dy, then dx), @ mm.model.fc
 //   kBlockMerger (qwen-vl): each 2 x 2 block of patches concatenated, mm.2(gelu(mm.0 x + b0)) + b2; (qwen3vl)
 //     each deepstack layer's output merged the same way by its own merger (after a LayerNorm), appended
 #include <cmath>
@@ -34,6 +35,7 @@ std::vector<float> VisionEncoder::project(ThreadPool& pool) {
     case Projection::kPooled: return project_pooled(pool);
     case Projection::kPatchMerger: return project_pixtral(pool);
     case Projection::kBlockMerger: return with_deepstack(merge_blocks(model_.block_merger, pool));
+    case Projection::kPixelShuffle: return project_shuffled(pool);
   }
   throw std::logic_error("vision encoder: a projector kind without a projection");
 }
@@ -84,6 +86,23 @@ std::vector<float> VisionEncoder::project_pooled(ThreadPool& pool) {
   // out = clamp(pooled) @ input_projection^T, clamped (gemma4v's bounds)      (n_tok, V) -> (n_tok, T)
   std::vector<float> out(sz(n_tok * T));
   linear(model_.input_proj, pooled.data(), n_tok, out.data(), pool);
+  return out;
+}
+
+// idefics3: blocks[t] = x of patches (k ty + dy, k tx + dx) over (dy, dx), row-major, as llama.cpp's
+// build_patch_merge_permute lays them; out = blocks @ mm.model.fc^T        (n_tok, V k k) -> (n_tok, T)
+std::vector<float> VisionEncoder::project_shuffled(ThreadPool& pool) {
+  const int64_t V = hp_.n_embd, T = hp_.n_embd_text, k = hp_.n_merge, ox = gx_ / k, n_tok = ox * (gy_ / k);
+  float* blocks = hb_.data();  // (n_tok, V k k) = (n, V) values: fits the (n, max(F, ...)) buffer
+  for_rows(n_tok, pool, [&](int64_t t) {
+    const int64_t ty = t / ox, tx = t % ox;
+    for (int64_t j = 0; j < k * k; ++j) {
+      const int64_t p = (k * ty + j / k) * gx_ + k * tx + j % k;
+      std::copy_n(x_.data() + p * V, V, blocks + (t * k * k + j) * V);
+    }
+  });
+  std::vector<float> out(sz(n_tok * T));
+  linear(model_.shuffle_proj, blocks, n_tok, out.data(), pool);
   return out;
 }
 

@@ -35,12 +35,15 @@ constexpr ProjectorTraits kProjectors[] = {
     {ProjectorKind::kQwen25vl, "qwen2.5vl_merger", ImageFit::kKeepAspect, false, "<|vision_start|>", "<|vision_end|>",
      VitNorm::kRmsNorm, VitPositions::kMrope, kSpatialMerge, 2, 8, 4096, 10000.0f, true, false, false,
      ImagePositions::kMrope2d, Projection::kBlockMerger},
+    {ProjectorKind::kIdefics3, "idefics3", ImageFit::kTiles, false, "", "",
+     VitNorm::kLayerNorm, VitPositions::kLearned, kScaleFactor, 1, 0, 0, 0.0f, true, false, false,
+     ImagePositions::kSequential, Projection::kPixelShuffle},
 };
 
 // Kinds llama.cpp's mtmd knows that ggufd does not run (yet): named in the load error, so a user
 // learns the file is fine and what is missing.
 constexpr const char* kKnownElsewhere[] = {
-    "gemma4uv", "idefics3", "mlp", "mlp_norm",
+    "gemma4uv", "mlp", "mlp_norm",
     "ldp", "ldpv2", "resampler", "glm_edge", "lfm2", "internvl", "llama4", "kimivl", "ultravox", "qwen2a",
     "voxtral", "gemma3nv", "lightonocr", "cogvlm", "janus_pro"};
 
@@ -89,6 +92,19 @@ VisionHParams read_hparams(const gguf::File& f, const ProjectorTraits& traits) {
     if (!(s > 0.0f)) fail(f, "metadata 'clip.vision.image_std' holds " + std::to_string(s) + ", expected > 0");
   }
   if (hp.n_merge > 64 || hp.patch_size > 1024) fail(f, "patch size or scale factor out of range");
+  if (traits.fit == ImageFit::kTiles) {
+    hp.longest_edge = static_cast<int64_t>(f.find_u64("clip.vision.preproc_image_size").value_or(0));
+    const int64_t side_tiles = hp.longest_edge / hp.image_size + 1;
+    if (side_tiles > 16) {
+      fail(f, "metadata 'clip.vision.preproc_image_size' is " + std::to_string(hp.longest_edge) + ", over 16 tiles of " +
+                  std::to_string(hp.image_size) + " a side");
+    }
+  }
+  if (hp.fit == ImageFit::kTiles && (hp.image_size / hp.patch_size) % hp.n_merge != 0) {
+    // (SmolVLM2's 384-pixel tiles of 14-pixel patches: 27 a side, the last 6 pixels unread, as a strided conv)
+    fail(f, "image size " + std::to_string(hp.image_size) + " makes " + std::to_string(hp.image_size / hp.patch_size) +
+                " patches a side, not a multiple of the scale factor " + std::to_string(hp.n_merge));
+  }
   if (hp.fit == ImageFit::kLetterbox && hp.image_size % hp.align() != 0) {
     fail(f, "image size " + std::to_string(hp.image_size) + " is not a multiple of the patch size " +
                 std::to_string(hp.patch_size) + " times the pooling " + std::to_string(hp.n_merge));
@@ -225,7 +241,7 @@ void split_qkv(const Loader& ld, const std::string& name, int64_t V, VisionLayer
 }  // namespace
 
 bool VisionHParams::accepts(int64_t width, int64_t height) const {
-  if (fit == ImageFit::kLetterbox) return width == image_size && height == image_size;
+  if (fit != ImageFit::kKeepAspect) return width == image_size && height == image_size;  // (a square, or tiles)
   if (width <= 0 || height <= 0 || width % align() != 0 || height % align() != 0) return false;
   if (width / patch_size > max_side_patches() || height / patch_size > max_side_patches()) return false;
   return (width / align()) * (height / align()) <= max_tokens;
@@ -356,6 +372,12 @@ VisionModel VisionModel::from_files(gguf::FileSet files) {
       fail(f, "tensor 'v.post_ln.weight' (the merger's norm) is missing");
     }
     m.block_merger = read_block_merger(ld, f, "mm.0", "mm.2", V, T);
+    return m;
+  }
+  if (tr.projection == Projection::kPixelShuffle) {
+    // idefics3: each k x k block of patches concatenated, @ mm.model.fc (no bias)
+    const int64_t M = m.hp_.n_merge;
+    m.shuffle_proj = linear(ld, "mm.model.fc", T, V * M * M);
     return m;
   }
   if (tr.kind == ProjectorKind::kPixtral) {

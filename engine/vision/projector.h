@@ -33,6 +33,8 @@ enum class ProjectorKind {
   kQwen2vl,  // Qwen2-VL: as kQwen3vl without learned positions, quick GELU FFN, separate q / k / v
   kQwen25vl, // Qwen2.5-VL: as kQwen2vl with RMS norms, a gated SiLU FFN and window attention (every
              // n_wa_pattern-th layer full, the others within windows of 112 pixels a side)
+  kIdefics3, // Idefics3 / SmolVLM: SigLIP ViT over square tiles of the image and an overview, each
+             // tile's k x k patches pixel-shuffled into one token through one linear
 };
 
 // What turns the ViT's output into the decoder's rows.
@@ -40,6 +42,7 @@ enum class Projection {
   kPooled,        // k x k average pooling, a norm and one linear (gemma3, gemma4v)
   kPatchMerger,   // (a k x k patch merger,) two GELU layers and row breaks (pixtral)
   kBlockMerger,   // each 2 x 2 block of patches concatenated through two GELU layers (qwen-vl)
+  kPixelShuffle,  // each k x k block of patches concatenated through one linear (idefics3)
 };
 
 // How an image is fitted to the encoder's input.
@@ -47,6 +50,8 @@ enum class ImageFit {
   kLetterbox,  // scaled (bilinear) to fit a square of image_size, centred on black (gemma3)
   kKeepAspect, // scaled to sides that are multiples of patch x merge, keeping the aspect, with
                // min_tokens <= tokens <= max_tokens ("smart resize"; gemma4v)
+  kTiles,      // image_parts(): cut into squares of image_size after scaling its longer side to
+               // longest_edge, then the whole image stretched to one more square (idefics3)
 };
 
 // An image's tokens in a prompt, for M-RoPE: where they start, how many, and their grid.
@@ -131,6 +136,7 @@ struct VisionHParams {
   // (il + 1) % n_wa_pattern == 0, else only to those of its window: squares of window_tokens x
   // window_tokens merged tokens (112 pixels) tiling the token grid from its top left. 0: none.
   int64_t n_wa_pattern = 0, window_tokens = 0;
+  int64_t longest_edge = 0;  // kTiles: clip.vision.preproc_image_size (0: the overview alone)
   bool windowed(int64_t il) const { return n_wa_pattern > 0 && (il + 1) % n_wa_pattern != 0; }
 
   // The width of a row the encoder gives: the projection, then each deepstack layer's merge.
@@ -151,7 +157,7 @@ struct VisionHParams {
   int64_t max_side_patches() const { return pos_size > 0 ? pos_size : max_tokens * n_merge; }
   // The most patches an input may have (scratch sizes).
   int64_t max_patches() const {
-    return fit == ImageFit::kLetterbox ? (image_size / patch_size) * (image_size / patch_size)
+    return fit != ImageFit::kKeepAspect ? (image_size / patch_size) * (image_size / patch_size)
                                        : max_tokens * n_merge * n_merge;
   }
   // Whether width x height pixels is an input this encoder takes (fit_image's output sizes).
@@ -228,6 +234,7 @@ class VisionModel {
   std::vector<float> pre_ln;                  // (n_embd,) pixtral: RMS norm of the patches, or empty
   std::vector<float> merger_norm;             // (n_embd,) pixtral: RMS norm before the patch merger
   Linear merger;                              // (n_embd, n_embd * merge^2) pixtral, or no rows
+  Linear shuffle_proj;                        // (n_embd_text, n_embd * merge^2) idefics3: mm.model.fc
   Linear mm1, mm2;                            // pixtral: (T, n_embd), (T, T): mm2(gelu(mm1 x + b1)) + b2
   std::vector<float> mm1_b, mm2_b;            // (T,) or empty
   std::vector<float> img_break;               // (T,) pixtral's [IMG_BREAK] row

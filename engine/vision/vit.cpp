@@ -120,6 +120,7 @@ void VisionEncoder::reserve(int64_t n) {
   for (auto* b : {&x_, &xn_, &q_, &k_, &v_, &att_, &y_}) b->resize(sz(n * V));
   int64_t hidden = std::max(F, model_.block_merger.fc1.w.rows / 4 + 1);  // per patch: a merger's per token / 4
   for (const VisionLayer& l : model_.layers) hidden = std::max(hidden, l.deepstack.fc1.w.rows / 4 + 1);
+  hidden = std::max(hidden, V);  // (idefics3's pixel-shuffled blocks: n x V values)
   hb_.resize(sz(n * hidden));
   if (!model_.layers.empty() && model_.layers[0].ffn_gate.w.rows > 0) hg_.resize(sz(n * F));
   clamped_.resize(sz(n * std::max(V, F)));

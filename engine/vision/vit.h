@@ -53,6 +53,7 @@ class VisionEncoder {
   std::vector<float> project(ThreadPool& pool);
   std::vector<float> project_pooled(ThreadPool& pool);
   std::vector<float> project_pixtral(ThreadPool& pool);
+  std::vector<float> project_shuffled(ThreadPool& pool);
   std::vector<float> merge_blocks(const BlockMerger& m, ThreadPool& pool);
   std::vector<float> with_deepstack(std::vector<float> rows) const;
   void reserve(int64_t n);

@@ -190,8 +190,7 @@ std::vector<int32_t> tokenize_with_images(const App& app, RenderedChat chat, con
                    "invalid_request_error", std::nullopt, "image_not_placed");
   }
   const engine::VisionModel& vision = *app.vision;
-  std::vector<int32_t> ids;
-  std::vector<int64_t> counts;
+  std::vector<std::vector<engine::PromptPart>> parts;  // per image
   for (const ImageInput& in : images) {
     if (in.bytes.empty() && !in.url.empty()) {
       throw invalid_field(in.where, in.where + ": the remote image \"" + excerpt(in.url, 80) + "\" was not fetched "
@@ -204,20 +203,26 @@ std::vector<int32_t> tokenize_with_images(const App& app, RenderedChat chat, con
     } catch (const engine::ImageError& e) {
       throw invalid_field(in.where, in.where + ": " + e.what());
     }
-    engine::PromptImage im;
+    std::vector<engine::ImagePart> image_parts;
     try {
-      im.input = std::make_shared<const engine::EncoderInput>(engine::fit_image(img, vision.hparams()));
+      image_parts = engine::image_parts(img, vision.traits(), vision.hparams());
     } catch (const engine::ImageError& e) {
       throw invalid_field(in.where, in.where + ": " + e.what());
     }
-    im.n_tokens = vision.hparams().n_tokens(im.input->width, im.input->height);
-    counts.push_back(im.n_tokens);
-    ids.push_back(engine::image_token_id(image_hash(img, vision.files().first().name()), app.n_vocab));
-    out.push_back(std::move(im));
+    // each part's positions hold an id of the image's hash and the part's index (idefics3's tiles)
+    const uint64_t hash = image_hash(img, vision.files().first().name());
+    parts.emplace_back();
+    for (size_t k = 0; k < image_parts.size(); ++k) {
+      engine::PromptImage im;
+      im.n_tokens = vision.hparams().n_tokens(image_parts[k].input.width, image_parts[k].input.height);
+      const int32_t id = engine::image_token_id(hash + k * 0x9e3779b97f4a7c15ull, app.n_vocab);
+      parts.back().push_back({std::move(image_parts[k].before), std::move(image_parts[k].after), id, im.n_tokens});
+      im.input = std::make_shared<const engine::EncoderInput>(std::move(image_parts[k].input));
+      out.push_back(std::move(im));
+    }
   }
   std::vector<int64_t> at;
-  std::vector<int32_t> tokens =
-      engine::tokenize_around_images(*app.tokenizer, vision.traits(), pieces, ids, counts, at);
+  std::vector<int32_t> tokens = engine::tokenize_around_images(*app.tokenizer, pieces, parts, at);
   for (size_t k = 0; k < at.size(); ++k) out[out.size() - at.size() + k].at = at[k];
   return tokens;
 }

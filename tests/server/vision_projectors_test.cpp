@@ -63,6 +63,11 @@ const Case kCases[] = {
      "{{ bos_token }}{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' }}" GGUFD_PARTS
      "{{ '<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
      30},  // 6 x 5 tokens at M-RoPE positions (Qwen2-VL: no windows, LayerNorm, quick GELU)
+    {"idefics3", "models/synth-smolvlm-F32.gguf", "synth-mmproj-idefics3-F32.gguf",
+     "synth-smolvlm-F32+mmproj-idefics3.json",
+     "{{ bos_token }}{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' }}" GGUFD_PARTS
+     "{{ '<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
+     16},  // each of 3 x 2 tiles and the overview: 16 tokens, with the layout's text between them
 };
 
 

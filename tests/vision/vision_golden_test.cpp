@@ -73,6 +73,7 @@ constexpr Case kCases[] = {
     {"synth-qwen3vl-F32", "qwen3vl-deepstack", false, true}, {"synth-qwen3vl-Q8_0", "qwen3vl-deepstack", false, true},
     {"synth-qwen2vl-F32", "qwen25vl", false, true}, {"synth-qwen2vl-Q8_0", "qwen25vl", false, true},
     {"synth-qwen2vl-F32", "qwen2vl", false, true},  {"synth-qwen2vl-Q8_0", "qwen2vl", false, true},
+    {"synth-smolvlm-F32", "idefics3", false, true}, {"synth-smolvlm-Q8_0", "idefics3", false, true},
 };
 
 class VisionGolden : public ::testing::TestWithParam<Case> {};
@@ -98,10 +99,12 @@ TEST_P(VisionGolden, EmbeddingsAndLogitsMatchLibmtmd) {
   ASSERT_EQ(vision.traits().non_causal, g["non_causal_image"].get<bool>());
   ThreadPool pool(1);
 
-  // The image's rows: each within cosine 0.9999 of libmtmd's.
+  // The image's rows, part by part (one, or idefics3's tiles and overview, one image chunk each):
+  // each within cosine 0.9999 of libmtmd's.
   VisionEncoder encoder(vision);
-  const EncoderInput input = fit_image(img, vision.hparams());
-  const std::vector<float> rows = encoder.encode(input, pool);
+  const std::vector<ImagePart> parts = image_parts(img, vision.traits(), vision.hparams());
+  size_t part = 0;
+  std::vector<std::vector<float>> part_rows;  // (the batch points into them)
   const int64_t E = model.hparams().n_embd;
   ASSERT_EQ(vision.hparams().n_embd_text, E);
   // W: a row's width (E, or with deepstack slices E x 3). golden_mtmd writes mtmd's output buffer in
@@ -127,6 +130,9 @@ TEST_P(VisionGolden, EmbeddingsAndLogitsMatchLibmtmd) {
       n_past += static_cast<int64_t>(chunk["tokens"].size());
       continue;
     }
+    ASSERT_LT(part, parts.size()) << "libmtmd has more image chunks";
+    const EncoderInput& input = parts[part++].input;
+    const std::vector<float>& rows = part_rows.emplace_back(encoder.encode(input, pool));
     const int64_t n = chunk["n_tokens"].get<int64_t>();
     ASSERT_EQ(n, vision.hparams().n_tokens(input.width, input.height));
     spans.push_back(vh.span(pos, input.width, input.height));
@@ -145,6 +151,7 @@ TEST_P(VisionGolden, EmbeddingsAndLogitsMatchLibmtmd) {
       place();
     }
   }
+  ASSERT_EQ(part, parts.size()) << "libmtmd has fewer image chunks";
   ASSERT_EQ(n_past, g["n_past"].get<int64_t>());
   b.logits.back() = 1;
   for (const auto& t : g["greedy"]) {

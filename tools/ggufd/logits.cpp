@@ -139,39 +139,52 @@ int run_image_logits(const LogitsOptions& o) {
   }
   if (pieces.size() != 2) throw std::invalid_argument("--prompt: put the marker <__media__> in it once");
   const auto start = std::chrono::steady_clock::now();
-  const engine::EncoderInput input = engine::fit_image(img, vision.hparams());
-  const int64_t n_img = vision.hparams().n_tokens(input.width, input.height);
-  std::vector<int64_t> image_at;
-  std::vector<int32_t> tokens = engine::tokenize_around_images(
-      tok, vision.traits(), pieces, {engine::image_token_id(0, n_vocab)}, {n_img}, image_at);
+  // the image's parts (one, or idefics3's tiles and overview), each encoded on its own
+  const std::vector<engine::ImagePart> parts = engine::image_parts(img, vision.traits(), vision.hparams());
+  const engine::VisionHParams& vh = vision.hparams();
+  std::vector<engine::PromptPart> prompt_parts;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    prompt_parts.push_back({parts[p].before, parts[p].after, engine::image_token_id(p, n_vocab),
+                            vh.n_tokens(parts[p].input.width, parts[p].input.height)});
+  }
+  std::vector<int64_t> part_at;
+  std::vector<int32_t> tokens = engine::tokenize_around_images(tok, pieces, {prompt_parts}, part_at);
   engine::ThreadPool pool(engine::thread_count(o.threads));
   engine::VisionEncoder encoder(vision);
-  const std::vector<float> rows = encoder.encode(input, pool);
-  std::fprintf(stderr, "image %lld x %lld: %lld tokens, fitted and encoded in %.0f ms\n", static_cast<long long>(img.width),
-               static_cast<long long>(img.height), static_cast<long long>(n_img),
+  std::vector<std::vector<float>> rows;  // per part (n_tokens, W)
+  int64_t n_img = 0;
+  for (const engine::ImagePart& part : parts) {
+    rows.push_back(encoder.encode(part.input, pool));
+    n_img += vh.n_tokens(part.input.width, part.input.height);
+  }
+  std::fprintf(stderr, "image %lld x %lld: %zu parts, %lld tokens, fitted and encoded in %.0f ms\n",
+               static_cast<long long>(img.width), static_cast<long long>(img.height), parts.size(),
+               static_cast<long long>(n_img),
                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
 
   const auto n = static_cast<int64_t>(tokens.size());
   engine::KvCache cache(model.hparams(), n + o.greedy, engine::kv_type_from_name(o.kv_type));
   engine::Forward fwd(model, n);
   engine::Batch batch;
-  const int64_t a = image_at[0], W = vision.hparams().row_width();  // (W: E, or with deepstack slices)
-  const auto last = static_cast<int32_t>(a + n_img - 1);
-  const engine::VisionHParams& vh = vision.hparams();
+  const int64_t W = vh.row_width();  // (E, or with deepstack slices)
   const bool mrope = vision.traits().image_positions == engine::ImagePositions::kMrope2d;
-  const std::vector<engine::ImageSpan> spans = {vh.span(a, input.width, input.height)};
+  std::vector<engine::ImageSpan> spans;
+  for (size_t p = 0; p < parts.size(); ++p) spans.push_back(vh.span(part_at[p], parts[p].input.width, parts[p].input.height));
   const auto place = [&](int64_t i) {  // M-RoPE positions (qwen-vl)
     if (mrope) batch.set_mrope(batch.size() - 1, engine::mrope_positions(spans, i));
   };
-  for (int64_t i = 0; i < n; ++i) {
-    const bool out = i + 1 == n;
-    if (i >= a && i < a + n_img) {
-      batch.add_row(rows.data() + (i - a) * W, 0, static_cast<int32_t>(i),
+  for (size_t i = 0, p = 0; i < tokens.size(); ++i) {
+    const bool out = i + 1 == tokens.size();
+    while (p < spans.size() && static_cast<int64_t>(i) >= spans[p].at + spans[p].n_tokens) ++p;
+    if (p < spans.size() && static_cast<int64_t>(i) >= spans[p].at) {
+      const engine::ImageSpan& sp = spans[p];
+      const auto last = static_cast<int32_t>(sp.at + sp.n_tokens - 1);
+      batch.add_row(rows[p].data() + (static_cast<int64_t>(i) - sp.at) * W, 0, static_cast<int32_t>(i),
                     vision.traits().non_causal ? last : static_cast<int32_t>(i), out);
     } else {
-      batch.add(tokens[static_cast<size_t>(i)], 0, static_cast<int32_t>(i), out);
+      batch.add(tokens[i], 0, static_cast<int32_t>(i), out);
     }
-    place(i);
+    place(static_cast<int64_t>(i));
   }
   fwd.eval(batch, cache, pool);
   const nlohmann::json last_top = top_k(fwd.logits(0), n_vocab, k);
@@ -187,20 +200,31 @@ int run_image_logits(const LogitsOptions& o) {
     row = fwd.logits(0);
     gen_top.push_back(top_k(row, n_vocab, k));
   }
-  // the positions the image takes: M-RoPE's max(rows, cols), else one per token
-  const int64_t n_pos = mrope ? std::max(spans[0].rows, spans[0].cols) : n_img;
-  nlohmann::json embd = nlohmann::json::array();
-  // (in rows of E values as golden_mtmd writes mtmd's buffer: with deepstack rows of E x (1 + d),
-  // those are the first tokens' whole rows)
-  for (int64_t i = 0; i < n_img; ++i) embd.push_back(std::vector<float>(rows.begin() + i * E, rows.begin() + (i + 1) * E));
-  const nlohmann::json chunks = {
-      {{"type", "text"}, {"tokens", std::vector<int32_t>(tokens.begin(), tokens.begin() + a)}},
-      {{"type", "image"}, {"n_tokens", n_img}, {"n_pos", n_pos}, {"embd", embd}},
-      {{"type", "text"}, {"tokens", std::vector<int32_t>(tokens.begin() + a + n_img, tokens.end())}}};
+  // chunks: text, then each part's image chunk and the text after it. The positions a part takes:
+  // M-RoPE's max(rows, cols), else one per token. Rows in E values as golden_mtmd writes mtmd's
+  // buffer (with deepstack rows of E x (1 + d): those are the first tokens' whole rows).
+  nlohmann::json chunks = nlohmann::json::array();
+  int64_t from = 0;
+  for (size_t p = 0; p < spans.size(); ++p) {
+    const engine::ImageSpan& sp = spans[p];
+    if (sp.at > from) {
+      chunks.push_back({{"type", "text"}, {"tokens", std::vector<int32_t>(tokens.begin() + from, tokens.begin() + sp.at)}});
+    }
+    nlohmann::json embd = nlohmann::json::array();
+    for (int64_t i = 0; i < sp.n_tokens; ++i) {
+      embd.push_back(std::vector<float>(rows[p].begin() + i * E, rows[p].begin() + (i + 1) * E));
+    }
+    chunks.push_back({{"type", "image"}, {"n_tokens", sp.n_tokens},
+                      {"n_pos", mrope ? std::max(sp.rows, sp.cols) : sp.n_tokens}, {"embd", embd}});
+    from = sp.at + sp.n_tokens;
+  }
+  chunks.push_back({{"type", "text"}, {"tokens", std::vector<int32_t>(tokens.begin() + from, tokens.end())}});
+  int64_t n_past = n;  // (M-RoPE: a part's tokens take fewer positions)
+  for (const engine::ImageSpan& sp : spans) n_past -= sp.n_tokens - (mrope ? std::max(sp.rows, sp.cols) : sp.n_tokens);
   const nlohmann::json out = {{"model", base_name(o.model)}, {"mmproj", base_name(o.mmproj)}, {"image", base_name(o.image)},
                               {"image_nx", img.width},       {"image_ny", img.height},        {"n_vocab", n_vocab},
                               {"topk", k},                   {"non_causal_image", vision.traits().non_causal},
-                              {"chunks", chunks},            {"last_top", last_top},          {"n_past", n - n_img + n_pos},
+                              {"chunks", chunks},            {"last_top", last_top},          {"n_past", n_past},
                               {"greedy", greedy},            {"gen_top", gen_top}};
   std::printf("%s\n", out.dump().c_str());
   return 0;

@@ -1,4 +1,4 @@
-"""Helpers of the random-weight model writers here (synth_lfm2.py, synth_qwen_vl.py): the conventions of
+"""Helpers of the random-weight model writers here (synth_lfm2.py, synth_qwen_vl.py, synth_smolvlm.py): the conventions of
 ../shared/tools/synth_arch.py (weights N(0, 1/fan_in), norms 1 + N(0, 0.1^2), F32) and a donor's tokenizer.
 Needs gguf-py (PYTHONPATH=<llama.cpp>/gguf-py) and numpy."""
 import numpy as np

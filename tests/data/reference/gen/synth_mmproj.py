@@ -44,28 +44,40 @@ and window attention: clip.vision.n_wa_pattern 2 (layer 1 full, layer 0 within w
 which llama.cpp takes from no key). Its patches are 28 pixels (--patch 28 by default here), so that a window is 2 x 2
 tokens and the test image (fitted to 224 x 168, 4 x 3 tokens) has whole and partial windows.
 
+idefics3 (SmolVLM's SigLIP encoder and pixel-shuffle connector; seed 19, text width 128, as synth-smolvlm): 32-pixel tiles
+(clip.vision.image_size) of 4-pixel patches (8 x 8) with a bias, a learned position table of 64 rows, LayerNorm blocks
+with biases, q / k / v / out with biases, a GELU FFN with biases (clip.use_gelu), v.post_ln; then each 2 x 2 block of
+patches (projector.scale_factor 2) concatenated through mm.model.fc (no bias): 16 tokens a tile. The image's longer
+side is scaled to clip.vision.preproc_image_size 80 and each side rounded up to tiles: the 96 x 72 test image becomes
+96 x 64, 3 x 2 tiles (letterboxed: its scaled 86 x 64 centred on black), then the overview.
+
 Needs gguf-py (PYTHONPATH=<llama.cpp>/gguf-py) and numpy.
-Usage: synth_mmproj.py {gemma4v,pixtral,qwen3vl_merger,qwen2vl_merger,qwen2.5vl_merger} OUT.gguf [--seed S] [--text-embd T] [--embd 64] [--layers 2] [--heads 2]
-                       [--ff 128] [--patch 8] [--side 16] [--deepstack 0,1] [--wa-pattern 2]   (the defaults make the files
+Usage: synth_mmproj.py {gemma4v,pixtral,qwen3vl_merger,qwen2vl_merger,qwen2.5vl_merger,idefics3} OUT.gguf [--seed S] [--text-embd T] [--embd 64] [--layers 2] [--heads 2]
+                       [--ff 128] [--patch 8] [--side 16] [--deepstack 0,1] [--wa-pattern 2]
+                       [--tile 32] [--longest 80] [--merge 2]   (the defaults make the files
                        kept here; synth-mmproj-qwen3vl-deepstack-F32 is qwen3vl_merger --deepstack 0,1 --seed 9 --text-embd 128)"""
 import argparse
 import numpy as np
 import gguf
 
 ap = argparse.ArgumentParser()
-ap.add_argument("kind", choices=["gemma4v", "pixtral", "qwen3vl_merger", "qwen2vl_merger", "qwen2.5vl_merger"]); ap.add_argument("out")
+ap.add_argument("kind", choices=["gemma4v", "pixtral", "qwen3vl_merger", "qwen2vl_merger", "qwen2.5vl_merger", "idefics3"]); ap.add_argument("out")
 ap.add_argument("--seed", type=int); ap.add_argument("--text-embd", type=int)
 ap.add_argument("--embd", type=int, default=64); ap.add_argument("--layers", type=int, default=2)
 ap.add_argument("--heads", type=int, default=2); ap.add_argument("--ff", type=int, default=128)
 ap.add_argument("--patch", type=int)  # default 8 (qwen2.5vl_merger 28)
 ap.add_argument("--side", type=int, default=16)  # qwen3vl_merger: the learned position table's side
 ap.add_argument("--deepstack", default="")
-ap.add_argument("--wa-pattern", type=int, default=2)  # qwen2.5vl_merger: every n-th layer attends to the whole image  # qwen3vl_merger: "0,1": those layers' outputs merged too (Qwen3-VL)
+ap.add_argument("--wa-pattern", type=int, default=2)
+ap.add_argument("--tile", type=int, default=32)     # idefics3: image_size (a tile's side)
+ap.add_argument("--longest", type=int, default=80)  # idefics3: preproc_image_size
+ap.add_argument("--merge", type=int, default=2)     # idefics3: scale_factor  # qwen2.5vl_merger: every n-th layer attends to the whole image  # qwen3vl_merger: "0,1": those layers' outputs merged too (Qwen3-VL)
 a = ap.parse_args()
 rng = np.random.default_rng(a.seed if a.seed is not None else {"gemma4v": 3, "pixtral": 5, "qwen3vl_merger": 7,
-                                                              "qwen2vl_merger": 13, "qwen2.5vl_merger": 15}[a.kind])
-T = a.text_embd or {"gemma4v": 256, "pixtral": 128, "qwen3vl_merger": 256, "qwen2vl_merger": 128, "qwen2.5vl_merger": 128}[a.kind]
-V, L, H, FF, PS = a.embd, a.layers, a.heads, a.ff, a.patch or (28 if a.kind == "qwen2.5vl_merger" else 8)
+                                                              "qwen2vl_merger": 13, "qwen2.5vl_merger": 15, "idefics3": 19}[a.kind])
+T = a.text_embd or {"gemma4v": 256, "pixtral": 128, "qwen3vl_merger": 256, "qwen2vl_merger": 128, "qwen2.5vl_merger": 128,
+                    "idefics3": 128}[a.kind]
+V, L, H, FF, PS = a.embd, a.layers, a.heads, a.ff, a.patch or {"qwen2.5vl_merger": 28, "idefics3": 4}.get(a.kind, 8)
 D = V // H
 
 
@@ -191,7 +203,25 @@ def qwen2vl_family(v25):
     t("mm.2.weight", mat(T, 4 * V)); t("mm.2.bias", bias(T))
 
 
-{"gemma4v": gemma4v, "pixtral": pixtral, "qwen3vl_merger": qwen3vl_merger,
+def idefics3():
+    M, S = a.merge, a.tile
+    w.add_bool("clip.use_gelu", True); w.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)
+    w.add_uint32("clip.vision.image_size", S); w.add_uint32("clip.vision.preproc_image_size", a.longest)
+    w.add_array("clip.vision.image_mean", [0.5, 0.5, 0.5]); w.add_array("clip.vision.image_std", [0.5, 0.5, 0.5])
+    w.add_uint32("clip.vision.projector.scale_factor", M)
+    t("v.patch_embd.bias", bias(V))
+    t("v.position_embd.weight", (0.5 * rng.standard_normal(((S // PS) ** 2, V))).astype(np.float32))
+    for i in range(L):
+        p = f"v.blk.{i}."
+        t(p + "ln1.weight", norm(V)); t(p + "ln1.bias", bias(V)); t(p + "ln2.weight", norm(V)); t(p + "ln2.bias", bias(V))
+        for n in ("attn_q", "attn_k", "attn_v", "attn_out"): t(p + n + ".weight", mat(V, V)); t(p + n + ".bias", bias(V))
+        t(p + "ffn_up.weight", mat(FF, V)); t(p + "ffn_up.bias", bias(FF))
+        t(p + "ffn_down.weight", mat(V, FF)); t(p + "ffn_down.bias", bias(V))
+    t("v.post_ln.weight", norm(V)); t("v.post_ln.bias", bias(V))
+    t("mm.model.fc.weight", mat(T, V * M * M))
+
+
+{"gemma4v": gemma4v, "pixtral": pixtral, "qwen3vl_merger": qwen3vl_merger, "idefics3": idefics3,
  "qwen2vl_merger": lambda: qwen2vl_family(False), "qwen2.5vl_merger": lambda: qwen2vl_family(True)}[a.kind]()
 w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
 print(f"wrote {a.out}: {a.kind} projector, ViT {L} layers x {V} ({H} heads), {PS}px patches, to {T}")
