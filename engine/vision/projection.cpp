@@ -12,21 +12,15 @@
 
 #include "engine/kernels/matmul.h"
 #include "engine/model/ops.h"
+#include "engine/vision/rows.h"
 #include "engine/vision/vit.h"
 
 namespace engine {
 
 namespace {
 
-size_t sz(int64_t n) { return static_cast<size_t>(n); }
-
-// Rows of (n, E) in parallel.
-template <class F>
-void for_rows(int64_t n, ThreadPool& pool, F f) {
-  pool.run([&](int ith, int nth) {
-    for (int64_t t = ith; t < n; t += nth) f(t);
-  });
-}
+using vision_rows::for_rows;
+using vision_rows::sz;
 
 }  // namespace
 

@@ -23,20 +23,14 @@
 #include "engine/kernels/dispatch.h"
 #include "engine/kernels/matmul.h"
 #include "engine/model/ops.h"
+#include "engine/vision/rows.h"
 
 namespace engine {
 
 namespace {
 
-size_t sz(int64_t n) { return static_cast<size_t>(n); }
-
-// Rows of (n, E) in parallel.
-template <class F>
-void for_rows(int64_t n, ThreadPool& pool, F f) {
-  pool.run([&](int ith, int nth) {
-    for (int64_t t = ith; t < n; t += nth) f(t);
-  });
-}
+using vision_rows::for_rows;
+using vision_rows::sz;
 
 void clamp_row(float* x, int64_t n, float lo, float hi) {
   for (int64_t i = 0; i < n; ++i) x[i] = std::min(std::max(x[i], lo), hi);

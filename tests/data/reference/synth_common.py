@@ -5,19 +5,22 @@ import numpy as np
 import gguf
 
 
-def copy_tokenizer(donor_path, w):
-    """Writes the donor's tokenizer.* keys into the GGUFWriter w; returns the vocabulary size."""
+def copy_tokenizer(donor_path, w, extra=()):
+    """Writes the donor's tokenizer.* keys into the GGUFWriter w, with the (text, token type) pairs of `extra` appended
+    to its tokens (score 0); returns the vocabulary size."""
     donor = gguf.GGUFReader(donor_path)
     tok_fields = {k: f for k, f in donor.fields.items() if k.startswith("tokenizer.")}
+    appended = {"tokenizer.ggml.tokens": [t for t, _ in extra], "tokenizer.ggml.scores": [0.0 for _ in extra],
+                "tokenizer.ggml.token_type": [ty for _, ty in extra]}
     for k, f in tok_fields.items():
         t = f.types[0]
         if t == gguf.GGUFValueType.ARRAY:
-            w.add_array(k, f.contents())
+            w.add_array(k, list(f.contents()) + appended.get(k, []))
         elif t == gguf.GGUFValueType.STRING:
             w.add_string(k, f.contents())
         else:
             w.add_key_value(k, f.contents(), t)
-    return len(tok_fields["tokenizer.ggml.tokens"].contents())
+    return len(tok_fields["tokenizer.ggml.tokens"].contents()) + len(extra)
 
 
 class Weights:

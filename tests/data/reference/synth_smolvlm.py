@@ -13,7 +13,7 @@ import argparse, os
 import numpy as np
 import gguf
 
-from synth_common import Weights
+from synth_common import Weights, copy_tokenizer
 
 here = os.path.dirname(os.path.abspath(__file__))
 ap = argparse.ArgumentParser()
@@ -33,28 +33,10 @@ w.add_rope_freq_base(1e4)
 w.add_file_type(gguf.LlamaFileType.ALL_F32)
 
 # the donor's tokenizer, with the image layout's tokens appended
-donor = gguf.GGUFReader(a.donor)
-fields = {k: f for k, f in donor.fields.items() if k.startswith("tokenizer.")}
-tokens = list(fields["tokenizer.ggml.tokens"].contents())
-scores = list(fields["tokenizer.ggml.scores"].contents())
-types = list(fields["tokenizer.ggml.token_type"].contents())
 extra = [("<fake_token_around_image>", 3), ("<global-img>", 3)]
 extra += [(f"<row_{r}_col_{c}>", 3) for r in range(1, 4) for c in range(1, 4)]
 extra += [("\n\n", 4)]
-for text, ty in extra:
-    tokens.append(text); scores.append(0.0); types.append(ty)
-for k, f in fields.items():
-    if k in ("tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type"):
-        continue
-    t = f.types[0]
-    if t == gguf.GGUFValueType.ARRAY:
-        w.add_array(k, f.contents())
-    elif t == gguf.GGUFValueType.STRING:
-        w.add_string(k, f.contents())
-    else:
-        w.add_key_value(k, f.contents(), t)
-w.add_token_list(tokens); w.add_token_scores(scores); w.add_token_types(types)
-n_vocab = len(tokens)
+n_vocab = copy_tokenizer(a.donor, w, extra)
 
 wt = Weights(rng)
 def t(name, arr): w.add_tensor(name, arr)
