@@ -94,10 +94,11 @@ VisionHParams read_hparams(const gguf::File& f, const ProjectorTraits& traits) {
   if (hp.n_merge > 64 || hp.patch_size > 1024) fail(f, "patch size or scale factor out of range");
   if (traits.fit == ImageFit::kTiles) {
     hp.longest_edge = static_cast<int64_t>(f.find_u64("clip.vision.preproc_image_size").value_or(0));
-    const int64_t side_tiles = hp.longest_edge / hp.image_size + 1;
-    if (side_tiles > 16) {
-      fail(f, "metadata 'clip.vision.preproc_image_size' is " + std::to_string(hp.longest_edge) + ", over 16 tiles of " +
-                  std::to_string(hp.image_size) + " a side");
+    // (the image is scaled to about this size before it is cut: bounded so that a file cannot make a
+    // request allocate gigabytes; real ones are 1536 or 2048, 3 or 4 tiles a side)
+    if (hp.longest_edge > 4096 || hp.longest_edge / hp.image_size + 1 > 16) {
+      fail(f, "metadata 'clip.vision.preproc_image_size' is " + std::to_string(hp.longest_edge) +
+                  ", expected at most 4096 pixels and 16 tiles of " + std::to_string(hp.image_size) + " a side");
     }
   }
   if (hp.fit == ImageFit::kTiles && (hp.image_size / hp.patch_size) % hp.n_merge != 0) {

@@ -14,6 +14,7 @@
 #include "engine/vision/vit.h"
 #include "gguf/file.h"
 #include "gguf/file_set.h"
+#include "gguf/writer.h"
 
 namespace engine::projector_load_test {  // (named: the unity build joins test files)
 namespace {
@@ -52,6 +53,37 @@ TEST(ProjectorLoad, TheFuzzSeedsLoadAndEncode) {
     }
   }
   EXPECT_EQ(n, 7);
+}
+
+// idefics3 scales an image to about preproc_image_size before cutting it into tiles: a file that
+// asks for more than 4096 pixels or 16 tiles a side is refused at load, not at the first request.
+TEST(ProjectorLoad, AnIdefics3FileAskingForHugeTilingsIsRefused) {
+  const std::filesystem::path seed =
+      std::filesystem::path(GGUFD_TEST_DATA_DIR) / ".." / "fuzz" / "seeds" / "mmproj" / "idefics3";
+  const std::vector<uint8_t> bytes = read_bytes(seed);
+  const gguf::File f = gguf::File::parse({bytes.data(), bytes.size()}, "idefics3");
+  for (const uint32_t longest : {64u, 4097u, 1000000u}) {
+    gguf::Writer w;
+    for (const gguf::KeyValue& e : f.metadata()) {
+      w.set(std::string(e.key), e.key == "clip.vision.preproc_image_size" ? gguf::OwnedValue::u32(longest)
+                                                                          : gguf::OwnedValue::from(e.value));
+    }
+    for (const gguf::TensorInfo& t : f.tensors()) {
+      w.add_tensor(std::string(t.name), t.type, std::vector<uint64_t>(t.ne.begin(), t.ne.begin() + t.n_dims),
+                   std::vector<uint8_t>(t.data.begin(), t.data.end()));
+    }
+    const std::vector<uint8_t> edited = w.to_bytes();
+    if (longest == 64u) {  // (2 tiles of 32 a side: fine)
+      EXPECT_EQ(load_bytes(edited).hparams().longest_edge, 64);
+      continue;
+    }
+    try {
+      load_bytes(edited);
+      ADD_FAILURE() << longest << " loaded";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("preproc_image_size"), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace
