@@ -42,6 +42,7 @@ struct HttpConfig {
   int image_max_count = 8;             // images in one request
   bool allow_remote_media = false;     // fetch http(s) image URLs (server/remote_media.h)
   int remote_media_timeout = 10;       // seconds one image URL's transfer may take
+  bool remote_media_private = false;   // image URLs may also reach loopback, private and link-local addresses
   int header_timeout = 10;          // seconds for a new connection to send its request head
   int read_timeout = 30;            // seconds to receive a request body
   int idle_timeout = 60;            // keep-alive seconds

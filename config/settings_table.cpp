@@ -85,9 +85,14 @@ std::vector<Setting> http_settings(HttpConfig& h) {
        256},
       {"allow-remote-media", "--allow-remote-media", g, "http",
        "fetch the http and https image URLs clients send (each within --image-max-bytes and --remote-media-timeout, "
-       "at most 5 redirects, http and https only); the server then reaches any address a client names, its own "
-       "network's too: for trusted clients (default: off, such URLs are 400s)",
+       "at most 5 redirects, http and https only), from public addresses only unless --remote-media-private "
+       "(default: off, such URLs are 400s)",
        &h.allow_remote_media},
+      {"remote-media-private", "--remote-media-private", g, "http",
+       "let image URLs (--allow-remote-media) also reach loopback, private (10/8, 172.16/12, 192.168/16, fc00::/7), "
+       "link-local (169.254/16: cloud metadata, fe80::/10) and other non-public addresses, redirects and a proxy "
+       "included: for trusted clients on a trusted network (default: off, a 400 naming the address)",
+       &h.remote_media_private},
       {"remote-media-timeout", "--remote-media-timeout", g, "http",
        "seconds the fetch of one image URL may take, redirects included (--allow-remote-media)",
        &h.remote_media_timeout, 1, 600},

@@ -83,16 +83,44 @@ struct Watch {
   std::shared_ptr<DisconnectSignal> signal = std::make_shared<DisconnectSignal>();
 };
 
+// The response's own fields. A field named twice is set once, but `Vary` lists add up: CORS's
+// `Vary: Origin` joins a file's `Vary: Accept-Encoding` rather than replacing it.
+void set_fields(http::fields& out, const HttpResponse& res) {
+  for (const auto& [name, value] : res.headers) {
+    const auto had = out.find(name);
+    if (had != out.end() && beast::iequals(name, "vary")) {
+      out.set(name, std::string(had->value()) + ", " + value);
+    } else {
+      out.set(name, value);
+    }
+  }
+}
+
 // The response head and body as a Beast message. Built outside the coroutine and kept on the
 // heap: GCC 12 mis-destroys some Beast messages that live in a coroutine frame.
 std::unique_ptr<http::response<http::string_body>> to_message(HttpResponse& res, unsigned version,
                                                               bool keep_alive) {
   auto out = std::make_unique<http::response<http::string_body>>(static_cast<http::status>(res.status), version);
   if (!res.content_type.empty()) out->set(http::field::content_type, res.content_type);
-  for (const auto& [name, value] : res.headers) out->set(name, value);
+  set_fields(*out, res);
   out->keep_alive(keep_alive);
   out->body() = std::move(res.body);
   out->prepare_payload();
+  return out;
+}
+
+// The head a GET would have had, for a HEAD request: its Content-Length is the body's, unsent.
+std::unique_ptr<http::response<http::empty_body>> to_head_only(const HttpResponse& res, unsigned version,
+                                                               bool keep_alive) {
+  auto out = std::make_unique<http::response<http::empty_body>>(static_cast<http::status>(res.status), version);
+  if (!res.content_type.empty()) out->set(http::field::content_type, res.content_type);
+  set_fields(*out, res);
+  out->keep_alive(keep_alive);
+  if (res.stream) {
+    out->chunked(true);
+  } else {
+    out->content_length(res.body.size());
+  }
   return out;
 }
 
@@ -102,7 +130,7 @@ std::unique_ptr<http::response<http::empty_body>> to_stream_head(const HttpRespo
   head->set(http::field::content_type, res.content_type);
   head->set(http::field::cache_control, "no-cache");
   head->set("X-Accel-Buffering", "no");  // tell nginx-like proxies not to buffer events
-  for (const auto& [name, value] : res.headers) head->set(name, value);
+  set_fields(*head, res);
   head->keep_alive(keep_alive);
   head->chunked(true);
   return head;
@@ -189,7 +217,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<Impl> {
   size_t body_limit(const Router::Match& route) const;
   void add_cors(const HttpRequest& req, HttpResponse& res) const;
   net::awaitable<bool> write(beast::tcp_stream& stream, HttpResponse& res, unsigned version,
-                             bool keep_alive, DisconnectSignal& disconnect);
+                             bool keep_alive, bool head_only, DisconnectSignal& disconnect);
 };
 
 net::awaitable<void> HttpServer::Impl::accept_loop() {
@@ -330,11 +358,19 @@ void HttpServer::Impl::add_cors(const HttpRequest& req, HttpResponse& res) const
   }
 }
 
-// Writes a whole response, or a chunked event stream. Returns false if the connection broke.
+// Writes a whole response, or a chunked event stream; only its head for a HEAD request (a stream
+// is cancelled unread). Returns false if the connection broke.
 net::awaitable<bool> HttpServer::Impl::write(beast::tcp_stream& stream, HttpResponse& res,
-                                             unsigned version, bool keep_alive,
+                                             unsigned version, bool keep_alive, bool head_only,
                                              DisconnectSignal& disconnect) {
   beast::error_code ec;
+  if (head_only) {
+    if (res.stream) res.stream->cancel();
+    auto out = to_head_only(res, version, keep_alive);
+    stream.expires_after(opt.write_timeout);
+    co_await http::async_write(stream, *out, net::redirect_error(kAwait, ec));
+    co_return !ec;
+  }
   if (!res.stream) {
     auto out = to_message(res, version, keep_alive);
     stream.expires_after(opt.write_timeout);
@@ -414,7 +450,7 @@ net::awaitable<bool> HttpServer::Impl::exchange(beast::tcp_stream& stream, beast
     }
   }
   add_cors(req, res);
-  const bool ok = co_await write(stream, res, version, keep_alive, *watch_state->signal);
+  const bool ok = co_await write(stream, res, version, keep_alive, req.method == "HEAD", *watch_state->signal);
   watch_state->active = false;
   beast::error_code ignored;
   stream.socket().cancel(ignored);  // ends the watcher's pending wait

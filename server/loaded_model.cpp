@@ -247,7 +247,8 @@ std::string mmproj_beside(const std::string& model_path) {
 // fits the model's width. An explicit one that does not load or fit fails the load; a found one
 // is then left out with a warning.
 std::shared_ptr<const engine::VisionModel> load_vision(const ModelOptions& o, const engine::HParams& hp,
-                                                       const engine::Tokenizer& tok, bool generates) {
+                                                       const engine::Tokenizer& tok, bool generates,
+                                                       engine::LookedUpTokens& layout_tokens) {
   const bool named = !o.mmproj_path.empty();
   const std::string path = named ? o.mmproj_path : o.mmproj_auto && generates ? mmproj_beside(o.path) : "";
   if (path.empty()) return nullptr;
@@ -255,8 +256,10 @@ std::shared_ptr<const engine::VisionModel> load_vision(const ModelOptions& o, co
     if (!generates) throw std::runtime_error("an encoder model takes no images");
     auto v = std::make_shared<const engine::VisionModel>(engine::VisionModel::load(path));
     if (const std::string why = engine::pairing_error(*v, hp); !why.empty()) throw std::runtime_error(path + ": " + why);
-    for (const std::string& text : engine::looked_up_texts(v->traits())) {  // (idefics3's layout tokens)
-      if (engine::lookup_token(tok, text) < 0) {
+    const std::vector<std::string> texts = engine::looked_up_texts(v->traits());  // (idefics3's layout tokens)
+    layout_tokens = engine::lookup_tokens(tok, texts);
+    for (const std::string& text : texts) {
+      if (!layout_tokens.contains(text)) {
         throw std::runtime_error(path + ": its images (" + v->traits().name + ") are laid out with a token '" +
                                  (text == "\n" ? "\\n" : text == "\n\n" ? "\\n\\n" : text) + "' the model's vocabulary lacks");
       }
@@ -314,7 +317,7 @@ std::unique_ptr<LoadedModel> load_model(const ModelOptions& o, const std::string
   const std::string& tmpl = t.template_text;
   app.settings.chat_template_source = t.template_source;
   set_pooling(*m->model, o.pooling, app);
-  app.vision = load_vision(o, m->model->hparams(), *m->tokenizer, app.generates);
+  app.vision = load_vision(o, m->model->hparams(), *m->tokenizer, app.generates, app.layout_tokens);
   engine::SchedulerOptions so = scheduler_options(o, *m->model, app, shared);
   so.vision = app.vision;
   if (so.spec == engine::SpecMode::kDraft) {

@@ -28,6 +28,7 @@ std::string RemoteMedia::fetch_now(const RemoteImage& image, const std::atomic<b
   o.max_bytes = options_.max_bytes;
   o.timeout_seconds = options_.timeout_s;
   o.max_redirects = options_.max_redirects;
+  o.public_only = options_.public_only;
   o.cancelled = [this, gone] { return stopping_.load() || (gone != nullptr && gone->load()); };
   hub::Fetched got;
   try {
@@ -40,6 +41,7 @@ std::string RemoteMedia::fetch_now(const RemoteImage& image, const std::atomic<b
                             "client went away", "server_error", std::nullopt, "fetch_cancelled");
       case Kind::kTooLarge: throw fetch_failed(image, e.what() + std::string(" (--image-max-bytes)"));
       case Kind::kTimeout: throw fetch_failed(image, e.what() + std::string(" (--remote-media-timeout)"));
+      case Kind::kNotPublic: throw fetch_failed(image, e.what() + std::string(" (--remote-media-private)"));
       default: throw fetch_failed(image, e.what());
     }
   }

@@ -26,6 +26,7 @@ struct RemoteMediaOptions {
   size_t max_bytes = 20 << 20;   // --image-max-bytes
   long timeout_s = 10;           // --remote-media-timeout: per URL, the whole transfer
   long max_redirects = 5;
+  bool public_only = true;       // not --remote-media-private: public addresses only (hub::FetchOptions)
 };
 
 // Ownership: owns its threads; stop() (or the destructor) ends the transfers under way and joins

@@ -83,13 +83,19 @@ Router::Match Router::find(const std::string& method, const std::string& raw_pat
   best.status = 404;
   const Route* chosen = nullptr;
   std::map<std::string, std::string> params;
+  // HEAD is answered by the GET route where there is no HEAD route of its own (RFC 9110 9.3.2):
+  // the server sends the head it returns, without its body.
+  const auto serves = [&method](const Route& route) {
+    return route.method == method || (method == "HEAD" && route.method == "GET");
+  };
   for (const Route& route : routes_) {
     if (!match_segments(route.segments, path, params)) continue;
-    if (route.method != method) {
+    if (!serves(route)) {
       if (chosen == nullptr) best.status = 405;
       continue;
     }
-    if (chosen == nullptr || route.literals > chosen->literals) {
+    if (chosen == nullptr || route.literals > chosen->literals ||
+        (route.literals == chosen->literals && route.method == method && chosen->method != method)) {
       chosen = &route;
       best.params = params;
     }

@@ -167,6 +167,7 @@ void Service::start() {
     RemoteMediaOptions media;
     media.max_bytes = static_cast<size_t>(std::max<int64_t>(0, d.options.image_limits.max_bytes));
     media.timeout_s = d.options.remote_media_timeout_s;
+    media.public_only = !d.options.remote_media_private;
     d.media = std::make_unique<RemoteMedia>(media);
   }
   d.models = std::make_unique<ModelRegistry>(d.options, d.shared_parts());

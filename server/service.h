@@ -96,6 +96,7 @@ struct ServiceOptions {
   // image_limits.max_bytes and remote_media_timeout_s seconds; off: they are 400s.
   bool allow_remote_media = false;
   int remote_media_timeout_s = 10;
+  bool remote_media_private = false;  // also loopback, private and link-local addresses
   bool strict_api = false;            // unknown request fields and other model ids refused
   size_t tokenize_limit = 1 << 20;    // largest /tokenize and /detokenize body, bytes
 };

@@ -1,19 +1,24 @@
 #include "engine/runtime/image_prompt.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "engine/text/tokenizer/tokenizer.h"
 
 namespace engine {
 
-int32_t lookup_token(const Tokenizer& tok, const std::string& text) {
-  for (int32_t id = 0; id < tok.n_vocab(); ++id) {
-    if (tok.piece(id, true) == text) return id;
+LookedUpTokens lookup_tokens(const Tokenizer& tok, const std::vector<std::string>& texts) {
+  LookedUpTokens ids;
+  if (texts.empty()) return ids;
+  for (int32_t id = 0; id < tok.n_vocab() && ids.size() < texts.size(); ++id) {
+    const std::string piece(tok.piece(id, true));
+    if (std::find(texts.begin(), texts.end(), piece) != texts.end()) ids.emplace(piece, id);  // keeps the first
   }
-  return -1;
+  return ids;
 }
 
-std::vector<int32_t> tokenize_around_images(const Tokenizer& tok, const std::vector<TextPiece>& pieces,
+std::vector<int32_t> tokenize_around_images(const Tokenizer& tok, const LookedUpTokens& looked_up,
+                                            const std::vector<TextPiece>& pieces,
                                             const std::vector<std::vector<PromptPart>>& images,
                                             std::vector<int64_t>& part_at) {
   if (pieces.size() != images.size() + 1) {
@@ -31,9 +36,11 @@ std::vector<int32_t> tokenize_around_images(const Tokenizer& tok, const std::vec
         append(t.text, false, {});
         continue;
       }
-      const int32_t id = lookup_token(tok, t.text);
-      if (id < 0) throw std::invalid_argument("the vocabulary has no token '" + t.text + "' for the image layout");
-      tokens.push_back(id);
+      const auto id = looked_up.find(t.text);
+      if (id == looked_up.end()) {
+        throw std::invalid_argument("the vocabulary has no token '" + t.text + "' for the image layout");
+      }
+      tokens.push_back(id->second);
     }
   };
   for (size_t k = 0; k < pieces.size(); ++k) {

@@ -130,10 +130,9 @@ void fitted_size(const RgbImage& img, const VisionHParams& hp, int64_t& width, i
   // (ceil), in f32 as mtmd computes it
   const int64_t a = hp.align(), w = img.width, h = img.height;
   const int64_t min_px = hp.min_tokens * a * a, max_px = hp.max_tokens * a * a;
-  const auto fa = static_cast<float>(a);
-  const auto round_by = [&](float x) { return static_cast<int64_t>(std::round(x / fa)) * a; };
-  const auto ceil_by = [&](float x) { return static_cast<int64_t>(std::ceil(x / fa)) * a; };
-  const auto floor_by = [&](float x) { return static_cast<int64_t>(std::floor(x / fa)) * a; };
+  const auto round_by = [a](float x) { return round_to_multiple(x, a, Round::kNearest); };
+  const auto ceil_by = [a](float x) { return round_to_multiple(x, a, Round::kUp); };
+  const auto floor_by = [a](float x) { return round_to_multiple(x, a, Round::kDown); };
   int64_t hb = std::max(a, round_by(static_cast<float>(h))), wb = std::max(a, round_by(static_cast<float>(w)));
   if (hb * wb > max_px) {
     const float beta = std::sqrt(static_cast<float>(h * w) / static_cast<float>(max_px));

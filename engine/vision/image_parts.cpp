@@ -17,9 +17,8 @@ constexpr const char* kAround = "<fake_token_around_image>";
 void refined_size(const RgbImage& img, int64_t tile, int64_t longest, int64_t& w, int64_t& h) {
   const float scale = std::min(static_cast<float>(longest) / static_cast<float>(img.width),
                                static_cast<float>(longest) / static_cast<float>(img.height));
-  const auto ceil_by = [tile](float x) { return static_cast<int64_t>(std::ceil(x / static_cast<float>(tile))) * tile; };
-  w = ceil_by(static_cast<float>(img.width) * scale);
-  h = ceil_by(static_cast<float>(img.height) * scale);
+  w = round_to_multiple(static_cast<float>(img.width) * scale, tile, Round::kUp);
+  h = round_to_multiple(static_cast<float>(img.height) * scale, tile, Round::kUp);
 }
 
 }  // namespace

@@ -111,6 +111,11 @@ RgbImage crop(const RgbImage& src, int64_t x, int64_t y, int64_t w, int64_t h) {
   return out;
 }
 
+int64_t round_to_multiple(float x, int64_t a, Round how) {
+  const float q = x / static_cast<float>(a);
+  return static_cast<int64_t>(how == Round::kDown ? std::floor(q) : how == Round::kUp ? std::ceil(q) : std::round(q)) * a;
+}
+
 EncoderInput to_input(const RgbImage& img, const VisionHParams& hp) {
   EncoderInput in{img.width, img.height, {}};
   const int64_t n = img.width * img.height;

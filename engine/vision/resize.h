@@ -25,6 +25,10 @@ RgbImage letterbox(const RgbImage& src, int64_t W, int64_t H, Resize filter);
 // The w x h pixels of src at (x, y) (inside it).
 RgbImage crop(const RgbImage& src, int64_t x, int64_t y, int64_t w, int64_t h);
 
+// x rounded to a multiple of a (down, to the nearest or up), in f32 as mtmd computes its sizes.
+enum class Round { kDown, kNearest, kUp };
+int64_t round_to_multiple(float x, int64_t a, Round how);
+
 // The encoder's planar input (3, h, w): (v / 255 - mean[c]) / std[c].
 EncoderInput to_input(const RgbImage& img, const VisionHParams& hp);
 

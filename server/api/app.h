@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/model/model.h"
+#include "engine/runtime/image_prompt.h"
 #include "engine/runtime/sampler.h"
 #include "engine/vision/image.h"
 #include "server/api/metrics.h"
@@ -86,6 +87,7 @@ struct App {
   int64_t n_vocab = 0;                // rows of the model's embedding table (image positions take ids past it)
   // The vision projector (--mmproj, or the one found beside the model); null: no image input.
   std::shared_ptr<const engine::VisionModel> vision;
+  engine::LookedUpTokens layout_tokens;  // the ids of the texts its image layout looks up (idefics3)
   std::string architecture;           // general.architecture ("bert", "nomic-bert", "qwen3", ...)
   std::function<std::tm()> template_clock;  // strftime_now()'s time; empty: now (tests fix it)
   WorkPool* work = nullptr;           // the CPU work of requests runs here, off the IO threads

@@ -222,7 +222,7 @@ std::vector<int32_t> tokenize_with_images(const App& app, RenderedChat chat, con
     }
   }
   std::vector<int64_t> at;
-  std::vector<int32_t> tokens = engine::tokenize_around_images(*app.tokenizer, pieces, parts, at);
+  std::vector<int32_t> tokens = engine::tokenize_around_images(*app.tokenizer, app.layout_tokens, pieces, parts, at);
   for (size_t k = 0; k < at.size(); ++k) out[out.size() - at.size() + k].at = at[k];
   return tokens;
 }

@@ -1,4 +1,4 @@
-// GET / and GET /webui/{file}: the chat page (webui/) and its files, embedded in the binary.
+// GET (and HEAD) / and /webui/{file}: the chat page (webui/) and its files, embedded in the binary.
 // A browser (Accept: text/html) gets the page at /; every other client gets Ollama's plain-text
 // "is running" answer there, which Ollama's clients probe. With --no-webui only that answer stays.
 #include "server/api/api_error.h"
@@ -34,17 +34,17 @@ HttpResponse serve_asset(const HttpRequest& req, const webui::Asset& a) {
   r.content_type = std::string(a.content_type);
   if (!a.gzip.empty() && accepts(req, "accept-encoding", "gzip")) {
     r.headers.emplace_back("Content-Encoding", "gzip");
-    if (req.method != "HEAD") r.body = std::string(a.gzip);
-  } else if (req.method != "HEAD") {
+    r.body = std::string(a.gzip);
+  } else {
     r.body = std::string(a.bytes);
   }
   return r;
 }
 
-HttpResponse running(const HttpRequest& req) {
+HttpResponse running() {
   HttpResponse r;
   r.content_type = "text/plain; charset=utf-8";
-  if (req.method != "HEAD") r.body = "ggufd is running";
+  r.body = "ggufd is running";
   return r;
 }
 
@@ -54,10 +54,9 @@ void add_root_routes(Router& router, bool webui) {
   const RouteOptions open = RouteOptions::open();
   auto root = [webui](HttpRequest& req, RequestContext&) -> net::awaitable<HttpResponse> {
     const webui::Asset* page = webui ? webui::find_asset("index.html") : nullptr;
-    co_return page != nullptr && accepts(req, "accept", "text/html") ? serve_asset(req, *page) : running(req);
+    co_return page != nullptr && accepts(req, "accept", "text/html") ? serve_asset(req, *page) : running();
   };
-  router.add("GET", "/", root, open);
-  router.add("HEAD", "/", root, open);
+  router.add("GET", "/", root, open);  // and HEAD, as every GET route (Router::find)
   if (!webui) return;
   router.add("GET", "/webui/{file+}", [](HttpRequest& req, RequestContext&) -> net::awaitable<HttpResponse> {
     const std::string& path = req.params.at("file");

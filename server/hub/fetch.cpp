@@ -1,7 +1,9 @@
 // A client's URL through the hub's libcurl handle, within limits (see fetch.h).
 #include "server/hub/fetch.h"
 
+#include <arpa/inet.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <memory>
@@ -21,6 +23,7 @@ struct Transfer {
   long refused_status = 0;  // a non-2xx answer whose body was not read
   bool too_large = false;
   std::string content_length;  // the last answer's Content-Length header ("" when none)
+  std::string refused_address;  // a connection refused by public_only: "127.0.0.1, a loopback address"
 };
 
 // Keeps the Content-Length of the answer being read (a redirect's answer comes first: each status
@@ -60,9 +63,66 @@ int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   return *cancelled && (*cancelled)() ? 1 : 0;
 }
 
+// The kind of a non-public IPv4 address (host byte order), "" for a public one.
+std::string v4_kind(uint32_t a) {
+  const auto in = [a](uint32_t net, int bits) { return (a >> (32 - bits)) == (net >> (32 - bits)); };
+  if (in(0x7f000000, 8)) return "loopback";
+  if (in(0x0a000000, 8) || in(0xac100000, 12) || in(0xc0a80000, 16)) return "private";
+  if (in(0xa9fe0000, 16)) return "link-local";
+  if (in(0x64400000, 10)) return "shared (carrier-grade NAT)";
+  if (in(0x00000000, 8)) return "unspecified";
+  if (in(0xe0000000, 4)) return "multicast";
+  if (in(0xf0000000, 4) || in(0xc0000000, 24) || in(0xc0000200, 24) || in(0xc6336400, 24) || in(0xcb007100, 24) ||
+      in(0xc6120000, 15)) {
+    return "reserved";
+  }
+  return "";
+}
+
+// Makes the socket of a connection unless public_only refuses its address (CURL_SOCKET_BAD: curl
+// tries the name's next address, then fails with CURLE_COULDNT_CONNECT).
+curl_socket_t on_open_socket(void* user, curlsocktype, curl_sockaddr* address) {
+  auto* t = static_cast<Transfer*>(user);
+  char text[INET6_ADDRSTRLEN] = {};
+  if (address->family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&address->addr)->sin_addr, text, sizeof text);
+  } else if (address->family == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&address->addr)->sin6_addr, text, sizeof text);
+  }
+  const std::string kind = address->family == AF_INET || address->family == AF_INET6 ? non_public_kind(text) : "unparsable";
+  if (!kind.empty()) {
+    t->refused_address = std::string(text[0] != '\0' ? text : "an address") + ", " +
+                         (kind == "unspecified" || kind == "unparsable" ? "an " : "a ") + kind + " address";
+    return CURL_SOCKET_BAD;
+  }
+  return socket(address->family, address->socktype, address->protocol);
+}
+
 using Kind = FetchError::Kind;
 
 }  // namespace
+
+std::string non_public_kind(const std::string& ip) {
+  in_addr v4{};
+  if (inet_pton(AF_INET, ip.c_str(), &v4) == 1) return v4_kind(ntohl(v4.s_addr));
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, ip.c_str(), &v6) != 1) return "unparsable";
+  const uint8_t* b = v6.s6_addr;
+  const auto zeros = [b](int from, int to) { return std::all_of(b + from, b + to, [](uint8_t x) { return x == 0; }); };
+  const auto v4_at_12 = [b] { return uint32_t{b[12]} << 24 | uint32_t{b[13]} << 16 | uint32_t{b[14]} << 8 | b[15]; };
+  if (zeros(0, 15) && b[15] == 1) return "loopback";
+  if (zeros(0, 16)) return "unspecified";
+  if (zeros(0, 10) && b[10] == 0xff && b[11] == 0xff) return v4_kind(v4_at_12());  // ::ffff:a.b.c.d
+  if (b[0] == 0 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && zeros(4, 12)) return v4_kind(v4_at_12());  // NAT64
+  if (zeros(0, 12)) return "reserved";  // ::a.b.c.d, IPv4-compatible (deprecated)
+  if ((b[0] & 0xfe) == 0xfc) return "private";  // fc00::/7, unique local
+  if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) return "link-local";  // fe80::/10
+  if (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0) return "private";  // fec0::/10, site-local (deprecated)
+  if (b[0] == 0xff) return "multicast";
+  if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x0d && b[3] == 0xb8) return "reserved";  // 2001:db8::/32, documentation
+  if (b[0] == 0x01 && zeros(1, 8)) return "reserved";  // 100::/64, discard
+  return "";
+}
 
 Fetched fetch(const std::string& url, const FetchOptions& options) {
   detail::HttpOptions o;
@@ -86,7 +146,14 @@ Fetched fetch(const std::string& url, const FetchOptions& options) {
   curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(options.max_bytes));
   curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
   curl_easy_setopt(c, CURLOPT_XFERINFODATA, &options.cancelled);
+  if (options.public_only) {
+    curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
+    curl_easy_setopt(c, CURLOPT_OPENSOCKETDATA, &t);
+  }
   const CURLcode rc = curl_easy_perform(c);
+  if (!t.refused_address.empty() && (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_PROXY)) {
+    throw FetchError(Kind::kNotPublic, "refused to connect to " + t.refused_address);
+  }
   long status = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
   const std::string limit = std::to_string(options.max_bytes);

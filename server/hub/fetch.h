@@ -20,6 +20,11 @@ struct FetchOptions {
   long timeout_seconds = 10;
   long max_redirects = 5;
   std::function<bool()> cancelled;  // polled during the transfer (several times a second); true ends it
+  // Connect to public addresses only: no loopback, private, link-local, shared (CGNAT),
+  // multicast, reserved or unspecified one (IPv4, IPv6 and IPv4 in IPv6), checked on the address
+  // each connection is made to, so a name that resolves to one or a redirect to one is refused
+  // too; behind a proxy, the proxy's address is the one checked.
+  bool public_only = false;
 };
 
 struct Fetched {
@@ -29,10 +34,11 @@ struct Fetched {
 
 // Why a fetch failed. The message says it for a person without the URL (the caller names it):
 // "HTTP 404", "the answer announces 104857600 bytes (Content-Length), more than 65536",
-// "no complete answer within 10 s", "a redirect to a URL that is not http or https", ...
+// "no complete answer within 10 s", "a redirect to a URL that is not http or https",
+// "refused to connect to 127.0.0.1, a loopback address", ...
 class FetchError : public std::runtime_error {
  public:
-  enum class Kind { kStatus, kTooLarge, kTimeout, kScheme, kRedirects, kCancelled, kNetwork };
+  enum class Kind { kStatus, kTooLarge, kTimeout, kScheme, kRedirects, kCancelled, kNetwork, kNotPublic };
   FetchError(Kind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
   Kind kind() const { return kind_; }
 
@@ -43,5 +49,9 @@ class FetchError : public std::runtime_error {
 // GETs `url` (http:// or https://) within `options`. Throws FetchError; an empty 2xx answer is a
 // kNetwork error ("the answer is empty").
 Fetched fetch(const std::string& url, const FetchOptions& options);
+
+// What kind of non-public address `ip` (numeric IPv4 or IPv6) is: "loopback", "private",
+// "link-local", ...; "" when it is public. Unparsable text is "unparsable" (refused as well).
+std::string non_public_kind(const std::string& ip);
 
 }  // namespace hub

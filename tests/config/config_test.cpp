@@ -152,7 +152,7 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
                                  "--port", "1", "--ollama-listen", "127.0.0.1:11434", "--api-key", "k1", "--api-key-file", k, "--cors-origin", "*",
                                  "--body-limit", "2048", "--header-limit", "4K", "--tokenize-limit", "3K",
                                  "--max-json-depth", "16", "--image-max-bytes", "2M", "--image-max-pixels", "4000000",
-                                 "--image-max-count", "3", "--allow-remote-media", "--remote-media-timeout", "7",
+                                 "--image-max-count", "3", "--allow-remote-media", "--remote-media-private", "--remote-media-timeout", "7",
                                  "--header-timeout", "4", "--read-timeout", "5",
                                  "--idle-timeout", "6", "--request-timeout", "7", "--max-connections", "8",
                                  "--shutdown-grace", "9", "--strict-api", "--no-webui", "--keep-billing-header", "--threads", "2", "--ctx-size", "128", "--parallel", "3",
@@ -174,6 +174,7 @@ TEST_F(ConfigTest, EveryFieldHasAFlag) {
   EXPECT_EQ(cfg.http.image_max_pixels, 4000000);
   EXPECT_EQ(cfg.http.image_max_count, 3);
   EXPECT_TRUE(cfg.http.allow_remote_media);
+  EXPECT_TRUE(cfg.http.remote_media_private);
   EXPECT_EQ(cfg.http.remote_media_timeout, 7);
   EXPECT_EQ(cfg.http.host, "0.0.0.0");
   EXPECT_EQ(cfg.http.port, 1);

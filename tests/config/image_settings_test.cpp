@@ -1,4 +1,5 @@
-// The image rows of `ggufd serve` (HTTP group): --allow-remote-media and --remote-media-timeout
+// The image rows of `ggufd serve` (HTTP group): --allow-remote-media, --remote-media-private and
+// --remote-media-timeout
 // from every source, their defaults and the timeout's range.
 #include <gtest/gtest.h>
 
@@ -12,7 +13,9 @@ TEST_F(ConfigTest, RemoteMediaFromEverySource) {
   const ServeConfig plain = parse({});
   EXPECT_FALSE(plain.http.allow_remote_media);
   EXPECT_EQ(plain.http.remote_media_timeout, 10);
+  EXPECT_FALSE(plain.http.remote_media_private);
   EXPECT_TRUE(parse({"--allow-remote-media"}).http.allow_remote_media);
+  EXPECT_TRUE(parse({"--remote-media-private"}).http.remote_media_private);
   env("GGUFD_ALLOW_REMOTE_MEDIA", "true");
   env("GGUFD_REMOTE_MEDIA_TIMEOUT", "3");
   ServeConfig cfg = parse({});
@@ -22,6 +25,9 @@ TEST_F(ConfigTest, RemoteMediaFromEverySource) {
   EXPECT_EQ(cfg.sources.at("remote-media-timeout"), "env");
   unsetenv("GGUFD_ALLOW_REMOTE_MEDIA");
   unsetenv("GGUFD_REMOTE_MEDIA_TIMEOUT");
+  env("GGUFD_REMOTE_MEDIA_PRIVATE", "true");
+  EXPECT_TRUE(parse({}).http.remote_media_private);
+  unsetenv("GGUFD_REMOTE_MEDIA_PRIVATE");
   cfg = parse({"--config", file("c.toml", "[http]\nallow-remote-media = true\nremote-media-timeout = 30\n")});
   EXPECT_TRUE(cfg.http.allow_remote_media);
   EXPECT_EQ(cfg.http.remote_media_timeout, 30);

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "server/hub/hub.h"
 #include "server/hub/http.h"
@@ -126,6 +128,33 @@ TEST_F(HubFetch, TheTimeLimitAndCancellationEndATrickle) {
 
 // The handle fetch.h shares with the downloads is https-only unless told: a model's http URL is
 // refused before any request.
+TEST_F(HubFetch, PublicOnlyRefusesLoopbackBeforeConnecting) {
+  hub::FetchOptions o = limit(1000);
+  o.public_only = true;
+  const hub::FetchError e = error_of(origin_.url("/exact"), o);
+  EXPECT_EQ(e.kind(), Kind::kNotPublic) << e.what();
+  EXPECT_EQ(std::string(e.what()), "refused to connect to 127.0.0.1, a loopback address");
+  EXPECT_EQ(origin_.requests("/exact"), 0);
+  o.public_only = false;  // the same URL, allowed
+  EXPECT_EQ(hub::fetch(origin_.url("/exact"), o).body.size(), 1000u);
+}
+
+TEST(HubAddresses, NonPublicKinds) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"127.0.0.1", "loopback"},        {"127.255.0.9", "loopback"},   {"10.1.2.3", "private"},
+      {"172.16.0.1", "private"},        {"172.31.255.255", "private"}, {"172.32.0.1", ""},
+      {"192.168.1.1", "private"},       {"169.254.169.254", "link-local"}, {"100.64.0.1", "shared (carrier-grade NAT)"},
+      {"100.128.0.1", ""},              {"0.0.0.0", "unspecified"},    {"224.0.0.1", "multicast"},
+      {"255.255.255.255", "reserved"},  {"192.0.2.1", "reserved"},     {"198.18.0.1", "reserved"},
+      {"8.8.8.8", ""},                  {"1.1.1.1", ""},               {"::1", "loopback"},
+      {"::", "unspecified"},            {"::ffff:127.0.0.1", "loopback"}, {"::ffff:8.8.8.8", ""},
+      {"64:ff9b::a00:1", "private"},    {"fd00::1", "private"},        {"fe80::1", "link-local"},
+      {"ff02::1", "multicast"},         {"2001:db8::1", "reserved"},   {"2606:4700::1111", ""},
+      {"not an address", "unparsable"},
+  };
+  for (const auto& [ip, kind] : cases) EXPECT_EQ(hub::non_public_kind(ip), kind) << ip;
+}
+
 TEST_F(HubFetch, ModelDownloadsStayHttpsOnly) {
   try {
     hub::detail::http_get(origin_.url("/exact"), hub::detail::HttpOptions{}, 1 << 20);

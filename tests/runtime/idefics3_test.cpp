@@ -55,7 +55,7 @@ TEST(Idefics3, AnImageIsTilesThenTheOverviewWithMtmdsTextBetween) {
                             hp.n_tokens(parts[k].input.width, parts[k].input.height)});
   }
   std::vector<int64_t> at;
-  const std::vector<int32_t> ours = tokenize_around_images(tok, pieces, {prompt_parts}, at);
+  const std::vector<int32_t> ours = tokenize_around_images(tok, lookup_tokens(tok, looked_up_texts(vision.traits())), pieces, {prompt_parts}, at);
   std::vector<int32_t> theirs;
   size_t k = 0;
   for (const auto& chunk : g["chunks"]) {
@@ -75,16 +75,23 @@ TEST(Idefics3, AnImageIsTilesThenTheOverviewWithMtmdsTextBetween) {
 TEST(Idefics3, TheLayoutsTokensAreLookedUpByTheirText) {
   const Tokenizer smol = Tokenizer::from_gguf(Model::load(kRef + "models/synth-smolvlm-F32.gguf").file());
   const VisionModel vision = VisionModel::load(kRef + "models/vision/synth-mmproj-idefics3-F32.gguf");
-  for (const std::string& text : looked_up_texts(vision.traits())) EXPECT_GE(lookup_token(smol, text), 0) << text;
+  const std::vector<std::string> texts = looked_up_texts(vision.traits());
+  const LookedUpTokens ids = lookup_tokens(smol, texts);
+  EXPECT_EQ(ids.size(), texts.size());
+  for (const auto& [text, id] : ids) {
+    EXPECT_EQ(smol.piece(id, true), text);
+    for (int32_t before = 0; before < id; ++before) ASSERT_NE(smol.piece(before, true), text) << "not the first: " << text;
+  }
   // a vocabulary without them: the tokenization says which is missing (the server refuses the
   // pairing at load)
   const Tokenizer other = Tokenizer::from_gguf(Model::load(kRef + "models/synth-qwen2vl-F32.gguf").file());
-  EXPECT_EQ(lookup_token(other, "<global-img>"), -1);
+  const LookedUpTokens none = lookup_tokens(other, texts);
+  EXPECT_FALSE(none.contains("<global-img>"));
   const std::vector<TextPiece> pieces = {{"a", {}}, {"b", {}}};
   PromptPart part{{{"<global-img>", true}}, {}, 100000, 4};
   std::vector<int64_t> at;
   try {
-    tokenize_around_images(other, pieces, {{part}}, at);
+    tokenize_around_images(other, none, pieces, {{part}}, at);
     FAIL() << "no error";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("<global-img>"), std::string::npos) << e.what();

@@ -76,6 +76,7 @@ class RemoteMediaHttp : public VisionServerTest<RemoteMediaHttp> {
  public:
   static void edit(server::ServiceOptions& o) {
     o.allow_remote_media = true;
+    o.remote_media_private = true;  // the origin is on 127.0.0.1
     o.remote_media_timeout_s = kTimeout;
     o.image_limits.max_bytes = kMaxBytes;
   }
@@ -322,6 +323,31 @@ TEST_F(RemoteMediaHttp, AClientThatLeavesEndsItsFetch) {
   EXPECT_EQ(origin().finished("/slow-left.png"), 1);
   EXPECT_LT(seconds, kTimeout * 0.75) << "the transfer went on after the client left";
   EXPECT_EQ(http_request(port(), "GET", "/health").status, 200);
+}
+
+// Without --remote-media-private the origin's address (127.0.0.1) is refused before any byte is
+// sent to it, directly or through a redirect from a name.
+class RemoteMediaPublicOnly : public VisionServerTest<RemoteMediaPublicOnly> {
+ public:
+  static void edit(server::ServiceOptions& o) { o.allow_remote_media = true; }
+};
+
+TEST_F(RemoteMediaPublicOnly, ALoopbackOrPrivateAddressIsA400NamingIt) {
+  ::setenv("NO_PROXY", "*", 1);
+  MediaOrigin origin;
+  origin.reply("/image.png", 200, image_bytes(), {{"Content-Type", "image/png"}});
+  for (const std::string& url : {origin.url("/image.png"), "http://localhost" + origin.url("/image.png").substr(16),
+                                 std::string("http://[::1]:1/x.png"), std::string("http://169.254.169.254/latest/meta-data/"),
+                                 std::string("http://10.0.0.1:1/x.png")}) {
+    const HttpReply r = post_json(port(), "/v1/chat/completions", image_chat_body(content_with(url), 1));
+    ASSERT_EQ(r.status, 400) << url << ": " << r.body;
+    const json e = r.json()["error"];
+    EXPECT_EQ(e["code"], "image_fetch_failed") << r.body;
+    const std::string message = e["message"];
+    EXPECT_NE(message.find("refused to connect to "), std::string::npos) << message;
+    EXPECT_NE(message.find("(--remote-media-private)"), std::string::npos) << message;
+  }
+  EXPECT_EQ(origin.requests("/image.png"), 0);
 }
 
 }  // namespace

@@ -93,6 +93,35 @@ TEST_F(ServerTest, WebUiAnswersUnknownFilesWith404) {
   }
 }
 
+TEST_F(ServerTest, HeadAnswersWithTheGetHeadAndNoBody) {
+  for (const char* path : {"/webui/app.js", "/webui/favicon.svg", "/v1/models", "/health"}) {
+    for (const std::map<std::string, std::string>& h : {std::map<std::string, std::string>{},
+                                                         std::map<std::string, std::string>{{"accept-encoding", "gzip"}}}) {
+      const HttpReply get = http_request(port(), "GET", path, "", h);
+      const HttpReply head = http_request(port(), "HEAD", path, "", h);
+      ASSERT_EQ(get.status, 200) << path;
+      EXPECT_EQ(head.status, 200) << path;
+      EXPECT_EQ(head.body, "") << path;
+      EXPECT_EQ(header(head, "content-length"), std::to_string(get.body.size())) << path;
+      EXPECT_EQ(header(head, "content-type"), header(get, "content-type")) << path;
+      EXPECT_EQ(header(head, "content-encoding"), header(get, "content-encoding")) << path;
+    }
+  }
+  EXPECT_EQ(http_request(port(), "HEAD", "/webui/nope.js").status, 404);
+  EXPECT_EQ(http_request(port(), "HEAD", "/v1/chat/completions").status, 405);  // a POST route
+}
+
+TEST(WebUi, CorsKeepsTheFilesVaryOnAcceptEncoding) {
+  GGUFD_REQUIRE_SHARED(kStories);
+  auto s = start_service([](server::ServiceOptions& o) { o.http.cors_origins = {"https://app.example"}; });
+  ASSERT_TRUE(s->ready());
+  const HttpReply r = http_request(s->port(), "GET", "/webui/app.js", "",
+                                   {{"origin", "https://app.example"}, {"accept-encoding", "gzip"}});
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(header(r, "access-control-allow-origin"), "https://app.example");
+  EXPECT_EQ(header(r, "vary"), "Accept-Encoding, Origin");
+}
+
 TEST(WebUi, PageNeedsNoApiKeyButItsRequestsDo) {
   GGUFD_REQUIRE_SHARED(kStories);
   auto s = start_service([](server::ServiceOptions& o) { o.http.api_keys = {"sekrit"}; });

@@ -25,6 +25,7 @@ TEST(Defaults, ConfigDefaultsAreTheLibrariesDefaults) {
   EXPECT_EQ(c.http.keep_billing_header, s.keep_billing_header);
   EXPECT_EQ(c.http.allow_remote_media, s.allow_remote_media);
   EXPECT_EQ(c.http.remote_media_timeout, s.remote_media_timeout_s);
+  EXPECT_EQ(c.http.remote_media_private, s.remote_media_private);
   EXPECT_EQ(c.sampling.reasoning_effort, s.model.reasoning_effort);
   EXPECT_EQ(c.http.header_timeout, s.http.header_timeout.count());
   EXPECT_EQ(c.http.read_timeout, s.http.read_timeout.count());
@@ -88,6 +89,7 @@ TEST(Defaults, ConvertedDefaultsAreTheLibrariesDefaults) {
   EXPECT_EQ(o.keep_billing_header, s.keep_billing_header);
   EXPECT_EQ(o.allow_remote_media, s.allow_remote_media);
   EXPECT_EQ(o.remote_media_timeout_s, s.remote_media_timeout_s);
+  EXPECT_EQ(o.remote_media_private, s.remote_media_private);
   EXPECT_EQ(o.request_timeout_s, s.request_timeout_s);
   EXPECT_EQ(o.shutdown_grace_s, s.shutdown_grace_s);
   EXPECT_EQ(o.metrics, s.metrics);

@@ -148,14 +148,15 @@ int run_image_logits(const LogitsOptions& o) {
                             vh.n_tokens(parts[p].input.width, parts[p].input.height)});
   }
   std::vector<int64_t> part_at;
-  std::vector<int32_t> tokens = engine::tokenize_around_images(tok, pieces, {prompt_parts}, part_at);
+  std::vector<int32_t> tokens = engine::tokenize_around_images(
+      tok, engine::lookup_tokens(tok, engine::looked_up_texts(vision.traits())), pieces, {prompt_parts}, part_at);
   engine::ThreadPool pool(engine::thread_count(o.threads));
   engine::VisionEncoder encoder(vision);
   std::vector<std::vector<float>> rows;  // per part (n_tokens, W)
   int64_t n_img = 0;
-  for (const engine::ImagePart& part : parts) {
-    rows.push_back(encoder.encode(part.input, pool));
-    n_img += vh.n_tokens(part.input.width, part.input.height);
+  for (size_t p = 0; p < parts.size(); ++p) {
+    rows.push_back(encoder.encode(parts[p].input, pool));
+    n_img += prompt_parts[p].n_tokens;
   }
   std::fprintf(stderr, "image %lld x %lld: %zu parts, %lld tokens, fitted and encoded in %.0f ms\n",
                static_cast<long long>(img.width), static_cast<long long>(img.height), parts.size(),

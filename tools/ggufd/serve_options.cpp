@@ -90,6 +90,7 @@ void set_http(const config::HttpConfig& h, server::ServiceOptions& o) {
   o.max_images = h.image_max_count;
   o.allow_remote_media = h.allow_remote_media;
   o.remote_media_timeout_s = h.remote_media_timeout;
+  o.remote_media_private = h.remote_media_private;
   o.strict_api = h.strict_api;
   o.keep_billing_header = h.keep_billing_header;
   o.request_timeout_s = h.request_timeout;
