@@ -191,6 +191,7 @@ std::vector<int32_t> tokenize_with_images(const App& app, RenderedChat chat, con
   }
   const engine::VisionModel& vision = *app.vision;
   std::vector<std::vector<engine::PromptPart>> parts;  // per image
+  int64_t image_positions = 0;  // of the images so far: past the context, the rest is not decoded
   for (const ImageInput& in : images) {
     if (in.bytes.empty() && !in.url.empty()) {
       throw invalid_field(in.where, in.where + ": the remote image \"" + excerpt(in.url, 80) + "\" was not fetched "
@@ -219,6 +220,14 @@ std::vector<int32_t> tokenize_with_images(const App& app, RenderedChat chat, con
       parts.back().push_back({std::move(image_parts[k].before), std::move(image_parts[k].after), id, im.n_tokens});
       im.input = std::make_shared<const engine::EncoderInput>(std::move(image_parts[k].input));
       out.push_back(std::move(im));
+      image_positions += parts.back().back().n_tokens;
+    }
+    // (an image cut in tiles holds many parts: the context, not --image-max-count, bounds them)
+    if (image_positions >= app.settings.n_ctx) {
+      throw ApiError(400, "This model's maximum context length is " + std::to_string(app.settings.n_ctx) +
+                              " tokens. However, the images up to " + in.where + " take " +
+                              std::to_string(image_positions) + " of them. Please send fewer or smaller images.",
+                     "invalid_request_error", "messages", "context_length_exceeded");
     }
   }
   std::vector<int64_t> at;

@@ -12,7 +12,7 @@
 #include "server/api/ollama/ollama_response.h"
 #include "server/api/request_json.h"
 #include "server/handlers/handlers.h"
-#include "server/hub/store.h"
+#include "server/hub/hub.h"
 
 namespace server {
 
@@ -26,7 +26,7 @@ namespace {
 constexpr int64_t kNeverExpires = 7258118400;  // 2200-01-01
 
 std::string model_digest(const ModelStatus& m) {
-  return hub::detail::sha256_hex(m.path + "\n" + std::to_string(m.file_bytes) + "\n" + std::to_string(m.created));
+  return hub::sha256_hex(m.path + "\n" + std::to_string(m.file_bytes) + "\n" + std::to_string(m.created));
 }
 
 json entry(const ModelStatus& m) {

@@ -117,4 +117,7 @@ class Cache {
   std::string root_;
 };
 
+// Lower-case hex SHA-256 of `data` (OpenSSL): cache keys of plain URLs, Ollama's model digests.
+std::string sha256_hex(const std::string& data);
+
 }  // namespace hub

@@ -235,10 +235,14 @@ std::string sha256_file(const std::string& path, const std::atomic<bool>* cancel
   return hex_digest(ctx.get());
 }
 
+}  // namespace hub::detail
+
+namespace hub {
+
 std::string sha256_hex(const std::string& data) {
-  auto ctx = new_sha256();
+  auto ctx = detail::new_sha256();
   EVP_DigestUpdate(ctx.get(), data.data(), data.size());
-  return hex_digest(ctx.get());
+  return detail::hex_digest(ctx.get());
 }
 
-}  // namespace hub::detail
+}  // namespace hub

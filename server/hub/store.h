@@ -59,6 +59,5 @@ class FileLock {
 
 // Lower-case hex SHA-256 of a file's bytes (OpenSSL); throws HubError on read errors or cancel.
 std::string sha256_file(const std::string& path, const std::atomic<bool>* cancel);
-std::string sha256_hex(const std::string& data);
 
 }  // namespace hub::detail

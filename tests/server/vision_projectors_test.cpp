@@ -2,7 +2,8 @@
 // (tests/data/reference, see its README): gemma4v (Gemma 4: the image keeps its aspect, its token
 // count follows its size) on the shared gemma4 text model, and pixtral (Mistral Small 3.1: a patch
 // merger and [IMG_BREAK] rows) on tiny-mistral3, qwen3vl_merger (Qwen3.5's vision: its tokens take
-// M-RoPE positions) on the shared qwen35 text model, and with deepstack (Qwen3-VL) on synth-qwen3vl,
+// M-RoPE positions) on the shared qwen35 text model, and with deepstack (Qwen3-VL) on synth-qwen3vl and
+// synth-qwen3vlmoe,
 // each against libmtmd's prompt and greedy answer for the shared test image.
 #include <fstream>
 #include <iterator>
@@ -52,6 +53,11 @@ const Case kCases[] = {
      "{{ bos_token }}{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' }}" GGUFD_PARTS
      "{{ '<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
      30},  // the same, each row with two deepstack slices (Qwen3-VL's text model adds them after layers 0, 1)
+    {"qwen3vlmoe", "models/synth-qwen3vlmoe-F32.gguf", "synth-mmproj-qwen3vl-deepstack-F32.gguf",
+     "synth-qwen3vlmoe-F32+mmproj-qwen3vl-deepstack.json",
+     "{{ bos_token }}{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' }}" GGUFD_PARTS
+     "{{ '<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
+     30},  // the same with Qwen3-VL-MoE's text model (qwen3moe's experts)
     {"qwen25vl", "models/synth-qwen2vl-F32.gguf", "synth-mmproj-qwen25vl-F32.gguf",
      "synth-qwen2vl-F32+mmproj-qwen25vl.json",
      "{{ bos_token }}{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' }}" GGUFD_PARTS
@@ -121,6 +127,39 @@ TEST_P(VisionProjectorHttp, ChatGivesLibmtmdsPromptAndGreedyAnswer) {
   const std::string whole = answer.json()["content"], prefix = head.json()["content"];
   ASSERT_TRUE(whole.starts_with(prefix)) << whole;
   EXPECT_EQ(r.json()["choices"][0]["message"]["content"], whole.substr(prefix.size()));
+}
+
+// idefics3 cuts an image in tiles, each a part of its own: images are refused once their positions
+// pass the context, before the images after them are decoded (--image-max-count counts images).
+TEST(VisionContext, ImagesPastTheContextAre400sNamingTheImage) {
+  const Case& c = kCases[std::size(kCases) - 1];
+  ASSERT_EQ(std::string(c.name), "idefics3");
+  GGUFD_REQUIRE_SHARED(kImage);
+  server::ServiceOptions o = test_options(c.text_model);
+  o.model.path = reference(c.text_model);
+  o.model.mmproj_path = reference(std::string("models/vision/") + c.projector);
+  o.model.chat_template = c.chat_template;
+  o.model.engine.n_ctx = 320;  // an image: 7 parts of 16 positions and their layout text
+  RunningService s(std::move(o));
+  ASSERT_TRUE(s.ready()) << s.service().load_error();
+  std::ifstream in(shared_path(kImage), std::ios::binary);
+  const std::string bytes{std::istreambuf_iterator<char>(in), {}};
+  json content = json::array({{{"type", "text"}, {"text", "What is in these pictures? "}}});
+  const json image = {{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64," + base64(bytes)}}}};
+  content.push_back(image);
+  content.push_back(image);
+  EXPECT_EQ(post_json(s.port(), "/v1/chat/completions",
+                      {{"messages", {{{"role", "user"}, {"content", content}}}}, {"max_tokens", 1}}).status, 200);
+  content.push_back(image);
+  content.push_back(json{{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64,bm90IGFuIGltYWdl"}}}});
+  const HttpReply r = post_json(s.port(), "/v1/chat/completions",
+                                {{"messages", {{{"role", "user"}, {"content", content}}}}, {"max_tokens", 1}});
+  ASSERT_EQ(r.status, 400) << r.body;
+  const json e = r.json()["error"];
+  EXPECT_EQ(e["code"], "context_length_exceeded") << r.body;
+  // the third image passes the context (336 positions); the broken fourth is never decoded
+  EXPECT_NE(e["message"].get<std::string>().find("the images up to messages[0].content[3] take 336"), std::string::npos)
+      << r.body;
 }
 
 INSTANTIATE_TEST_SUITE_P(Projectors, VisionProjectorHttp, testing::ValuesIn(kCases),

@@ -71,6 +71,7 @@ constexpr Case kCases[] = {
     {"tiny-mistral3-F32", "pixtral", false, true}, {"tiny-mistral3-Q8_0", "pixtral", false, true},
     {"synth-qwen35-F32", "qwen3vl", false},       {"synth-qwen35-Q8_0", "qwen3vl", false},
     {"synth-qwen3vl-F32", "qwen3vl-deepstack", false, true}, {"synth-qwen3vl-Q8_0", "qwen3vl-deepstack", false, true},
+    {"synth-qwen3vlmoe-F32", "qwen3vl-deepstack", false, true}, {"synth-qwen3vlmoe-Q8_0", "qwen3vl-deepstack", false, true},
     {"synth-qwen2vl-F32", "qwen25vl", false, true}, {"synth-qwen2vl-Q8_0", "qwen25vl", false, true},
     {"synth-qwen2vl-F32", "qwen2vl", false, true},  {"synth-qwen2vl-Q8_0", "qwen2vl", false, true},
     {"synth-smolvlm-F32", "idefics3", false, true}, {"synth-smolvlm-Q8_0", "idefics3", false, true},

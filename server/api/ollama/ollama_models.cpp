@@ -2,8 +2,6 @@
 
 #include <sstream>
 
-#include "engine/model/arch.h"
-#include "gguf/summary.h"
 #include "server/api/gguf_json.h"
 #include "server/api/ollama/ollama_response.h"
 
@@ -34,17 +32,17 @@ json ollama_details(const FileFacts& facts) {
           {"quantization_level", facts.quantization.empty() ? "unknown" : facts.quantization}};
 }
 
-json ollama_model_info(const gguf::FileSet& files, bool verbose) {
+json ollama_model_info(const gguf::FileSet& files, const FileFacts& facts, bool verbose) {
   json info = json::object();
   for (const gguf::KeyValue& kv : files.first().metadata()) {
     const std::string key(kv.key);
     info[key] = kv.value.is_array() && !verbose ? json(nullptr) : value_to_json(kv.value, true);
   }
-  info["general.parameter_count"] = gguf::summarize(files).n_params;
+  info["general.parameter_count"] = facts.n_params;
   return info;
 }
 
-std::vector<std::string> ollama_capabilities(const gguf::FileSet& files, const App* app) {
+std::vector<std::string> ollama_capabilities(const gguf::FileSet& files, const FileFacts& facts, const App* app) {
   std::vector<std::string> c;
   bool generates = true;
   bool thinks = false;
@@ -55,11 +53,9 @@ std::vector<std::string> ollama_capabilities(const gguf::FileSet& files, const A
     embeds = app->pooling != engine::PoolingType::kNone && app->pooling != engine::PoolingType::kRank;
   } else {
     const gguf::File& f = files.first();
-    const std::string arch(f.find_string("general.architecture").value_or(""));
-    const engine::ArchTraits* traits = engine::find_arch(arch);
-    generates = traits == nullptr || !traits->encoder;
+    generates = facts.generates;
     thinks = thinking_template(file_template(f));
-    embeds = !generates || f.find(arch + ".pooling_type") != nullptr;
+    embeds = !generates || f.find(facts.architecture + ".pooling_type") != nullptr;
   }
   if (generates) c = {"completion", "tools"};
   if (generates && thinks) c.push_back("thinking");
@@ -82,13 +78,14 @@ json ollama_show_json(const gguf::FileSet& files, const std::string& path, int64
   if (!tmpl.empty()) modelfile += "TEMPLATE \"\"\"" + tmpl + "\"\"\"\n";
   std::istringstream lines(params.str());
   for (std::string line; std::getline(lines, line);) modelfile += "PARAMETER " + line + "\n";
+  const FileFacts facts = file_facts(files);
   return {{"license", std::string(f.find_string("general.license").value_or(""))},
           {"modelfile", modelfile},
           {"parameters", params.str()},
           {"template", tmpl},
-          {"details", ollama_details(file_facts(files))},
-          {"model_info", ollama_model_info(files, verbose)},
-          {"capabilities", ollama_capabilities(files, app)},
+          {"details", ollama_details(facts)},
+          {"model_info", ollama_model_info(files, facts, verbose)},
+          {"capabilities", ollama_capabilities(files, facts, app)},
           {"modified_at", ollama_time_of(modified)}};
 }
 

@@ -22,16 +22,16 @@ namespace server {
 // "unknown" for what the file does not say.
 nlohmann::json ollama_details(const FileFacts& facts);
 
-// The metadata as "key": value, plus general.parameter_count. Arrays (the vocabulary, merges) are
-// null unless `verbose`, as in Ollama.
-nlohmann::json ollama_model_info(const gguf::FileSet& files, bool verbose);
+// The metadata as "key": value, plus general.parameter_count (facts.n_params). Arrays (the
+// vocabulary, merges) are null unless `verbose`, as in Ollama.
+nlohmann::json ollama_model_info(const gguf::FileSet& files, const FileFacts& facts, bool verbose);
 
 // What the model can do, in Ollama's names: "completion" (it generates), "tools" (every
 // generating model: tools go through its template or the generic format), "thinking" (its
 // template has think blocks), "embedding" (it pools). With `app` (the model is loaded) from what
-// was found when it loaded; without, from the file (encoder architecture, pooling type, the
+// was found when it loaded; without, from the file (facts.generates, the pooling type, the
 // template's text).
-std::vector<std::string> ollama_capabilities(const gguf::FileSet& files, const App* app);
+std::vector<std::string> ollama_capabilities(const gguf::FileSet& files, const FileFacts& facts, const App* app);
 
 // The body of POST /api/show for the model `path`: license, modelfile (FROM, TEMPLATE, PARAMETER
 // lines), parameters (the sampling defaults and the context, "name value" lines), template (the
