@@ -20,6 +20,10 @@
 // our own built-in BPE vocabulary (engine/synth) with ChatML. The first model compiles output
 // constraints through a GrammarCache of its vocabulary, as the server does (building the trie of
 // 151k tokens for every input would be too slow); the others without one (App::grammars null).
+// Images: the second model has the shared gemma3 projector (a fixed square), the third the
+// repository's pixtral one (the image's aspect, rows and breaks), so image parts go through
+// decoding, fitting, the count and context checks and tokenization around them; the others have
+// none (the "no projector" 400).
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -33,7 +37,9 @@
 
 #include "engine/text/chat_template.h"
 #include "engine/text/grammar/grammar_cache.h"
+#include "engine/runtime/image_prompt.h"
 #include "engine/text/tokenizer/tokenizer.h"
+#include "engine/vision/projector.h"
 #include "gguf/file.h"
 #include "gguf/writer.h"
 #include "server/api/anthropic_messages/messages_request.h"
@@ -71,6 +77,7 @@ struct Model {
   engine::Tokenizer tokenizer;
   engine::ChatTemplate chat_template;
   std::unique_ptr<engine::grammar::GrammarCache> grammars;
+  std::shared_ptr<const engine::VisionModel> vision;
   std::unique_ptr<server::ResponseStore> responses = std::make_unique<server::ResponseStore>();
   std::unique_ptr<server::App> app = std::make_unique<server::App>();
 
@@ -87,6 +94,11 @@ struct Model {
     a.chat_features = server::detect_chat_features(a);
     a.responses = responses.get();  // empty: every previous_response_id is a 404
     a.n_embd = 64;
+    a.n_vocab = tokenizer.n_vocab();
+    // images: smaller than the server's limits, so that every input stays fast under the sanitizers
+    a.settings.image_limits.max_pixels = 1 << 18;
+    a.settings.image_limits.max_bytes = 1 << 20;
+    a.settings.max_images = 3;
     a.ready = true;
   }
   Model(const Model&) = delete;  // the App points into it
@@ -100,6 +112,13 @@ struct Model {
     grammars = std::make_unique<engine::grammar::GrammarCache>(
         engine::grammar::TokenVocab::from_tokenizer(tokenizer), 8, engine::grammar::CompiledGrammar::kDefaultMaxVisits / 256);
     app->grammars = grammars.get();
+  }
+
+  // Image input through the projector at `path`, its layout's tokens looked up as at load.
+  void use_vision(const std::string& path) {
+    vision = std::make_shared<const engine::VisionModel>(engine::VisionModel::load(path));
+    app->vision = vision;
+    app->layout_tokens = engine::lookup_tokens(tokenizer, engine::looked_up_texts(vision->traits()));
   }
 
   // Tighter than the server's budget so every input stays fast under the sanitizers.
@@ -133,6 +152,8 @@ std::vector<std::unique_ptr<Model>> load_models() {
                                           std::string(engine::kChatMLTemplate)));
     out.back()->app->generates = false;
     out[0]->use_grammar_cache();
+    out[1]->use_vision(dir + "/models/vision/synth-mmproj-gemma3-F32.gguf");
+    out[2]->use_vision(std::string(GGUFD_TEST_DATA_DIR) + "/reference/models/vision/synth-mmproj-pixtral-F32.gguf");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fuzz_request: shared models unavailable (%s); using the built-in vocabulary\n", e.what());
     out.clear();
