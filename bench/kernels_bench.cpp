@@ -128,7 +128,7 @@ void BM_matmul(benchmark::State& state, TensorType type, int64_t rows, int64_t c
   std::vector<engine::Matrix*> to_pack;
   for (engine::Matrix& m : mats) to_pack.push_back(&m);
   engine::PackedWeights packs;
-  if (packed) packs = engine::PackedWeights::pack(to_pack, false);
+  if (packed) packs = engine::PackedWeights::pack(to_pack, nullptr);
   size_t i = 0;
   const auto t0 = std::chrono::steady_clock::now();
   for (auto _ : state) {
@@ -175,6 +175,26 @@ void BM_tile(benchmark::State& state, const Dispatch* d, TensorType type, int64_
                bench::dot_insn_of(d->isa), 1);
 }
 
+// pack_group over a whole matrix into groups of the dispatch table's pack_rows, one thread: the
+// copy a model's load makes of its packable weights (PackedWeights::pack), source and copy in
+// memory already (the page faults of a real load are not in it). GB/s of weights packed.
+void BM_pack(benchmark::State& state, TensorType type, int64_t rows, int64_t cols) {
+  const int R = engine::kernels::dispatch().pack_rows;
+  const std::vector<uint8_t> w = random_weights(type, rows, cols, 1);
+  const size_t row_bytes = w.size() / static_cast<size_t>(rows);
+  std::vector<uint8_t> packed(w.size());
+  for (auto _ : state) {
+    for (int64_t g = 0; g < rows / R; ++g) {
+      const size_t at = static_cast<size_t>(g * R) * row_bytes;
+      engine::kernels::pack_group(type, R, w.data() + at, row_bytes, cols, packed.data() + at);
+    }
+    benchmark::DoNotOptimize(packed.data());
+  }
+  state.counters["GB/s"] =
+      benchmark::Counter(static_cast<double>(w.size()) * static_cast<double>(state.iterations()) / 1e9,
+                         benchmark::Counter::kIsRate);
+}
+
 constexpr TensorType kTypes[] = {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K,
                                  TensorType::IQ4_XS};
 
@@ -218,6 +238,14 @@ int register_all() {
             ->UseRealTime();
       }
     }
+  }
+  // the load's copy into packed groups (8192 x 2048: an FFN matrix of a Llama-3.2-1B-sized model)
+  for (TensorType type : kTypes) {
+    if (!engine::kernels::packable(type) || d.pack_rows == 0) continue;
+    const std::string name = "pack/" + layout_name(type, d.pack_rows) + "/8192x2048";
+    benchmark::RegisterBenchmark(name.c_str(), BM_pack, type, int64_t{8192}, int64_t{2048})
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
   }
   for (const Dispatch* table :
        {engine::kernels::avx2_dispatch(), engine::kernels::avxvnni_dispatch(), engine::kernels::avx512_dispatch()}) {

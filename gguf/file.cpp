@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "gguf/file.h"
@@ -13,11 +14,14 @@ namespace gguf {
 
 namespace {
 
+// The mapping of an opened file, and the file itself kept open for read_mapped().
 struct Mapping {
   void* addr = nullptr;
   size_t size = 0;
+  int fd = -1;
   ~Mapping() {
     if (addr != nullptr) munmap(addr, size);
+    if (fd >= 0) ::close(fd);
   }
 };
 
@@ -49,11 +53,28 @@ File File::open(const std::string& path) {
     }
     mapping->addr = addr;
   }
-  ::close(fd);
+  mapping->fd = fd;
   std::span<const uint8_t> bytes(static_cast<const uint8_t*>(mapping->addr), mapping->size);
   File f = parse(bytes, path);
   f.storage_ = std::move(mapping);
   return f;
+}
+
+bool File::read_mapped(std::span<const uint8_t> range, uint8_t* out) const {
+  const auto* mapping = static_cast<const Mapping*>(storage_.get());
+  const auto at = reinterpret_cast<uintptr_t>(range.data()), begin = reinterpret_cast<uintptr_t>(bytes_.data());
+  if (mapping == nullptr || at < begin || range.size() > bytes_.size() || at - begin > bytes_.size() - range.size()) {
+    return false;
+  }
+  auto offset = static_cast<off_t>(at - begin);
+  for (size_t done = 0; done < range.size();) {
+    const ssize_t n = ::pread(mapping->fd, out + done, range.size() - done, offset);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+    offset += n;
+  }
+  return true;
 }
 
 const Value* File::find(std::string_view key) const {

@@ -63,6 +63,11 @@ class File {
   std::span<const uint8_t> bytes() const { return bytes_; }
   // True for a File made by open(): its bytes are a read-only file mapping it owns.
   bool owns_mapping() const { return storage_ != nullptr; }
+  // Copies `range`, bytes of this File's mapping, to `out` by reading the file (pread), so the
+  // mapping's pages are not touched: a first touch of each mapped page costs a fault, which in
+  // some VMs costs more than the copy. False (out partly written) when this File borrows its
+  // bytes, the range is not inside them, or the read fails.
+  bool read_mapped(std::span<const uint8_t> range, uint8_t* out) const;
 
   const std::vector<KeyValue>& metadata() const { return metadata_; }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }

@@ -150,4 +150,13 @@ bool FileSet::owns_mapping() const {
   return true;
 }
 
+bool FileSet::read_mapped(std::span<const uint8_t> range, uint8_t* out) const {
+  const auto at = reinterpret_cast<uintptr_t>(range.data());
+  for (const File& part : parts_) {
+    const auto begin = reinterpret_cast<uintptr_t>(part.bytes().data());
+    if (at >= begin && at - begin < part.bytes().size()) return part.read_mapped(range, out);
+  }
+  return false;
+}
+
 }  // namespace gguf

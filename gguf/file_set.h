@@ -57,6 +57,8 @@ class FileSet {
   uint64_t data_bytes() const;
   // True when every part is a file mapping this set owns (File::owns_mapping).
   bool owns_mapping() const;
+  // File::read_mapped on the part whose bytes hold `range` (false when none does).
+  bool read_mapped(std::span<const uint8_t> range, uint8_t* out) const;
 
  private:
   explicit FileSet(std::vector<File> parts);

@@ -48,9 +48,53 @@ inline void copy_piece(uint8_t* dst, const uint8_t* src, int n) {
 
 bool packable(gguf::TensorType type) { return layout_of(type).has_value(); }
 
+namespace {
+
+// One field of a group's R rows, all blocks: run t of row r's block b (at w + r * stride + b * bb
+// + offset + t * N) -> dst + b * R * bb + base + (t * R + r) * N, where `base` is where the field
+// starts in a packed block. R and N are constants, so a run is one load and one store; each row
+// is read in order.
+template <int R, int N>
+void interleave_field(const uint8_t* w, size_t stride, size_t bb, int64_t blocks, const PackedField& f, size_t base,
+                      uint8_t* dst) {
+  for (int r = 0; r < R; ++r) {
+    const uint8_t* s = w + static_cast<size_t>(r) * stride + f.offset;
+    uint8_t* d = dst + base + static_cast<size_t>(r) * N;
+    for (int64_t b = 0; b < blocks; ++b, s += bb, d += R * bb) {
+      for (int t = 0; t < f.count; ++t) std::memcpy(d + t * R * N, s + t * N, N);
+    }
+  }
+}
+
+// pack_group for R rows (the tables' 8 and 16): the bytes for_each_piece places, field by field
+// (the fast path of a load's repacking; the round trip through unpack_group checks it).
+template <int R>
+void pack_rows(const Layout& l, const uint8_t* w, size_t w_stride, int64_t cols, uint8_t* dst) {
+  const int64_t blocks = cols / l.block_elems;
+  size_t base = 0;
+  for (const PackedField& field : l.fields) {
+    if (field.bytes == 4) {
+      interleave_field<R, 4>(w, w_stride, l.block_bytes, blocks, field, base, dst);
+    } else {
+      interleave_field<R, 2>(w, w_stride, l.block_bytes, blocks, field, base, dst);
+    }
+    base += static_cast<size_t>(R) * field.bytes * field.count;
+  }
+}
+
+}  // namespace
+
 bool pack_group(gguf::TensorType type, int rows, const uint8_t* w, size_t w_stride, int64_t cols, uint8_t* dst) {
   const std::optional<Layout> l = layout_of(type);
   if (!l || rows < 1 || rows > kMaxPackRows) return false;
+  if (rows == 16) {
+    pack_rows<16>(*l, w, w_stride, cols, dst);
+    return true;
+  }
+  if (rows == 8) {
+    pack_rows<8>(*l, w, w_stride, cols, dst);
+    return true;
+  }
   const size_t bb = l->block_bytes;
   for (int64_t b = 0; b < cols / l->block_elems; ++b) {
     const uint8_t* src = w + b * bb;

@@ -409,7 +409,7 @@ Model Model::from_files(gguf::FileSet files, bool repack) {
   if (arch_traits(hp.arch).encoder) {
     load_encoder_inputs(ld, f, hp, m);
     for (int64_t il = 0; il < hp.n_layer; ++il) m.layers.push_back(load_encoder_layer(ld, hp, il));
-    if (repack) m.packed_ = PackedWeights::pack(matmul_weights_of<Matrix>({&m.output}, m.layers), m.files_.owns_mapping());
+    if (repack) m.packed_ = PackedWeights::pack(matmul_weights_of<Matrix>({&m.output}, m.layers), &m.files_);
     return m;
   }
   // (lfm2's final norm is named token_embd_norm, as llama.cpp's LLM_TENSOR_OUTPUT_NORM_LFM2)
@@ -431,7 +431,7 @@ Model Model::from_files(gguf::FileSet files, bool repack) {
   for (int64_t il = 0; il < hp.n_layer; ++il) m.layers.push_back(load_layer(ld, hp, il));
   for (int64_t il = hp.n_layer; il < hp.n_layer + hp.n_layer_nextn; ++il) load_nextn(ld, hp, il, m);
   if (repack) {
-    m.packed_ = PackedWeights::pack(matmul_weights_of<Matrix>({&m.output, &m.per_layer_model_proj}, m.layers), m.files_.owns_mapping());
+    m.packed_ = PackedWeights::pack(matmul_weights_of<Matrix>({&m.output, &m.per_layer_model_proj}, m.layers), &m.files_);
     if (m.output.data == m.tok_embd.data) m.tok_embd = m.output;  // tied: look rows up in the copy
   }
   return m;

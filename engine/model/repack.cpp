@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <new>
+#include <span>
 #include <thread>
 #include <utility>
 
@@ -34,21 +36,54 @@ void release_pages(const void* p, size_t n) {
   if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
-// Packs job.m's first job.rows rows into dst. With `release`, the source pages are dropped slice
-// by slice as they are copied, so the model's resident size never holds two copies of a large
-// matrix (a tied 128k-token output would otherwise add ~300 MB to the peak).
-void pack_matrix(const Job& job, int R, uint8_t* dst, bool release) {
+constexpr size_t kSliceBytes = size_t{4} << 20;  // packed (and read) ~4 MiB at a time
+
+// Groups of R rows packed per slice of a matrix whose groups are `group` bytes.
+int64_t slice_groups(size_t group) { return std::max<int64_t>(1, static_cast<int64_t>(kSliceBytes / group)); }
+
+// A thread's buffer for the slices it reads from the file: anonymous memory in huge pages where
+// the kernel gives them (a first touch per 4 KiB page is slow in some VMs), reused slice to slice.
+class SliceBuffer {
+ public:
+  explicit SliceBuffer(size_t bytes) : size_((std::max<size_t>(bytes, 1) + kHuge - 1) / kHuge * kHuge) {
+    void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    ::madvise(p, size_, MADV_HUGEPAGE);
+    data_ = static_cast<uint8_t*>(p);
+  }
+  ~SliceBuffer() { ::munmap(data_, size_); }
+  SliceBuffer(const SliceBuffer&) = delete;
+  SliceBuffer& operator=(const SliceBuffer&) = delete;
+  uint8_t* data() const { return data_; }
+
+ private:
+  static constexpr size_t kHuge = size_t{2} << 20;
+  size_t size_;
+  uint8_t* data_ = nullptr;
+};
+
+// Packs job.m's first job.rows rows into dst, a slice at a time. With a `source`, each slice is
+// read from the file into `buffer` and packed from there: the mapping's pages are never touched,
+// so they neither cost page faults nor count in our resident memory. Where the read fails (or
+// there is no source) the slice is packed from the mapping; with a source its pages are then
+// dropped again, so the model's resident size never holds two copies of a large matrix (a tied
+// 128k-token output would otherwise add ~300 MB to the peak).
+void pack_matrix(const Job& job, int R, uint8_t* dst, const gguf::FileSet* source, uint8_t* buffer) {
   const Matrix& m = *job.m;
   const auto* src = static_cast<const uint8_t*>(m.data);
   const size_t group = static_cast<size_t>(R) * m.row_bytes;
   const int64_t groups = job.rows / R;
-  const int64_t slice = std::max<int64_t>(1, static_cast<int64_t>((size_t{4} << 20) / group));  // ~4 MiB
+  const int64_t slice = slice_groups(group);
   for (int64_t g0 = 0; g0 < groups; g0 += slice) {
     const int64_t g1 = std::min(groups, g0 + slice);
-    for (int64_t g = g0; g < g1; ++g) kernels::pack_group(m.type, R, src + g * group, m.row_bytes, m.cols, dst + g * group);
-    if (release) release_pages(src + g0 * group, static_cast<size_t>(g1 - g0) * group);
+    const std::span<const uint8_t> bytes(src + g0 * group, static_cast<size_t>(g1 - g0) * group);
+    const bool read = source != nullptr && source->read_mapped(bytes, buffer);
+    const uint8_t* from = read ? buffer : bytes.data();
+    for (int64_t g = g0; g < g1; ++g) {
+      kernels::pack_group(m.type, R, from + (g - g0) * group, m.row_bytes, m.cols, dst + g * group);
+    }
+    if (!read && source != nullptr) release_pages(bytes.data(), bytes.size());
   }
-  if (release) release_pages(src, static_cast<size_t>(groups) * group);  // pages the slices shared
 }
 
 }  // namespace
@@ -69,7 +104,7 @@ PackedWeights::~PackedWeights() {
   if (base_) ::munmap(base_, size_);
 }
 
-PackedWeights PackedWeights::pack(const std::vector<Matrix*>& mats, bool release_source) {
+PackedWeights PackedWeights::pack(const std::vector<Matrix*>& mats, const gguf::FileSet* source) {
   const kernels::Dispatch& d = kernels::dispatch();
   std::vector<Job> jobs;
   size_t total = 0;
@@ -88,10 +123,18 @@ PackedWeights PackedWeights::pack(const std::vector<Matrix*>& mats, bool release
   pw.base_ = base;
   pw.size_ = total;
 
+  if (source != nullptr && !source->owns_mapping()) source = nullptr;  // (bytes in memory: nothing to read)
+  size_t buffer_bytes = 0;
+  for (const Job& j : jobs) {
+    const size_t group = static_cast<size_t>(d.pack_rows) * j.m->row_bytes;
+    buffer_bytes = std::max(buffer_bytes, static_cast<size_t>(std::min(j.rows / d.pack_rows, slice_groups(group))) * group);
+  }
   std::atomic<size_t> next{0};
   auto work = [&] {
+    const std::unique_ptr<SliceBuffer> buffer = source ? std::make_unique<SliceBuffer>(buffer_bytes) : nullptr;
     for (size_t i; (i = next.fetch_add(1)) < jobs.size();) {
-      pack_matrix(jobs[i], d.pack_rows, static_cast<uint8_t*>(base) + jobs[i].offset, release_source);
+      pack_matrix(jobs[i], d.pack_rows, static_cast<uint8_t*>(base) + jobs[i].offset, source,
+                  buffer ? buffer->data() : nullptr);
     }
   };
   const unsigned n_threads = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);

@@ -2,7 +2,9 @@
 // what was expected against what was found.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -110,6 +112,30 @@ TEST(FileSet, OpensTwoAndThreePartsFromAnyPart) {
       EXPECT_EQ(s.n_params, gguf::summarize(src.file).n_params);
     }
   }
+}
+
+// read_mapped reads a tensor's bytes from whichever part holds them, as the mapping shows them;
+// it refuses ranges outside every part and Files that borrow their bytes.
+TEST(FileSet, ReadMappedReadsThePartThatHoldsTheRange) {
+  const Source src;
+  const std::vector<std::string> paths = write_split(src.file, fresh_dir() + "/m", even_plan(src.file, 3));
+  const gguf::FileSet set = gguf::FileSet::open(paths[0]);
+  ASSERT_TRUE(set.owns_mapping());
+  for (const gguf::TensorInfo* t : set.tensors()) {
+    std::vector<uint8_t> out(t->data.size() + 1, 0xEE);
+    ASSERT_TRUE(set.read_mapped(t->data, out.data())) << t->name;
+    EXPECT_TRUE(std::equal(t->data.begin(), t->data.end(), out.begin())) << t->name;
+    EXPECT_EQ(out.back(), 0xEE) << t->name;  // nothing written past the range
+    const std::span<const uint8_t> tail = t->data.subspan(t->data.size() / 2);  // part of a tensor
+    ASSERT_TRUE(set.read_mapped(tail, out.data())) << t->name;
+    EXPECT_TRUE(std::equal(tail.begin(), tail.end(), out.begin())) << t->name;
+  }
+  std::vector<uint8_t> out(64);
+  const gguf::File& last = set.parts().back();
+  EXPECT_FALSE(set.read_mapped({last.bytes().data() + last.bytes().size() - 8, 16}, out.data()));  // runs past the end
+  EXPECT_FALSE(set.read_mapped({src.bytes.data(), 16}, out.data()));  // not in any part
+  EXPECT_FALSE(src.file.read_mapped({src.bytes.data(), 16}, out.data()));  // borrowed bytes: no file to read
+  EXPECT_FALSE(gguf::FileSet::single(src.file).owns_mapping());
 }
 
 TEST(FileSet, FirstPartMayHoldMetadataOnly) {  // llama-gguf-split --no-tensor-first-split

@@ -2,6 +2,7 @@
 // model's logits with and without repacking.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -33,7 +34,7 @@ TEST(Repack, MatmulAndLookupsOverPackedGroupsAndLeftOverRows) {
     const size_t row_bytes = w.size() / static_cast<size_t>(rows);
     Matrix plain{type, rows, cols, row_bytes, w.data()};
     Matrix m = plain;
-    const PackedWeights pw = PackedWeights::pack({&m}, false);
+    const PackedWeights pw = PackedWeights::pack({&m}, nullptr);
     if (kernels::dispatch().packed_tile_for(type)) {
       const int R = kernels::dispatch().pack_rows;
       EXPECT_EQ(m.pack_rows, R);
@@ -56,6 +57,31 @@ TEST(Repack, MatmulAndLookupsOverPackedGroupsAndLeftOverRows) {
       qt::expect_close(b, a, cols, std::string(gguf::type_info(type).name) + " n=" + std::to_string(n));
     }
   }
+}
+
+// A model's load reads the rows it packs from the file (pread), not through the mapping: the
+// copies hold the same bytes as packing the mapped rows.
+TEST(Repack, CopiesReadFromTheFileHoldTheMappedRows) {
+  const std::string path = "models/synth/synth-llama-Q4_K_M.gguf";
+  GGUFD_REQUIRE_SHARED(path);
+  if (!kernels::dispatch().packed_tile_for(TensorType::Q4_K)) GTEST_SKIP() << "no packed Q4_K tile in this table";
+  const Model from_file = Model::load(ggufd::test::shared_path(path));
+  const Model plain = Model::load(ggufd::test::shared_path(path), false);
+  const std::vector<const Matrix*> a = plain.matmul_weights(), b = from_file.matmul_weights();
+  ASSERT_EQ(a.size(), b.size());
+  int packed = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (b[i]->packed_rows == 0) continue;
+    ++packed;
+    Matrix m = *a[i];  // the mapped bytes, packed here from memory
+    const PackedWeights pw = PackedWeights::pack({&m}, nullptr);
+    ASSERT_EQ(m.packed_rows, b[i]->packed_rows);
+    const auto* want = static_cast<const uint8_t*>(m.packed);
+    EXPECT_TRUE(std::equal(want, want + static_cast<size_t>(m.packed_rows) * m.row_bytes,
+                           static_cast<const uint8_t*>(b[i]->packed)))
+        << "matrix " << i;
+  }
+  EXPECT_GT(packed, 0);
 }
 
 using test::all_logits;
