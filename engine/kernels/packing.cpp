@@ -50,35 +50,34 @@ bool packable(gguf::TensorType type) { return layout_of(type).has_value(); }
 
 namespace {
 
-// One field of a group's R rows, all blocks: run t of row r's block b (at w + r * stride + b * bb
-// + offset + t * N) -> dst + b * R * bb + base + (t * R + r) * N, where `base` is where the field
-// starts in a packed block. R and N are constants, so a run is one load and one store; each row
-// is read in order.
+// One field of one block of R rows: its `count` runs of N bytes, run t of row r (at src + r *
+// stride + t * N) -> dst + (t * R + r) * N. R and N are constants, so a run is one load and one
+// store.
 template <int R, int N>
-void interleave_field(const uint8_t* w, size_t stride, size_t bb, int64_t blocks, const PackedField& f, size_t base,
-                      uint8_t* dst) {
+void interleave_field(const uint8_t* src, size_t stride, int count, uint8_t* dst) {
   for (int r = 0; r < R; ++r) {
-    const uint8_t* s = w + static_cast<size_t>(r) * stride + f.offset;
-    uint8_t* d = dst + base + static_cast<size_t>(r) * N;
-    for (int64_t b = 0; b < blocks; ++b, s += bb, d += R * bb) {
-      for (int t = 0; t < f.count; ++t) std::memcpy(d + t * R * N, s + t * N, N);
-    }
+    const uint8_t* s = src + static_cast<size_t>(r) * stride;
+    for (int t = 0; t < count; ++t) std::memcpy(dst + (t * R + r) * N, s + t * N, N);
   }
 }
 
-// pack_group for R rows (the tables' 8 and 16): the bytes for_each_piece places, field by field
-// (the fast path of a load's repacking; the round trip through unpack_group checks it).
+// pack_group for R rows (the tables' 8 and 16): the bytes for_each_piece places, block by block
+// and field by field, each packed block written whole before the next (the fast path of a load's
+// repacking; the round trip through unpack_group checks it).
 template <int R>
 void pack_rows(const Layout& l, const uint8_t* w, size_t w_stride, int64_t cols, uint8_t* dst) {
-  const int64_t blocks = cols / l.block_elems;
-  size_t base = 0;
-  for (const PackedField& field : l.fields) {
-    if (field.bytes == 4) {
-      interleave_field<R, 4>(w, w_stride, l.block_bytes, blocks, field, base, dst);
-    } else {
-      interleave_field<R, 2>(w, w_stride, l.block_bytes, blocks, field, base, dst);
+  const size_t bb = l.block_bytes;
+  for (int64_t b = 0; b < cols / l.block_elems; ++b) {
+    const uint8_t* src = w + b * bb;
+    uint8_t* p = dst + b * R * bb;
+    for (const PackedField& field : l.fields) {
+      if (field.bytes == 4) {
+        interleave_field<R, 4>(src + field.offset, w_stride, field.count, p);
+      } else {
+        interleave_field<R, 2>(src + field.offset, w_stride, field.count, p);
+      }
+      p += static_cast<size_t>(R) * field.bytes * field.count;
     }
-    base += static_cast<size_t>(R) * field.bytes * field.count;
   }
 }
 
