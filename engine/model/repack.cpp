@@ -129,6 +129,14 @@ PackedWeights PackedWeights::pack(const std::vector<Matrix*>& mats, const gguf::
     const size_t group = static_cast<size_t>(d.pack_rows) * j.m->row_bytes;
     buffer_bytes = std::max(buffer_bytes, static_cast<size_t>(std::min(j.rows / d.pack_rows, slice_groups(group))) * group);
   }
+  if (source != nullptr) {
+    // Read-ahead of every range to pack (the pages go to the page cache, not into our page table):
+    // a cold file then streams from the disk while the threads copy, rather than one slice at a time.
+    for (const Job& j : jobs) {
+      const auto at = reinterpret_cast<uintptr_t>(j.m->data), begin = at & ~(kPage - 1);
+      ::madvise(reinterpret_cast<void*>(begin), static_cast<size_t>(j.rows) * j.m->row_bytes + (at - begin), MADV_WILLNEED);
+    }
+  }
   std::atomic<size_t> next{0};
   auto work = [&] {
     const std::unique_ptr<SliceBuffer> buffer = source ? std::make_unique<SliceBuffer>(buffer_bytes) : nullptr;
