@@ -37,8 +37,8 @@ std::vector<Setting> model_settings(ModelConfig& m) {
        &m.hf},
       {"repack", "--repack,!--no-repack", g, "model",
        "copy the weights of the types the kernels have a faster layout for (Q4_0, Q8_0, Q4_K, Q6_K, ...) into it "
-       "at load: faster prompt processing; --no-repack reads every weight in place from the mapped file, so a "
-       "model loads (and the router switches to it) in about the time its file takes to read (default: on)",
+       "at load, reading the file rather than its mapping: faster prompt processing; --no-repack reads every "
+       "weight in place from the mapped file, with no copy at load and slower prompt processing (default: on)",
        &m.repack},
       {"mmproj", "--mmproj", g, "model",
        "vision projector GGUF of the model (its mmproj file): image input (default: the one mmproj*.gguf beside "

@@ -1,6 +1,7 @@
 // Client-facing errors in OpenAI's shape: {"error":{"message","type","param","code"}}.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
@@ -34,6 +35,16 @@ class ApiError : public std::runtime_error {
 // A 400 about one request field.
 inline ApiError invalid_field(const std::string& param, const std::string& message) {
   return ApiError(400, message, "invalid_request_error", param);
+}
+
+// The 400 of a prompt past the model's context (OpenAI's code context_length_exceeded, which
+// the Responses stream reports as an event): "This model's maximum context length is N tokens.
+// However, <what>. Please <advice>."
+inline ApiError context_exceeded(int64_t n_ctx, const std::string& what, const std::string& advice) {
+  return ApiError(400,
+                  "This model's maximum context length is " + std::to_string(n_ctx) + " tokens. However, " + what +
+                      ". Please " + advice + ".",
+                  "invalid_request_error", "messages", "context_length_exceeded");
 }
 
 // The error object OpenAI clients expect, {"error": {"message", "type", "param", "code"}}: the one

@@ -135,10 +135,8 @@ void check_generation(const GenerationParams& params, const std::vector<std::vec
   for (const auto& prompt : prompts) {
     if (prompt.empty()) throw invalid_field("prompt", "the prompt is empty");
     if (static_cast<int64_t>(prompt.size()) >= n_ctx) {
-      throw ApiError(400, "This model's maximum context length is " + std::to_string(n_ctx) +
-                              " tokens. However, your prompt has " + std::to_string(prompt.size()) +
-                              " tokens. Please reduce the length of the prompt.",
-                     "invalid_request_error", "messages", "context_length_exceeded");
+      throw context_exceeded(n_ctx, "your prompt has " + std::to_string(prompt.size()) + " tokens",
+                             "reduce the length of the prompt");
     }
   }
   const int64_t sequences = static_cast<int64_t>(prompts.size()) * params.n;

@@ -224,10 +224,9 @@ std::vector<int32_t> tokenize_with_images(const App& app, RenderedChat chat, con
     }
     // (an image cut in tiles holds many parts: the context, not --image-max-count, bounds them)
     if (image_positions >= app.settings.n_ctx) {
-      throw ApiError(400, "This model's maximum context length is " + std::to_string(app.settings.n_ctx) +
-                              " tokens. However, the images up to " + in.where + " take " +
-                              std::to_string(image_positions) + " of them. Please send fewer or smaller images.",
-                     "invalid_request_error", "messages", "context_length_exceeded");
+      throw context_exceeded(app.settings.n_ctx,
+                             "the images up to " + in.where + " take " + std::to_string(image_positions) + " of them",
+                             "send fewer or smaller images");
     }
   }
   std::vector<int64_t> at;
