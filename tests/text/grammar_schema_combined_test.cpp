@@ -40,7 +40,7 @@ void expect_walks_validate(const std::string& schema_text, int walks = 200, size
 }
 
 // The GrammarError's message, or "" when the schema compiles.
-std::string refusal(const std::string& schema) {
+std::string schema_refusal(const std::string& schema) {
   try {
     grammar_of(schema);
   } catch (const GrammarError& e) {
@@ -72,19 +72,19 @@ TEST(GrammarSchemaCombined, NarrowNegativeAndEqualBounds) {
 }
 
 TEST(GrammarSchemaCombined, EmptySchemasAreRefusedNamingTheirKeywords) {
-  std::string why = refusal(R"({"type":"number","exclusiveMinimum":1,"exclusiveMaximum":1})");
+  std::string why = schema_refusal(R"({"type":"number","exclusiveMinimum":1,"exclusiveMaximum":1})");
   EXPECT_NE(why.find("'exclusiveMinimum' 1"), std::string::npos) << why;
   EXPECT_NE(why.find("'exclusiveMaximum' 1"), std::string::npos) << why;
-  why = refusal(R"({"type":"object","properties":{"x":{"type":"integer","exclusiveMinimum":0,"exclusiveMaximum":1}},
+  why = schema_refusal(R"({"type":"object","properties":{"x":{"type":"integer","exclusiveMinimum":0,"exclusiveMaximum":1}},
                     "required":["x"]})");
   EXPECT_NE(why.find("#/properties/x: no integer satisfies"), std::string::npos) << why;
-  why = refusal(R"({"type":"integer","minimum":1,"maximum":4,"multipleOf":5})");
+  why = schema_refusal(R"({"type":"integer","minimum":1,"maximum":4,"multipleOf":5})");
   EXPECT_NE(why.find("'multipleOf' 5"), std::string::npos) << why;
-  why = refusal(R"({"type":"string","format":"email","maxLength":4})");
+  why = schema_refusal(R"({"type":"string","format":"email","maxLength":4})");
   EXPECT_NE(why.find("format 'email'"), std::string::npos) << why;
   EXPECT_NE(why.find("'maxLength' 4"), std::string::npos) << why;
   // An impossible property that is not required is left out, not refused.
-  EXPECT_EQ(refusal(R"({"type":"object","properties":{"x":{"type":"integer","minimum":2,"maximum":1},
+  EXPECT_EQ(schema_refusal(R"({"type":"object","properties":{"x":{"type":"integer","minimum":2,"maximum":1},
                         "y":{"type":"integer","exclusiveMinimum":0,"exclusiveMaximum":1}}})"),
             "");
   const auto g = grammar_of(R"({"type":"object","properties":{"y":{"type":"integer","exclusiveMinimum":0,"exclusiveMaximum":1}}})");
@@ -105,7 +105,7 @@ TEST(GrammarSchemaCombined, LengthWithFormat) {
   expect_walks_validate(R"({"type":"string","format":"date-time","maxLength":24})");
   expect_walks_validate(R"({"type":"string","format":"uuid","minLength":36,"maxLength":36})");
   expect_walks_validate(R"({"type":"string","format":"hostname","minLength":3,"maxLength":12})");
-  EXPECT_NE(refusal(R"({"type":"string","format":"email","pattern":"^a"})").find("'pattern' and 'format'"), std::string::npos);
+  EXPECT_NE(schema_refusal(R"({"type":"string","format":"email","pattern":"^a"})").find("'pattern' and 'format'"), std::string::npos);
 }
 
 TEST(GrammarSchemaCombined, LengthWithPatternCountsEscapesAsOneCharacter) {
@@ -135,8 +135,8 @@ TEST(GrammarSchemaCombined, MultipleOf) {
   EXPECT_TRUE(matches(cents, "12.34"));
   EXPECT_TRUE(matches(cents, "12.340"));
   EXPECT_FALSE(matches(cents, "12.345"));
-  EXPECT_NE(refusal(R"({"type":"integer","multipleOf":0})").find("greater than 0"), std::string::npos);
-  EXPECT_NE(refusal(R"({"type":"integer","multipleOf":1234567})").find("'multipleOf' 1234567 is not supported"), std::string::npos);
+  EXPECT_NE(schema_refusal(R"({"type":"integer","multipleOf":0})").find("greater than 0"), std::string::npos);
+  EXPECT_NE(schema_refusal(R"({"type":"integer","multipleOf":1234567})").find("'multipleOf' 1234567 is not supported"), std::string::npos);
 }
 
 // An enum of 20,000 strings behind one prefix is a trie: one parse at a time, not 20,000.
