@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <new>
 #include <span>
@@ -43,15 +44,20 @@ int64_t slice_groups(size_t group) { return std::max<int64_t>(1, static_cast<int
 
 // A thread's buffer for the slices it reads from the file: anonymous memory in huge pages where
 // the kernel gives them (a first touch per 4 KiB page is slow in some VMs), reused slice to slice.
+// data() is null for 0 bytes or when the memory cannot be had (that thread then packs from the
+// mapping).
 class SliceBuffer {
  public:
-  explicit SliceBuffer(size_t bytes) : size_((std::max<size_t>(bytes, 1) + kHuge - 1) / kHuge * kHuge) {
+  explicit SliceBuffer(size_t bytes) : size_((bytes + kHuge - 1) / kHuge * kHuge) {
+    if (size_ == 0) return;
     void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
+    if (p == MAP_FAILED) return;
     ::madvise(p, size_, MADV_HUGEPAGE);
     data_ = static_cast<uint8_t*>(p);
   }
-  ~SliceBuffer() { ::munmap(data_, size_); }
+  ~SliceBuffer() {
+    if (data_ != nullptr) ::munmap(data_, size_);
+  }
   SliceBuffer(const SliceBuffer&) = delete;
   SliceBuffer& operator=(const SliceBuffer&) = delete;
   uint8_t* data() const { return data_; }
@@ -62,8 +68,8 @@ class SliceBuffer {
   uint8_t* data_ = nullptr;
 };
 
-// Packs job.m's first job.rows rows into dst, a slice at a time. With a `source`, each slice is
-// read from the file into `buffer` and packed from there: the mapping's pages are never touched,
+// Packs job.m's first job.rows rows into dst, a slice at a time. With a `source` (and a
+// `buffer`), each slice is read from the file into `buffer` and packed from there: the mapping's pages are never touched,
 // so they neither cost page faults nor count in our resident memory. Where the read fails (or
 // there is no source) the slice is packed from the mapping; with a source its pages are then
 // dropped again, so the model's resident size never holds two copies of a large matrix (a tied
@@ -77,7 +83,7 @@ void pack_matrix(const Job& job, int R, uint8_t* dst, const gguf::FileSet* sourc
   for (int64_t g0 = 0; g0 < groups; g0 += slice) {
     const int64_t g1 = std::min(groups, g0 + slice);
     const std::span<const uint8_t> bytes(src + g0 * group, static_cast<size_t>(g1 - g0) * group);
-    const bool read = source != nullptr && source->read_mapped(bytes, buffer);
+    const bool read = source != nullptr && buffer != nullptr && source->read_mapped(bytes, buffer);
     const uint8_t* from = read ? buffer : bytes.data();
     for (int64_t g = g0; g < g1; ++g) {
       kernels::pack_group(m.type, R, from + (g - g0) * group, m.row_bytes, m.cols, dst + g * group);
@@ -107,13 +113,21 @@ PackedWeights::~PackedWeights() {
 PackedWeights PackedWeights::pack(const std::vector<Matrix*>& mats, const gguf::FileSet* source) {
   const kernels::Dispatch& d = kernels::dispatch();
   std::vector<Job> jobs;
-  size_t total = 0;
   for (const Matrix* m : mats) {
     const bool seen = std::any_of(jobs.begin(), jobs.end(), [m](const Job& j) { return j.m->data == m->data; });
     const int64_t rows = d.pack_rows > 0 ? m->rows / d.pack_rows * d.pack_rows : 0;
     if (seen || rows == 0 || !kernels::packable(m->type) || !d.packed_tile_for(m->type)) continue;
-    jobs.push_back({m, rows, total});
-    total += (static_cast<size_t>(rows) * m->row_bytes + kAlign - 1) / kAlign * kAlign;
+    jobs.push_back({m, rows, 0});
+  }
+  // In the order of the bytes they read (the file's order, part by part as mapped), so the
+  // threads taking jobs in turn read the file about front to back.
+  std::sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) {
+    return std::less<const void*>()(a.m->data, b.m->data);
+  });
+  size_t total = 0;
+  for (Job& j : jobs) {
+    j.offset = total;
+    total += (static_cast<size_t>(j.rows) * j.m->row_bytes + kAlign - 1) / kAlign * kAlign;
   }
   PackedWeights pw;
   if (total == 0) return pw;
@@ -129,20 +143,25 @@ PackedWeights PackedWeights::pack(const std::vector<Matrix*>& mats, const gguf::
     const size_t group = static_cast<size_t>(d.pack_rows) * j.m->row_bytes;
     buffer_bytes = std::max(buffer_bytes, static_cast<size_t>(std::min(j.rows / d.pack_rows, slice_groups(group))) * group);
   }
+  // Read-ahead of every range to pack, in the order the threads take them, on a thread of its own
+  // (the pages go to the page cache, not into our page table): a cold file then streams from the
+  // disk while the threads copy. Asked for on this thread, the read-ahead of a large file held
+  // the copying back until most of the file had been read.
+  std::thread ahead;
   if (source != nullptr) {
-    // Read-ahead of every range to pack (the pages go to the page cache, not into our page table):
-    // a cold file then streams from the disk while the threads copy, rather than one slice at a time.
-    for (const Job& j : jobs) {
-      const auto at = reinterpret_cast<uintptr_t>(j.m->data), begin = at & ~(kPage - 1);
-      ::madvise(reinterpret_cast<void*>(begin), static_cast<size_t>(j.rows) * j.m->row_bytes + (at - begin), MADV_WILLNEED);
-    }
+    ahead = std::thread([&jobs] {
+      for (const Job& j : jobs) {
+        const auto at = reinterpret_cast<uintptr_t>(j.m->data), begin = at & ~(kPage - 1);
+        ::madvise(reinterpret_cast<void*>(begin), static_cast<size_t>(j.rows) * j.m->row_bytes + (at - begin),
+                  MADV_WILLNEED);
+      }
+    });
   }
   std::atomic<size_t> next{0};
   auto work = [&] {
-    const std::unique_ptr<SliceBuffer> buffer = source ? std::make_unique<SliceBuffer>(buffer_bytes) : nullptr;
+    const SliceBuffer buffer(source != nullptr ? buffer_bytes : 0);
     for (size_t i; (i = next.fetch_add(1)) < jobs.size();) {
-      pack_matrix(jobs[i], d.pack_rows, static_cast<uint8_t*>(base) + jobs[i].offset, source,
-                  buffer ? buffer->data() : nullptr);
+      pack_matrix(jobs[i], d.pack_rows, static_cast<uint8_t*>(base) + jobs[i].offset, source, buffer.data());
     }
   };
   const unsigned n_threads = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
@@ -150,6 +169,7 @@ PackedWeights PackedWeights::pack(const std::vector<Matrix*>& mats, const gguf::
   for (unsigned t = 1; t < std::min<size_t>(n_threads, jobs.size()); ++t) threads.emplace_back(work);
   work();
   for (std::thread& t : threads) t.join();
+  if (ahead.joinable()) ahead.join();
   ::mprotect(base, total, PROT_READ);
 
   for (Matrix* m : mats) {
