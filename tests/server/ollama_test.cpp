@@ -233,6 +233,9 @@ TEST_F(Ollama, RefusedAndMalformed) {
   expect_ollama_error(post("/api/generate", {{"prompt", "x"}, {"think", true}}), 400, "thinking");
   expect_ollama_error(post("/api/generate", {{"prompt", "x"}, {"think", "very"}}), 400, "think");
   expect_ollama_error(post("/api/chat", {{"messages", "hi"}}), 400, "messages");
+  // (found by fuzz_request: merging dropped the empty system message, and the empty conversation was a 500)
+  expect_ollama_error(post("/api/chat", {{"messages", {{{"role", "system"}}}}}), 400, "messages");
+  expect_ollama_error(post("/api/chat", {{"messages", {{{"role", "system"}, {"content", ""}}}}}), 400, "messages");
   expect_ollama_error(post("/api/chat", {{"messages", {{{"role", "robot"}, {"content", "x"}}}}}), 400, "role");
   expect_ollama_error(post("/api/chat", {{"messages", one_user_message("x")}, {"options", 5}}), 400, "options");
   expect_ollama_error(post("/api/chat", {{"messages", one_user_message("x")}, {"options", {{"temperature", "hot"}}}}),
