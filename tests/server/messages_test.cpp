@@ -70,6 +70,14 @@ TEST_F(Messages, CreateReturnsAMessage) {
   EXPECT_LE(j["usage"]["output_tokens"].get<int>(), 8);
 }
 
+// A message without content leaves nothing to answer: a 400 in Anthropic's shape (was a 500).
+TEST_F(Messages, NothingToAnswerIsA400) {
+  const HttpReply r = create({{"max_tokens", 4}, {"system", ""}, {"messages", {{{"role", "user"}, {"content", json::array()}}}}});
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(r.json()["type"], "error") << r.body;
+  EXPECT_NE(r.body.find("nothing to answer"), std::string::npos) << r.body;
+}
+
 TEST_F(Messages, StreamedEventsAreNamedByTheirType) {
   const HttpReply r = create({{"max_tokens", 12}, {"temperature", 0}, {"stream", true}, {"messages", one_user_message("Once")}},
                              "/v1/messages?beta=true");

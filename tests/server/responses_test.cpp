@@ -251,6 +251,8 @@ TEST_F(Responses, UnsupportedInputIsA400NamingIt) {
   EXPECT_EQ(file.status, 400);
   EXPECT_NE(file.body.find("input_file"), std::string::npos) << file.body;
   EXPECT_EQ(create({{"input", 5}}).status, 400);
+  // only an empty developer message: nothing to answer once it is left out (was a 500)
+  EXPECT_EQ(create({{"input", {{{"role", "developer"}, {"content", ""}}}}}).status, 400);
   EXPECT_EQ(create(json::object()).status, 400);
   EXPECT_EQ(create({{"input", "x"}, {"tool_choice", {{"type", "function"}, {"name", "nope"}}}}).status, 400);
   EXPECT_EQ(create({{"input", "x"}, {"background", true}}).status, 400);

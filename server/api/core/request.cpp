@@ -106,6 +106,9 @@ std::vector<ImageInput> conversation_images(const std::vector<Message>& conversa
 void prepare_generation(const App& app, CoreRequest request, PreparedRequest& out) {
   out.params = std::move(request.params);
   out.ignored_fields = std::move(request.ignored_fields);
+  if (request.conversation.empty() && request.raw_prompts.empty()) {  // (merging leaves out empty system messages)
+    throw invalid_field("messages", "the messages have nothing to answer: none of them has content (empty system messages are left out)");
+  }
   if (!request.conversation.empty()) {
     RenderedChat chat = render(app, request);
     out.answer = answer_options(app, request.tools, chat.text);

@@ -226,9 +226,6 @@ OllamaRequest prepare_ollama_chat(const App& app, std::string_view text) {
   }
   for (size_t i = 0; i < messages->size(); ++i) core.conversation.push_back(read_ollama_message((*messages)[i], i));
   merge_system_messages(core.conversation);
-  if (core.conversation.empty()) {  // (merging leaves out empty system messages; an empty list loads the model)
-    throw invalid_field("messages", "the messages have nothing to answer: they are system messages without content");
-  }
   prepare_generation(app, std::move(core), r);
   return r;
 }
