@@ -4,9 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "gguf/file.h"
 
@@ -14,16 +16,59 @@ namespace gguf {
 
 namespace {
 
-// The mapping of an opened file, and the file itself kept open for read_mapped().
+// The mapping of an opened file, and the file itself kept open for read_mapped(): once as
+// opened, and once with O_DIRECT where the file system takes it (-1 otherwise).
 struct Mapping {
   void* addr = nullptr;
   size_t size = 0;
   int fd = -1;
+  int direct_fd = -1;
   ~Mapping() {
     if (addr != nullptr) munmap(addr, size);
     if (fd >= 0) ::close(fd);
+    if (direct_fd >= 0) ::close(direct_fd);
   }
 };
+
+constexpr size_t kPage = 4096;
+
+// pread until `n` bytes are in, or false (at the end of the file, or on an error).
+bool pread_all(int fd, uint8_t* out, size_t n, off_t offset) {
+  for (size_t done = 0; done < n;) {
+    const ssize_t got = ::pread(fd, out + done, n - done, offset);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    done += static_cast<size_t>(got);
+    offset += got;
+  }
+  return true;
+}
+
+// True when every page under `range` (of a file mapping) is in the page cache.
+bool cached(std::span<const uint8_t> range) {
+  const auto at = reinterpret_cast<uintptr_t>(range.data()), base = at & ~(kPage - 1);
+  const size_t bytes = range.size() + (at - base);
+  std::vector<unsigned char> pages((bytes + kPage - 1) / kPage);
+  if (::mincore(reinterpret_cast<void*>(base), bytes, pages.data()) != 0) return false;
+  return std::all_of(pages.begin(), pages.end(), [](unsigned char p) { return (p & 1) != 0; });
+}
+
+// Reads [offset, offset + n) with O_DIRECT: whole pages from the one holding `offset` into
+// `buffer` (page-aligned). Returns where the bytes begin, or null (at the end of the file,
+// or on an error: the caller then reads through the page cache).
+const uint8_t* read_direct(int fd, off_t offset, size_t n, uint8_t* buffer) {
+  const auto skip = static_cast<size_t>(offset) % kPage;
+  const size_t want = (skip + n + kPage - 1) / kPage * kPage;
+  size_t done = 0;
+  while (done < skip + n) {
+    const ssize_t got = ::pread(fd, buffer + done, want - done, offset - static_cast<off_t>(skip) + static_cast<off_t>(done));
+    if (got < 0 && errno == EINTR) continue;
+    // short of the file's end, a read that ends off a page would leave the next one misaligned
+    if (got <= 0 || (done + static_cast<size_t>(got) < skip + n && got % static_cast<ssize_t>(kPage) != 0)) return nullptr;
+    done += static_cast<size_t>(got);
+  }
+  return buffer + skip;
+}
 
 [[noreturn]] void io_error(const std::string& path, const std::string& what) {
   throw Error(path, Error::kNoOffset, what + ": " + std::strerror(errno));
@@ -54,27 +99,32 @@ File File::open(const std::string& path) {
     mapping->addr = addr;
   }
   mapping->fd = fd;
+  mapping->direct_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
   std::span<const uint8_t> bytes(static_cast<const uint8_t*>(mapping->addr), mapping->size);
   File f = parse(bytes, path);
   f.storage_ = std::move(mapping);
   return f;
 }
 
-bool File::read_mapped(std::span<const uint8_t> range, uint8_t* out) const {
+const uint8_t* File::read_mapped(std::span<const uint8_t> range, uint8_t* buffer, size_t capacity) const {
   const auto* mapping = static_cast<const Mapping*>(storage_.get());
   const auto at = reinterpret_cast<uintptr_t>(range.data()), begin = reinterpret_cast<uintptr_t>(bytes_.data());
-  if (mapping == nullptr || at < begin || range.size() > bytes_.size() || at - begin > bytes_.size() - range.size()) {
-    return false;
+  if (mapping == nullptr || at < begin || range.size() > bytes_.size() || at - begin > bytes_.size() - range.size() ||
+      range.size() > capacity) {
+    return nullptr;
   }
-  auto offset = static_cast<off_t>(at - begin);
-  for (size_t done = 0; done < range.size();) {
-    const ssize_t n = ::pread(mapping->fd, out + done, range.size() - done, offset);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-    offset += n;
+  const auto offset = static_cast<off_t>(at - begin);
+  const bool direct = mapping->direct_fd >= 0 && capacity >= read_room(range.size()) &&
+                      reinterpret_cast<uintptr_t>(buffer) % kReadAlign == 0 && !cached(range);
+  if (direct) {
+    if (const uint8_t* p = read_direct(mapping->direct_fd, offset, range.size(), buffer)) return p;
   }
-  return true;
+  return pread_all(mapping->fd, buffer, range.size(), offset) ? buffer : nullptr;
+}
+
+bool File::reads_direct() const {
+  const auto* mapping = static_cast<const Mapping*>(storage_.get());
+  return mapping != nullptr && mapping->direct_fd >= 0;
 }
 
 const Value* File::find(std::string_view key) const {

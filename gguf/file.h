@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -63,11 +64,21 @@ class File {
   std::span<const uint8_t> bytes() const { return bytes_; }
   // True for a File made by open(): its bytes are a read-only file mapping it owns.
   bool owns_mapping() const { return storage_ != nullptr; }
-  // Copies `range`, bytes of this File's mapping, to `out` by reading the file (pread), so the
-  // mapping's pages are not touched: a first touch of each mapped page costs a fault, which in
-  // some VMs costs more than the copy. False (out partly written) when this File borrows its
-  // bytes, the range is not inside them, or the read fails.
-  bool read_mapped(std::span<const uint8_t> range, uint8_t* out) const;
+  // Reads `range`, bytes of this File's mapping, from the file into `buffer` (`capacity` bytes) and
+  // returns where in `buffer` they begin; null when this File borrows its bytes, the range is not
+  // inside them, it does not fit, or the read fails. The mapping's pages are not touched: a first
+  // touch of each mapped page costs a fault, which in some VMs costs more than the copy.
+  // A range whose pages are not all in the page cache is read with O_DIRECT, past the cache: the
+  // caller keeps its own copy, and filling the cache cost 2-5x the disk read in such VMs. That
+  // needs `buffer` aligned to kReadAlign and read_room(range.size()) bytes; otherwise (or where the
+  // file system refuses O_DIRECT) the range is read through the cache to `buffer` itself.
+  // (The page cache is asked with mincore(2); for a file the process neither owns nor may write,
+  // Linux answers "not cached", so such files are always read directly.)
+  static constexpr size_t kReadAlign = 4096;
+  static constexpr size_t read_room(size_t n) { return n + 2 * kReadAlign; }
+  const uint8_t* read_mapped(std::span<const uint8_t> range, uint8_t* buffer, size_t capacity) const;
+  // True when read_mapped can read past the page cache (an owned mapping, O_DIRECT accepted).
+  bool reads_direct() const;
 
   const std::vector<KeyValue>& metadata() const { return metadata_; }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }

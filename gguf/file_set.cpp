@@ -150,13 +150,17 @@ bool FileSet::owns_mapping() const {
   return true;
 }
 
-bool FileSet::read_mapped(std::span<const uint8_t> range, uint8_t* out) const {
+const uint8_t* FileSet::read_mapped(std::span<const uint8_t> range, uint8_t* buffer, size_t capacity) const {
   const auto at = reinterpret_cast<uintptr_t>(range.data());
   for (const File& part : parts_) {
     const auto begin = reinterpret_cast<uintptr_t>(part.bytes().data());
-    if (at >= begin && at - begin < part.bytes().size()) return part.read_mapped(range, out);
+    if (at >= begin && at - begin < part.bytes().size()) return part.read_mapped(range, buffer, capacity);
   }
-  return false;
+  return nullptr;
+}
+
+bool FileSet::reads_direct() const {
+  return std::all_of(parts_.begin(), parts_.end(), [](const File& part) { return part.reads_direct(); });
 }
 
 }  // namespace gguf

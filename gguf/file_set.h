@@ -57,8 +57,10 @@ class FileSet {
   uint64_t data_bytes() const;
   // True when every part is a file mapping this set owns (File::owns_mapping).
   bool owns_mapping() const;
-  // File::read_mapped on the part whose bytes hold `range` (false when none does).
-  bool read_mapped(std::span<const uint8_t> range, uint8_t* out) const;
+  // File::read_mapped on the part whose bytes hold `range` (null when none does).
+  const uint8_t* read_mapped(std::span<const uint8_t> range, uint8_t* buffer, size_t capacity) const;
+  // True when every part reads past the page cache (File::reads_direct).
+  bool reads_direct() const;
 
  private:
   explicit FileSet(std::vector<File> parts);

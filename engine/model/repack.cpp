@@ -69,12 +69,13 @@ class SliceBuffer {
 };
 
 // Packs job.m's first job.rows rows into dst, a slice at a time. With a `source` (and a
-// `buffer`), each slice is read from the file into `buffer` and packed from there: the mapping's pages are never touched,
-// so they neither cost page faults nor count in our resident memory. Where the read fails (or
-// there is no source) the slice is packed from the mapping; with a source its pages are then
-// dropped again, so the model's resident size never holds two copies of a large matrix (a tied
-// 128k-token output would otherwise add ~300 MB to the peak).
-void pack_matrix(const Job& job, int R, uint8_t* dst, const gguf::FileSet* source, uint8_t* buffer) {
+// `buffer` of `capacity` bytes), each slice is read from the file into `buffer` and packed from
+// there: the mapping's pages are never touched, so they neither cost page faults nor count in our
+// resident memory (and a slice not in the page cache is read past it, see File::read_mapped).
+// Where the read fails (or there is no source) the slice is packed from the mapping; with a source
+// its pages are then dropped again, so the model's resident size never holds two copies of a large
+// matrix (a tied 128k-token output would otherwise add ~300 MB to the peak).
+void pack_matrix(const Job& job, int R, uint8_t* dst, const gguf::FileSet* source, uint8_t* buffer, size_t capacity) {
   const Matrix& m = *job.m;
   const auto* src = static_cast<const uint8_t*>(m.data);
   const size_t group = static_cast<size_t>(R) * m.row_bytes;
@@ -83,12 +84,12 @@ void pack_matrix(const Job& job, int R, uint8_t* dst, const gguf::FileSet* sourc
   for (int64_t g0 = 0; g0 < groups; g0 += slice) {
     const int64_t g1 = std::min(groups, g0 + slice);
     const std::span<const uint8_t> bytes(src + g0 * group, static_cast<size_t>(g1 - g0) * group);
-    const bool read = source != nullptr && buffer != nullptr && source->read_mapped(bytes, buffer);
-    const uint8_t* from = read ? buffer : bytes.data();
+    const uint8_t* read = source != nullptr && buffer != nullptr ? source->read_mapped(bytes, buffer, capacity) : nullptr;
+    const uint8_t* from = read != nullptr ? read : bytes.data();
     for (int64_t g = g0; g < g1; ++g) {
       kernels::pack_group(m.type, R, from + (g - g0) * group, m.row_bytes, m.cols, dst + g * group);
     }
-    if (!read && source != nullptr) release_pages(bytes.data(), bytes.size());
+    if (read == nullptr && source != nullptr) release_pages(bytes.data(), bytes.size());
   }
 }
 
@@ -143,12 +144,13 @@ PackedWeights PackedWeights::pack(const std::vector<Matrix*>& mats, const gguf::
     const size_t group = static_cast<size_t>(d.pack_rows) * j.m->row_bytes;
     buffer_bytes = std::max(buffer_bytes, static_cast<size_t>(std::min(j.rows / d.pack_rows, slice_groups(group))) * group);
   }
-  // Read-ahead of every range to pack, in the order the threads take them, on a thread of its own
-  // (the pages go to the page cache, not into our page table): a cold file then streams from the
-  // disk while the threads copy. Asked for on this thread, the read-ahead of a large file held
-  // the copying back until most of the file had been read.
+  // Where the file is read through the page cache, read-ahead of every range to pack, in the order
+  // the threads take them, on a thread of its own (the pages go to the page cache, not into our
+  // page table): a cold file then streams from the disk while the threads copy. Asked for on this
+  // thread, the read-ahead of a large file held the copying back until most of the file had been
+  // read. Direct reads go without: they need no cache, and filling it is what costs.
   std::thread ahead;
-  if (source != nullptr) {
+  if (source != nullptr && !source->reads_direct()) {
     ahead = std::thread([&jobs] {
       for (const Job& j : jobs) {
         const auto at = reinterpret_cast<uintptr_t>(j.m->data), begin = at & ~(kPage - 1);
@@ -157,11 +159,12 @@ PackedWeights PackedWeights::pack(const std::vector<Matrix*>& mats, const gguf::
       }
     });
   }
+  const size_t capacity = gguf::File::read_room(buffer_bytes);
   std::atomic<size_t> next{0};
   auto work = [&] {
-    const SliceBuffer buffer(source != nullptr ? buffer_bytes : 0);
+    const SliceBuffer buffer(source != nullptr ? capacity : 0);
     for (size_t i; (i = next.fetch_add(1)) < jobs.size();) {
-      pack_matrix(jobs[i], d.pack_rows, static_cast<uint8_t*>(base) + jobs[i].offset, source, buffer.data());
+      pack_matrix(jobs[i], d.pack_rows, static_cast<uint8_t*>(base) + jobs[i].offset, source, buffer.data(), capacity);
     }
   };
   const unsigned n_threads = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);

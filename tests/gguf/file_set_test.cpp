@@ -1,6 +1,11 @@
 // Split sets: part names, finding the parts from any of them, and refusals that name the file and
 // what was expected against what was found.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/magic.h>
+#include <sys/mman.h>
+#include <sys/vfs.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -114,28 +119,120 @@ TEST(FileSet, OpensTwoAndThreePartsFromAnyPart) {
   }
 }
 
-// read_mapped reads a tensor's bytes from whichever part holds them, as the mapping shows them;
-// it refuses ranges outside every part and Files that borrow their bytes.
+// A page-aligned buffer for read_mapped (O_DIRECT needs one): capacity `n` plus room, 0xEE.
+struct AlignedReadBuffer {
+  explicit AlignedReadBuffer(size_t n) : capacity(gguf::File::read_room(n)), bytes(capacity + gguf::File::kReadAlign, 0xEE) {}
+  uint8_t* data() {
+    const auto at = reinterpret_cast<uintptr_t>(bytes.data());
+    return bytes.data() + (gguf::File::kReadAlign - at % gguf::File::kReadAlign) % gguf::File::kReadAlign;
+  }
+  size_t capacity;
+  std::vector<uint8_t> bytes;
+};
+
+// Drops a file's pages from the page cache (those no process maps), so the next read_mapped
+// reads them past the cache. True when some page under [offset, offset + n) is gone from it
+// (tmpfs keeps every page, and the first fault in a mapping maps the pages around it too).
+bool evict_from_page_cache(const std::string& path, size_t offset, size_t n) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return false;
+  ::fdatasync(fd);  // (dirty pages stay)
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  const auto size = static_cast<size_t>(::lseek(fd, 0, SEEK_END));
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (p == MAP_FAILED) return false;
+  std::vector<unsigned char> pages((size + 4095) / 4096);
+  const bool gone = ::mincore(p, size, pages.data()) == 0 &&
+                    !std::all_of(pages.begin() + static_cast<ptrdiff_t>(offset / 4096),
+                                 pages.begin() + static_cast<ptrdiff_t>((offset + n + 4095) / 4096),
+                                 [](unsigned char c) { return (c & 1) != 0; });
+  ::munmap(p, size);
+  return gone;
+}
+
+// read_mapped reads a tensor's bytes from whichever part holds them, as the mapping shows them,
+// also into a misaligned or tight buffer (read through the cache, to the buffer's start). It
+// refuses ranges outside every part, ranges larger than the buffer, and Files that borrow their
+// bytes.
 TEST(FileSet, ReadMappedReadsThePartThatHoldsTheRange) {
   const Source src;
   const std::vector<std::string> paths = write_split(src.file, fresh_dir() + "/m", even_plan(src.file, 3));
   const gguf::FileSet set = gguf::FileSet::open(paths[0]);
   ASSERT_TRUE(set.owns_mapping());
-  for (const gguf::TensorInfo* t : set.tensors()) {
-    std::vector<uint8_t> out(t->data.size() + 1, 0xEE);
-    ASSERT_TRUE(set.read_mapped(t->data, out.data())) << t->name;
-    EXPECT_TRUE(std::equal(t->data.begin(), t->data.end(), out.begin())) << t->name;
-    EXPECT_EQ(out.back(), 0xEE) << t->name;  // nothing written past the range
-    const std::span<const uint8_t> tail = t->data.subspan(t->data.size() / 2);  // part of a tensor
-    ASSERT_TRUE(set.read_mapped(tail, out.data())) << t->name;
-    EXPECT_TRUE(std::equal(tail.begin(), tail.end(), out.begin())) << t->name;
+  {
+    for (const gguf::TensorInfo* t : set.tensors()) {
+      for (const std::span<const uint8_t> range : {t->data, t->data.subspan(t->data.size() / 2)}) {  // also part of one
+        AlignedReadBuffer buffer(range.size());
+        const uint8_t* got = set.read_mapped(range, buffer.data(), buffer.capacity);
+        ASSERT_NE(got, nullptr) << t->name;
+        ASSERT_GE(got, buffer.data());
+        ASSERT_LE(got + range.size(), buffer.data() + buffer.capacity);
+        EXPECT_TRUE(std::equal(range.begin(), range.end(), got)) << t->name;
+        // a misaligned buffer of just the range's size
+        std::vector<uint8_t> tight(range.size() + 2, 0xEE);
+        ASSERT_EQ(set.read_mapped(range, tight.data() + 1, range.size()), tight.data() + 1) << t->name;
+        EXPECT_TRUE(std::equal(range.begin(), range.end(), tight.begin() + 1)) << t->name;
+        EXPECT_EQ(tight.back(), 0xEE) << t->name;  // nothing written past the range
+        if (!range.empty()) {
+          EXPECT_EQ(set.read_mapped(range, tight.data(), range.size() - 1), nullptr) << t->name;  // does not fit
+        }
+      }
+    }
   }
   std::vector<uint8_t> out(64);
   const gguf::File& last = set.parts().back();
-  EXPECT_FALSE(set.read_mapped({last.bytes().data() + last.bytes().size() - 8, 16}, out.data()));  // runs past the end
-  EXPECT_FALSE(set.read_mapped({src.bytes.data(), 16}, out.data()));  // not in any part
-  EXPECT_FALSE(src.file.read_mapped({src.bytes.data(), 16}, out.data()));  // borrowed bytes: no file to read
+  EXPECT_EQ(set.read_mapped({last.bytes().data() + last.bytes().size() - 8, 16}, out.data(), out.size()), nullptr);  // runs past the end
+  EXPECT_EQ(set.read_mapped({src.bytes.data(), 16}, out.data(), out.size()), nullptr);  // not in any part
+  EXPECT_EQ(src.file.read_mapped({src.bytes.data(), 16}, out.data(), out.size()), nullptr);  // borrowed bytes: no file
+  EXPECT_FALSE(src.file.reads_direct());
   EXPECT_FALSE(gguf::FileSet::single(src.file).owns_mapping());
+}
+
+// A range whose pages are not in the page cache is read past it (O_DIRECT, from the page holding
+// its first byte), with the same bytes, at any offset and length; once cached, through the cache.
+TEST(FileSet, ReadMappedReadsColdRangesPastThePageCache) {
+  gguf::Writer w;
+  w.set("general.architecture", OwnedValue::string("llama"));
+  std::vector<std::vector<uint8_t>> datas;
+  for (int i = 0; i < 3; ++i) {
+    std::vector<uint8_t> data(4 * 4096 * static_cast<size_t>(i + 2));  // 32-160 KiB, several pages
+    for (size_t b = 0; b < data.size(); ++b) data[b] = static_cast<uint8_t>(b * 7 + i * 13 + b / 4096);
+    w.add_tensor("w" + std::to_string(i), gguf::TensorType::F32, {4096, static_cast<uint64_t>(i + 2)}, data);
+    datas.push_back(std::move(data));
+  }
+  const std::string path = fresh_dir() + "/cold.gguf";
+  w.write(path);
+  const gguf::FileSet set = gguf::FileSet::open(path);
+  int direct = 0, evicted = 0;
+  for (int i = 0; i < 3; ++i) {
+    const gguf::TensorInfo& t = *set.find_tensor("w" + std::to_string(i));
+    for (const size_t from : {size_t{0}, size_t{1}, size_t{4095}, size_t{4097}, t.data.size() - 100}) {
+      for (const size_t n : {size_t{1}, size_t{100}, t.data.size() - from}) {
+        if (from + n > t.data.size()) continue;
+        const std::span<const uint8_t> range = t.data.subspan(from, n);
+        const bool cold = evict_from_page_cache(path, static_cast<size_t>(range.data() - set.first().bytes().data()), n);
+        AlignedReadBuffer buffer(n);
+        const uint8_t* got = set.read_mapped(range, buffer.data(), buffer.capacity);
+        ASSERT_NE(got, nullptr) << t.name << " +" << from << " x" << n;
+        EXPECT_TRUE(std::equal(datas[i].begin() + static_cast<ptrdiff_t>(from), datas[i].begin() + static_cast<ptrdiff_t>(from + n), got))
+            << t.name << " +" << from << " x" << n;
+        const bool off_page = reinterpret_cast<uintptr_t>(range.data()) % gguf::File::kReadAlign != 0;
+        evicted += cold && off_page;
+        direct += got != buffer.data();  // (only a direct read starts at the page holding the first byte)
+        // read again, now cached (a direct read leaves nothing in the cache: read through it once)
+        std::vector<uint8_t> through(n);
+        ASSERT_EQ(set.read_mapped(range, through.data(), n), through.data());
+        ASSERT_EQ(set.read_mapped(range, buffer.data(), buffer.capacity), buffer.data()) << t.name << " +" << from;
+      }
+    }
+  }
+  struct statfs fs {};
+  const bool tmpfs = ::statfs(path.c_str(), &fs) == 0 && fs.f_type == TMPFS_MAGIC;  // (keeps every page cached)
+  if (set.reads_direct() && !tmpfs) {
+    EXPECT_GT(evicted, 0) << "no range of " << path << " could be evicted from the page cache";
+    EXPECT_EQ(direct, evicted);
+  }
 }
 
 TEST(FileSet, FirstPartMayHoldMetadataOnly) {  // llama-gguf-split --no-tensor-first-split
