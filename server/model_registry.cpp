@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "engine/model/repack.h"
 #include "gguf/naming.h"
 #include "server/api/api_error.h"
 #include "server/api/keep_alive.h"
@@ -535,14 +536,20 @@ void ModelRegistry::loader_loop() {
     Job job;
     {
       engine::MutexLock lock(mu_);
-      for (;;) {
-        if (stopping_) return;
-        if (jobs_.empty() && router_) sleep_idle();
-        if (!jobs_.empty()) break;
-        cv_.wait_for(mu_, std::chrono::seconds(1));
+      if (stopping_) return;
+      if (jobs_.empty() && router_) sleep_idle();
+      if (jobs_.empty()) cv_.wait_for(mu_, std::chrono::seconds(1));
+      if (stopping_) return;
+      if (!jobs_.empty()) {
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
       }
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
+    }
+    if (!job.entry) {
+      // No load queued: the memory an unloaded model left for the next load goes back to the
+      // system (outside the lock: unmapping gigabytes takes a while).
+      engine::PackedWeights::release_kept();
+      continue;
     }
     if (job.load) {
       run_load(job.entry);

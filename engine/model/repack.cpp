@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <span>
 #include <thread>
@@ -93,14 +94,74 @@ void pack_matrix(const Job& job, int R, uint8_t* dst, const gguf::FileSet* sourc
   }
 }
 
+// The memory of the last PackedWeights destroyed, kept for the next pack() to reuse: a switch
+// unloads one model to make room for another, and fresh memory costs a zeroing per page in the
+// kernel, and in some VMs a fault to the host (4.4 GB took 2.8-9.5 s to fault in here the first
+// time, 0.15-0.3 s when the process had just freed it). PackedWeights::release_kept() frees it.
+struct Kept {
+  void* base = nullptr;
+  size_t size = 0;
+};
+std::mutex kept_mu;
+Kept kept;  // (under kept_mu)
+
+// Takes back [base, base + size) (read-only copies): kept when larger than what is kept already.
+void keep(void* base, size_t size) {
+  Kept gone{base, size};
+  {
+    const std::lock_guard<std::mutex> lock(kept_mu);
+    if (size > kept.size) std::swap(gone, kept);
+  }
+  if (gone.base != nullptr) ::munmap(gone.base, gone.size);
+}
+
+// Writable anonymous memory of `size` bytes (a multiple of kPage), advised into huge pages: the
+// kept memory, cut to size or grown (mremap moves its pages, the rest is fresh), else new.
+void* take(size_t size) {
+  Kept k;
+  {
+    const std::lock_guard<std::mutex> lock(kept_mu);
+    k = std::exchange(kept, Kept{});
+  }
+  if (k.base != nullptr && ::mprotect(k.base, k.size, PROT_READ | PROT_WRITE) == 0) {
+    if (k.size >= size) {
+      if (k.size > size) ::munmap(static_cast<uint8_t*>(k.base) + size, k.size - size);
+      return k.base;
+    }
+    if (void* p = ::mremap(k.base, k.size, size, MREMAP_MAYMOVE); p != MAP_FAILED) {
+      ::madvise(p, size, MADV_HUGEPAGE);
+      return p;
+    }
+  }
+  if (k.base != nullptr) ::munmap(k.base, k.size);
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  ::madvise(p, size, MADV_HUGEPAGE);  // decode streams it: fewer TLB misses
+  return p;
+}
+
 }  // namespace
+
+void PackedWeights::release_kept() {
+  Kept k;
+  {
+    const std::lock_guard<std::mutex> lock(kept_mu);
+    k = std::exchange(kept, Kept{});
+  }
+  if (k.base != nullptr) ::munmap(k.base, k.size);
+}
+
+size_t PackedWeights::kept_bytes() {
+  const std::lock_guard<std::mutex> lock(kept_mu);
+  return kept.size;
+}
 
 PackedWeights::PackedWeights(PackedWeights&& o) noexcept
     : base_(std::exchange(o.base_, nullptr)), size_(std::exchange(o.size_, 0)) {}
 
 PackedWeights& PackedWeights::operator=(PackedWeights&& o) noexcept {
   if (this != &o) {
-    if (base_) ::munmap(base_, size_);
+    if (base_) keep(base_, size_);
     base_ = std::exchange(o.base_, nullptr);
     size_ = std::exchange(o.size_, 0);
   }
@@ -108,7 +169,7 @@ PackedWeights& PackedWeights::operator=(PackedWeights&& o) noexcept {
 }
 
 PackedWeights::~PackedWeights() {
-  if (base_) ::munmap(base_, size_);
+  if (base_) keep(base_, size_);
 }
 
 PackedWeights PackedWeights::pack(const std::vector<Matrix*>& mats, const gguf::FileSet* source) {
@@ -132,9 +193,9 @@ PackedWeights PackedWeights::pack(const std::vector<Matrix*>& mats, const gguf::
   }
   PackedWeights pw;
   if (total == 0) return pw;
-  void* base = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (base == MAP_FAILED) throw std::bad_alloc();
-  ::madvise(base, total, MADV_HUGEPAGE);  // decode streams it: fewer TLB misses
+  total = (total + kPage - 1) / kPage * kPage;
+  void* base = take(total);
+  if (base == nullptr) throw std::bad_alloc();
   pw.base_ = base;
   pw.size_ = total;
 

@@ -21,8 +21,9 @@ namespace engine {
 // cache on demand. Without a source the matrices' bytes are read where they are.
 //
 // Ownership: owns one anonymous mapping holding every copy; Matrices point into it, so it must
-// outlive them (Model holds both). Moving keeps the pointers valid. Thread-safety: read-only
-// after pack(); pack() itself uses up to hardware_concurrency() threads.
+// outlive them (Model holds both). Moving keeps the pointers valid. Destroyed, it hands the
+// mapping to the next pack() (release_kept()). Thread-safety: read-only after pack(); pack()
+// itself uses up to hardware_concurrency() threads; the static functions may be called anywhere.
 class PackedWeights {
  public:
   PackedWeights() = default;
@@ -37,6 +38,13 @@ class PackedWeights {
 
   // Bytes of packed copies (0 when the kernels have no packed layout for the model's types).
   size_t bytes() const { return size_; }
+
+  // The memory of the last PackedWeights destroyed is kept for the next pack() to reuse (a model
+  // unloaded to make room for another hands its pages to the other's load: fresh pages cost a
+  // zeroing each, and in some VMs a fault to the host). release_kept() gives it back to the
+  // system; the router calls it once no load is queued. kept_bytes() tells how much is kept.
+  static void release_kept();
+  static size_t kept_bytes();
 
  private:
   void* base_ = nullptr;

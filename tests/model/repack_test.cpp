@@ -59,6 +59,51 @@ TEST(Repack, MatmulAndLookupsOverPackedGroupsAndLeftOverRows) {
   }
 }
 
+// The memory of destroyed copies goes to the next pack (cut to size, or grown), which fills it
+// like fresh memory, until release_kept() gives it back.
+TEST(Repack, ReusesTheMemoryOfTheCopiesLastDestroyed) {
+  if (!kernels::dispatch().packed_tile_for(TensorType::Q4_0)) GTEST_SKIP() << "no packed Q4_0 tile in this table";
+  std::mt19937 rng(5);
+  PackedWeights::release_kept();
+  const int64_t cols = 256;
+  // Packs a rows x cols Q4_0 matrix and checks every row reads back as the plain one does.
+  auto pack_checked = [&](int64_t rows, const void** base) {
+    const std::vector<uint8_t> w = qt::random_matrix(TensorType::Q4_0, rows, cols, rng);
+    Matrix plain{TensorType::Q4_0, rows, cols, w.size() / static_cast<size_t>(rows), w.data()};
+    Matrix m = plain;
+    PackedWeights pw = PackedWeights::pack({&m}, nullptr);
+    *base = m.packed;
+    std::vector<float> a(static_cast<size_t>(cols)), b(a.size());
+    for (int64_t r = 0; r < m.packed_rows; ++r) {
+      dequantize_row(plain, r, a.data());
+      dequantize_row(m, r, b.data());
+      EXPECT_EQ(a, b) << rows << " rows, row " << r;
+    }
+    return pw;
+  };
+  const void* first = nullptr;
+  const void* again = nullptr;
+  size_t bytes = 0;
+  {
+    const PackedWeights pw = pack_checked(4096, &first);
+    bytes = pw.bytes();
+    EXPECT_EQ(PackedWeights::kept_bytes(), 0u);
+  }
+  EXPECT_EQ(PackedWeights::kept_bytes(), bytes);
+  {
+    const PackedWeights pw = pack_checked(4096, &again);  // the same size: the same pages
+    EXPECT_EQ(again, first);
+    EXPECT_EQ(PackedWeights::kept_bytes(), 0u);
+  }
+  { const PackedWeights pw = pack_checked(3 * 4096, &again); }  // grown
+  EXPECT_GT(PackedWeights::kept_bytes(), bytes);
+  { const PackedWeights pw = pack_checked(1024, &again); }  // cut
+  EXPECT_LT(PackedWeights::kept_bytes(), bytes);
+  EXPECT_GT(PackedWeights::kept_bytes(), 0u);
+  PackedWeights::release_kept();
+  EXPECT_EQ(PackedWeights::kept_bytes(), 0u);
+}
+
 // A model's load reads the rows it packs from the file (pread), not through the mapping: the
 // copies hold the same bytes as packing the mapped rows.
 TEST(Repack, CopiesReadFromTheFileHoldTheMappedRows) {
