@@ -2,6 +2,7 @@
 
 #include "engine/model/loader.h"
 #include "engine/model/arch.h"
+#include "engine/model/pages.h"
 
 #include <sys/mman.h>
 
@@ -359,12 +360,9 @@ void Model::page_in(const std::function<void(uint64_t, uint64_t)>& progress) con
       total += rows.size();
     }
   }
-  constexpr uint64_t kPage = 4096, kReport = uint64_t{64} << 20;
-  for (const std::span<const uint8_t> r : ranges) {
-    // Ask for read-ahead of the whole range, then touch each page (the reads are what wait).
-    const auto base = reinterpret_cast<uintptr_t>(r.data()) & ~(kPage - 1);
-    ::madvise(reinterpret_cast<void*>(base), r.size() + (reinterpret_cast<uintptr_t>(r.data()) - base), MADV_WILLNEED);
-  }
+  constexpr uint64_t kReport = uint64_t{64} << 20;
+  // Ask for read-ahead of every range, then touch each page (the reads are what wait).
+  for (const std::span<const uint8_t> r : ranges) read_ahead(r);
   // Each 64 MiB piece is mapped in by the kernel at once (MADV_POPULATE_READ, Linux 5.14): one
   // call rather than a page fault per 4 KiB page, which costs about as much as the disk read itself
   // when the pages are cached (and more in a VM). Where the kernel lacks it, each page is touched.
@@ -374,11 +372,11 @@ void Model::page_in(const std::function<void(uint64_t, uint64_t)>& progress) con
     for (uint64_t off = 0; off < r.size(); off += kReport) {
       const uint64_t n = std::min<uint64_t>(kReport, r.size() - off);
       const auto at = reinterpret_cast<uintptr_t>(r.data() + off);
-      const auto base = at & ~(kPage - 1);
+      const auto base = at & ~(kPageBytes - 1);
 #ifdef MADV_POPULATE_READ
       if (::madvise(reinterpret_cast<void*>(base), n + (at - base), MADV_POPULATE_READ) == 0) continue;
 #endif
-      for (uint64_t i = 0; i < n; i += kPage) sum = static_cast<uint8_t>(sum + r[off + i]);
+      for (uint64_t i = 0; i < n; i += kPageBytes) sum = static_cast<uint8_t>(sum + r[off + i]);
     }
     done += r.size();
     if (done >= next_report) {

@@ -15,12 +15,12 @@
 
 #include "engine/kernels/dispatch.h"
 #include "engine/kernels/packing.h"
+#include "engine/model/pages.h"
 
 namespace engine {
 
 namespace {
 
-constexpr size_t kPage = 4096;
 constexpr size_t kAlign = 64;  // each copy starts on a cache line
 
 // One matrix to pack: its rows [0, rows) go to base + offset.
@@ -29,14 +29,6 @@ struct Job {
   int64_t rows;
   size_t offset;
 };
-
-// Gives the pages wholly inside [p, p + n) back to the kernel. For a read-only file mapping this
-// only drops them from our resident set; a later read faults them in again, unchanged.
-void release_pages(const void* p, size_t n) {
-  const auto begin = (reinterpret_cast<uintptr_t>(p) + kPage - 1) & ~(kPage - 1);
-  const auto end = (reinterpret_cast<uintptr_t>(p) + n) & ~(kPage - 1);
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-}
 
 constexpr size_t kSliceBytes = size_t{4} << 20;  // packed (and read) ~4 MiB at a time
 
@@ -90,7 +82,7 @@ void pack_matrix(const Job& job, int R, uint8_t* dst, const gguf::FileSet* sourc
     for (int64_t g = g0; g < g1; ++g) {
       kernels::pack_group(m.type, R, from + (g - g0) * group, m.row_bytes, m.cols, dst + g * group);
     }
-    if (read == nullptr && source != nullptr) release_pages(bytes.data(), bytes.size());
+    if (read == nullptr && source != nullptr) release_pages(bytes);
   }
 }
 
@@ -115,7 +107,7 @@ void keep(void* base, size_t size) {
   if (gone.base != nullptr) ::munmap(gone.base, gone.size);
 }
 
-// Writable anonymous memory of `size` bytes (a multiple of kPage), advised into huge pages: the
+// Writable anonymous memory of `size` bytes (a multiple of kPageBytes), advised into huge pages: the
 // kept memory, cut to size or grown (mremap moves its pages, the rest is fresh), else new.
 void* take(size_t size) {
   Kept k;
@@ -193,7 +185,7 @@ PackedWeights PackedWeights::pack(const std::vector<Matrix*>& mats, const gguf::
   }
   PackedWeights pw;
   if (total == 0) return pw;
-  total = (total + kPage - 1) / kPage * kPage;
+  total = (total + kPageBytes - 1) / kPageBytes * kPageBytes;
   void* base = take(total);
   if (base == nullptr) throw std::bad_alloc();
   pw.base_ = base;
@@ -210,14 +202,11 @@ PackedWeights PackedWeights::pack(const std::vector<Matrix*>& mats, const gguf::
   // page table): a cold file then streams from the disk while the threads copy. Asked for on this
   // thread, the read-ahead of a large file held the copying back until most of the file had been
   // read. Direct reads go without: they need no cache, and filling it is what costs.
-  std::thread ahead;
+  // (jthreads: joined on the way out also when starting one throws)
+  std::jthread ahead;
   if (source != nullptr && !source->reads_direct()) {
-    ahead = std::thread([&jobs] {
-      for (const Job& j : jobs) {
-        const auto at = reinterpret_cast<uintptr_t>(j.m->data), begin = at & ~(kPage - 1);
-        ::madvise(reinterpret_cast<void*>(begin), static_cast<size_t>(j.rows) * j.m->row_bytes + (at - begin),
-                  MADV_WILLNEED);
-      }
+    ahead = std::jthread([&jobs] {
+      for (const Job& j : jobs) read_ahead({static_cast<const uint8_t*>(j.m->data), static_cast<size_t>(j.rows) * j.m->row_bytes});
     });
   }
   const size_t capacity = gguf::File::read_room(buffer_bytes);
@@ -229,10 +218,11 @@ PackedWeights PackedWeights::pack(const std::vector<Matrix*>& mats, const gguf::
     }
   };
   const unsigned n_threads = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
-  std::vector<std::thread> threads;
-  for (unsigned t = 1; t < std::min<size_t>(n_threads, jobs.size()); ++t) threads.emplace_back(work);
-  work();
-  for (std::thread& t : threads) t.join();
+  {
+    std::vector<std::jthread> threads;
+    for (unsigned t = 1; t < std::min<size_t>(n_threads, jobs.size()); ++t) threads.emplace_back(work);
+    work();
+  }
   if (ahead.joinable()) ahead.join();
   ::mprotect(base, total, PROT_READ);
 
