@@ -159,6 +159,16 @@ void render_gateway(const engine::SchedulerStats& g, const std::string& model, M
   page.sample("vllm:kv_cache_usage_perc", "gauge",
               "Fraction of the KV cache held by requests, 1 = full (Gateway API Inference Extension).", labels,
               g.kv_cells_total > 0 ? std::min(1.0, static_cast<double>(held) / static_cast<double>(g.kv_cells_total)) : 0.0);
+  // vLLM's info gauge of its cache, from whose labels the picker sizes its estimate of what prefixes
+  // each pod holds (blocks of block_size tokens, num_gpu_blocks of them): ggufd's shared prefix
+  // blocks and how many the KV cache holds. Absent where prefixes are not shared (encoders).
+  if (const int64_t block = g.prefix_cache.block_tokens; block > 0) {
+    page.sample("vllm:cache_config_info", "gauge",
+                "The KV cache's prefix blocks: tokens per block and blocks it holds (Gateway API Inference Extension).",
+                labels + ",block_size=\"" + std::to_string(block) + "\",num_gpu_blocks=\"" +
+                    std::to_string(g.kv_cells_total / block) + "\"",
+                1.0);
+  }
 }
 
 }  // namespace

@@ -208,8 +208,12 @@ class DeployFiles(unittest.TestCase):
         self.assertEqual(int(args["grpc-port"]), ports["grpc"])
         for probe in ("livenessProbe", "readinessProbe"):
             self.assertEqual(container[probe]["grpc"]["port"], int(args["grpc-health-port"]), probe)
-        targets = {p["port"]: p["targetPort"] for p in docs["Service"]["spec"]["ports"]}
-        self.assertEqual(targets[pool["spec"]["endpointPickerRef"]["port"]["number"]], "grpc")
+        ext_proc = next(p for p in docs["Service"]["spec"]["ports"]
+                        if p["port"] == pool["spec"]["endpointPickerRef"]["port"]["number"])
+        self.assertEqual(ext_proc["targetPort"], "grpc")
+        # Cleartext HTTP/2 on both sides: the picker serves TLS unless told not to.
+        self.assertEqual(ext_proc["appProtocol"], "kubernetes.io/h2c")
+        self.assertEqual(args["secure-serving"], "false")
         # The config file the picker is told to read is a key of the mounted ConfigMap.
         mount = next(m for m in container["volumeMounts"] if args["config-file"].startswith(m["mountPath"] + "/"))
         volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])

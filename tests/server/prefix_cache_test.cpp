@@ -58,6 +58,12 @@ TEST(PrefixCacheHttp, ASystemPromptComputedOnOneSlotServesAnother) {
   EXPECT_EQ(gateway_metric(port, "vllm:kv_cache_usage_perc", id), 0);
   EXPECT_EQ(gateway_metric(port, "vllm:num_requests_running", id), 0);
   EXPECT_EQ(gateway_metric(port, "vllm:num_requests_waiting", id), 0);
+  // ... and the cache's blocks: 32 tokens each, as many as the KV cache's cells hold
+  const double cells = metric(port, "ggufd_kv_cache_total_cells");
+  ASSERT_GT(cells, 0);
+  EXPECT_EQ(metric(port, "vllm:cache_config_info{model_name=\"" + id + "\",block_size=\"32\",num_gpu_blocks=\"" +
+                             std::to_string(static_cast<int64_t>(cells) / 32) + "\"}"),
+            1);
 
   // Another system prompt streams on slot 0 (it shares the template's first tokens with what slot 0
   // holds, so it goes there), and stays there until its client leaves.
