@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/text/tools/python_calls.h"
+#include "engine/text/tools/section_cursor.h"
 #include "engine/text/tools/tagged_calls.h"
 
 namespace engine::tools {
@@ -10,8 +11,6 @@ namespace engine::tools {
 using ojson = nlohmann::ordered_json;
 
 namespace {
-
-constexpr int kMaxDepth = 128;  // deeper output is not taken as calls
 
 size_t skip_space(std::string_view s, size_t i) {
   while (i < s.size() && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r')) ++i;
@@ -37,7 +36,7 @@ Scan json_end(std::string_view s, size_t i, size_t& end) {
     if (c == '"') {
       in_string = true;
     } else if (c == '{' || c == '[') {
-      if (++depth > kMaxDepth) return Scan::kInvalid;
+      if (++depth > section::kMaxDepth) return Scan::kInvalid;
     } else if (c == '}' || c == ']') {
       if (--depth == 0) {
         end = k + 1;
