@@ -52,6 +52,7 @@ std::shared_ptr<Channel> submit_generations(App& app, RequestContext& ctx,
       req.sampling.n_logprobs = std::max(params.n_logprobs, 0);
       req.max_tokens = params.max_tokens;
       req.prompt_logprobs = params.prompt_logprobs;
+      req.reuse_prefix = params.cache_prompt;
       req.stop = params.stop;
       req.ignore_eos = params.ignore_eos;
       req.grammar = params.grammar;

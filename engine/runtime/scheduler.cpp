@@ -157,7 +157,8 @@ void Scheduler::Impl::start(Slot& slot, GenerationRequest&& req) {
   // logits, so nothing is kept then.
   // The evaluator may keep less than asked (a sliding-window ring keeps only the last positions).
   // Shared blocks replace what the slot kept when they cover more of the prompt.
-  const bool fresh = req.prompt_logprobs || req.pooling != PoolingType::kNone;  // every position's output needed
+  // (every position's output needed, or the client asked for the prompt to be computed again)
+  const bool fresh = req.prompt_logprobs || req.pooling != PoolingType::kNone || !req.reuse_prefix;
   const size_t want = fresh ? 0 : std::min(common_prefix(slot.cached, req.prompt), req.prompt.size() - 1);
   auto keep = static_cast<size_t>(eval.truncate(slot.id(), static_cast<int32_t>(want)));
   if (!fresh) {

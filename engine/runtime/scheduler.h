@@ -85,6 +85,8 @@ struct GenerationRequest {
   int64_t max_tokens = -1;           // -1: until the context is full; 0: no token is generated
   bool prompt_logprobs = false;      // score every prompt token after the first (sampling.n_logprobs
                                      // alternatives each): the whole prompt is evaluated again
+  bool reuse_prefix = true;          // start from the slot's cached prefix or shared blocks; false
+                                     // (llama-server's cache_prompt): the whole prompt is evaluated
   std::vector<std::string> stop;     // stop strings; the matched text is not returned
   bool ignore_eos = false;
   // Constrained decoding: only tokens the grammar allows are sampled (logprobs then describe the

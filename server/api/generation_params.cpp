@@ -113,6 +113,7 @@ GenerationParams parse_generation_params(const json& body, const App& app, const
     p.include_usage = get_bool(*it, "include_usage").value_or(false);
   }
   p.ignore_eos = get_bool(body, "ignore_eos").value_or(false);
+  p.cache_prompt = get_bool(body, "cache_prompt").value_or(true);
   (void)get_string(body, "user");  // accepted for compatibility; type-checked only
   return p;
 }

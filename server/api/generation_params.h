@@ -30,6 +30,7 @@ struct GenerationParams {
   bool ignore_eos = false;
   int n_logprobs = -1;                // -1: no logprobs; else alternatives per token
   bool prompt_logprobs = false;       // also score the prompt's tokens (completions' echo)
+  bool cache_prompt = true;           // llama-server's: false evaluates the whole prompt (no prefix reuse)
   // response_format / json_schema / grammar (output_constraint.h); null: unconstrained
   std::shared_ptr<const engine::grammar::CompiledGrammar> grammar;
   std::vector<std::string> grammar_triggers;  // a lazy grammar's triggers (tool calls under "auto")

@@ -48,6 +48,23 @@ TEST_F(Generation, GreedyIsDeterministicAndReusesThePromptCache) {
   EXPECT_GT(b["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 0);
 }
 
+// llama-server's cache_prompt: false computes the whole prompt again (same answer, nothing cached);
+// a value that is not a boolean is a 400 naming it.
+TEST_F(Generation, CachePromptFalseComputesThePromptAgain) {
+  json body = {{"prompt", "The little dog ran"}, {"max_tokens", 8}, {"temperature", 0}};
+  const json a = complete(body);
+  body["cache_prompt"] = false;
+  const json b = complete(body);
+  EXPECT_EQ(a["choices"][0]["text"], b["choices"][0]["text"]);
+  EXPECT_EQ(b["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  body["cache_prompt"] = true;
+  EXPECT_GT(complete(body)["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 0);
+  body["cache_prompt"] = "no";
+  const HttpReply r = post_json(ServerTest::port(), "/v1/completions", body);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("cache_prompt"), std::string::npos) << r.body;
+}
+
 TEST_F(Generation, SameSeedSameTextAcrossRequests) {
   const json body = {{"prompt", "Lily went to"}, {"max_tokens", 16}, {"temperature", 1.0}, {"seed", 42}};
   EXPECT_EQ(complete(body)["choices"][0]["text"], complete(body)["choices"][0]["text"]);
