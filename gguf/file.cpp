@@ -30,8 +30,6 @@ struct Mapping {
   }
 };
 
-constexpr size_t kPage = 4096;
-
 // pread until `n` bytes are in, or false (at the end of the file, or on an error).
 bool pread_all(int fd, uint8_t* out, size_t n, off_t offset) {
   for (size_t done = 0; done < n;) {
@@ -46,9 +44,9 @@ bool pread_all(int fd, uint8_t* out, size_t n, off_t offset) {
 
 // True when every page under `range` (of a file mapping) is in the page cache.
 bool cached(std::span<const uint8_t> range) {
-  const auto at = reinterpret_cast<uintptr_t>(range.data()), base = at & ~(kPage - 1);
+  const auto at = reinterpret_cast<uintptr_t>(range.data()), base = at & ~(File::kReadAlign - 1);
   const size_t bytes = range.size() + (at - base);
-  std::vector<unsigned char> pages((bytes + kPage - 1) / kPage);
+  std::vector<unsigned char> pages((bytes + File::kReadAlign - 1) / File::kReadAlign);
   if (::mincore(reinterpret_cast<void*>(base), bytes, pages.data()) != 0) return false;
   return std::all_of(pages.begin(), pages.end(), [](unsigned char p) { return (p & 1) != 0; });
 }
@@ -57,14 +55,17 @@ bool cached(std::span<const uint8_t> range) {
 // `buffer` (page-aligned). Returns where the bytes begin, or null (at the end of the file,
 // or on an error: the caller then reads through the page cache).
 const uint8_t* read_direct(int fd, off_t offset, size_t n, uint8_t* buffer) {
-  const auto skip = static_cast<size_t>(offset) % kPage;
-  const size_t want = (skip + n + kPage - 1) / kPage * kPage;
+  constexpr size_t align = File::kReadAlign;
+  const auto skip = static_cast<size_t>(offset) % align;
+  const size_t want = (skip + n + align - 1) / align * align;
+  const off_t start = offset - static_cast<off_t>(skip);
   size_t done = 0;
   while (done < skip + n) {
-    const ssize_t got = ::pread(fd, buffer + done, want - done, offset - static_cast<off_t>(skip) + static_cast<off_t>(done));
+    const ssize_t got = ::pread(fd, buffer + done, want - done, start + static_cast<off_t>(done));
     if (got < 0 && errno == EINTR) continue;
     // short of the file's end, a read that ends off a page would leave the next one misaligned
-    if (got <= 0 || (done + static_cast<size_t>(got) < skip + n && got % static_cast<ssize_t>(kPage) != 0)) return nullptr;
+    const bool short_of_end = got > 0 && done + static_cast<size_t>(got) < skip + n;
+    if (got <= 0 || (short_of_end && static_cast<size_t>(got) % align != 0)) return nullptr;
     done += static_cast<size_t>(got);
   }
   return buffer + skip;

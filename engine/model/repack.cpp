@@ -107,14 +107,16 @@ void keep(void* base, size_t size) {
   if (gone.base != nullptr) ::munmap(gone.base, gone.size);
 }
 
+// What is kept, now the caller's to use or unmap (nothing is kept after).
+Kept take_kept() {
+  const std::lock_guard<std::mutex> lock(kept_mu);
+  return std::exchange(kept, Kept{});
+}
+
 // Writable anonymous memory of `size` bytes (a multiple of kPageBytes), advised into huge pages: the
 // kept memory, cut to size or grown (mremap moves its pages, the rest is fresh), else new.
 void* take(size_t size) {
-  Kept k;
-  {
-    const std::lock_guard<std::mutex> lock(kept_mu);
-    k = std::exchange(kept, Kept{});
-  }
+  const Kept k = take_kept();
   if (k.base != nullptr && ::mprotect(k.base, k.size, PROT_READ | PROT_WRITE) == 0) {
     if (k.size >= size) {
       if (k.size > size) ::munmap(static_cast<uint8_t*>(k.base) + size, k.size - size);
@@ -135,11 +137,7 @@ void* take(size_t size) {
 }  // namespace
 
 void PackedWeights::release_kept() {
-  Kept k;
-  {
-    const std::lock_guard<std::mutex> lock(kept_mu);
-    k = std::exchange(kept, Kept{});
-  }
+  const Kept k = take_kept();
   if (k.base != nullptr) ::munmap(k.base, k.size);
 }
 

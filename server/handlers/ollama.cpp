@@ -59,7 +59,7 @@ net::awaitable<HttpResponse> ollama_generation(ModelRegistry& models, OllamaRequ
     if (request->params.stream) loaded.content_type = kNdjson;
     co_return loaded;
   }
-  auto format = std::make_shared<const OllamaFormatter>(app, request, std::shared_ptr<const double>(ctx.stats, &ctx.stats->ttft_ms));
+  auto format = std::make_shared<const OllamaFormatter>(request, std::shared_ptr<const double>(ctx.stats, &ctx.stats->ttft_ms));
   HttpResponse response = co_await serve_generation(app, ctx, *request, format);
   if (response.stream) response.content_type = kNdjson;
   name_ignored_fields(response, request->ignored_fields);

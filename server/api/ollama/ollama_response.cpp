@@ -42,9 +42,8 @@ std::string ollama_time_of(int64_t unix_seconds) {
 
 std::string ndjson_line(const json& object) { return dump_json(object) + "\n"; }
 
-OllamaFormatter::OllamaFormatter(const App& app, std::shared_ptr<const OllamaRequest> request,
-                                 std::shared_ptr<const double> ttft_ms)
-    : app_(app), request_(std::move(request)), ttft_ms_(std::move(ttft_ms)),
+OllamaFormatter::OllamaFormatter(std::shared_ptr<const OllamaRequest> request, std::shared_ptr<const double> ttft_ms)
+    : request_(std::move(request)), ttft_ms_(std::move(ttft_ms)),
       start_(std::chrono::steady_clock::now()), stream_(request_->answer) {}
 
 json OllamaFormatter::head() const {

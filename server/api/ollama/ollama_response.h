@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "server/api/app.h"
 #include "server/api/core/answer.h"
 #include "server/api/core/formatter.h"
 #include "server/api/ollama/ollama_request.h"
@@ -25,11 +24,11 @@ namespace server {
 // prompt_eval_duration (to the first token), eval_count and eval_duration, in nanoseconds. A
 // failed choice is the line {"error": "..."}. Unstreamed, one object has the whole answer and the
 // final fields. Nothing is sent as a keep-alive (an NDJSON line must be an object).
-// Ownership: borrows the App; shares the request and `ttft_ms` (the request's time to first
+// Ownership: shares the request and `ttft_ms` (the request's time to first
 // token in ms, < 0 until known; the request stats'). Thread-safety: as Formatter.
 class OllamaFormatter : public Formatter {
  public:
-  OllamaFormatter(const App& app, std::shared_ptr<const OllamaRequest> request, std::shared_ptr<const double> ttft_ms);
+  OllamaFormatter(std::shared_ptr<const OllamaRequest> request, std::shared_ptr<const double> ttft_ms);
 
   std::string stream_start(int index, const std::vector<engine::TokenEvent>& scored_prompt) const override;
   std::string stream_token(int index, const engine::TokenEvent& token) const override;
@@ -48,7 +47,6 @@ class OllamaFormatter : public Formatter {
   nlohmann::json final_fields(nlohmann::json object, const char* reason, const UsageTotals& usage) const;
   nlohmann::json calls_json(const std::vector<engine::tools::ToolCall>& calls) const;
 
-  const App& app_;
   std::shared_ptr<const OllamaRequest> request_;
   std::shared_ptr<const double> ttft_ms_;
   std::chrono::steady_clock::time_point start_;
