@@ -46,13 +46,15 @@ def free_port():
 
 
 class Server:
-    """`ggufd serve ARGS --host 127.0.0.1 --port P`; stop() ends it (SIGTERM, then SIGKILL)."""
+    """`ggufd serve ARGS --host 127.0.0.1 --port P`; stop() ends it (SIGTERM, then SIGKILL).
+    subcommand=[]: a server without one (llama-server, as a peer)."""
 
-    def __init__(self, binary, args, log_path):
+    def __init__(self, binary, args, log_path, subcommand=("serve",)):
         self.port = free_port()
+        self.name = os.path.basename(binary)
         self.log_path = log_path
         self.log = open(log_path, "w")
-        cmd = [binary, "serve", *args, "--host", HOST, "--port", str(self.port)]
+        cmd = [binary, *subcommand, *args, "--host", HOST, "--port", str(self.port)]
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
 
     def wait_ready(self, seconds=120):
@@ -60,7 +62,7 @@ class Server:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"ggufd exited with {self.proc.returncode} during start-up:\n{self.log_tail()}")
+                raise RuntimeError(f"{self.name} exited with {self.proc.returncode} during start-up:\n{self.log_tail()}")
             try:
                 if request(self.port, "GET", "/health", timeout=2)[0] == 200 and \
                         request(self.port, "GET", "/v1/models", timeout=2)[0] == 200:
@@ -68,7 +70,7 @@ class Server:
             except OSError:
                 pass
             time.sleep(0.1)
-        raise RuntimeError(f"ggufd not ready after {seconds} s:\n{self.log_tail()}")
+        raise RuntimeError(f"{self.name} not ready after {seconds} s:\n{self.log_tail()}")
 
     def alive(self):
         return self.proc.poll() is None
