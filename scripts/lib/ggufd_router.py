@@ -47,7 +47,7 @@ def free_port():
 
 class Server:
     """`ggufd serve ARGS --host 127.0.0.1 --port P`; stop() ends it (SIGTERM, then SIGKILL).
-    subcommand=[]: a server without one (llama-server, as a peer)."""
+    subcommand=(): a server without one (llama-server, as a peer)."""
 
     def __init__(self, binary, args, log_path, subcommand=("serve",)):
         self.port = free_port()
